@@ -1,0 +1,652 @@
+//! The buffer pool: one page cache shared by every open database file.
+//!
+//! Frames hold *immutable* page versions (`Arc<PageBuf>`). A reader clones
+//! the `Arc` and never holds a latch while it works; a committing
+//! transaction installs a whole new version; the flusher clones the `Arc`,
+//! writes it, and only then — if nobody installed a newer version meanwhile
+//! — marks the frame clean. So readers, committers and the flusher never
+//! wait for one another's disk I/O: the only locks are short shard mutexes
+//! around map updates, and the flusher holds none while the disk works.
+//!
+//! ```text
+//!   readers ──read()──►  shard[hash(file,page)] ──miss──► FileHandle::read_at
+//!   commit  ──prepare()/install()──► frame{data, dirty, page_lsn, rec_lsn}
+//!   flusher ──flush(durable)──► sort dirty by (file, page) ─► write ─► fdatasync ─► mark clean
+//! ```
+//!
+//! Rules the pool enforces for the layers above (design.md):
+//! - I1: `flush(upto)` writes only frames whose page LSN ≤ `upto` (the
+//!   caller passes the log's durable LSN).
+//! - I6: `prepare` says whether a change must be logged as a full page
+//!   image (the frame is absent or clean) or may be a delta (the frame is
+//!   dirty), and pins a dirty frame so the flusher cannot mark it clean
+//!   before the delta-logged version is installed.
+//! - I11: a failed write or fsync marks the file failed; its dirty frames
+//!   stay dirty and are never retried.
+//!
+//! Eviction is a generalised CLOCK: a frame enters with no credit, each hit
+//! adds credit (up to 3), the clock hand spends one credit per pass and
+//! evicts clean, unpinned frames at zero. Pages touched once by a scan go
+//! first; pages in steady use survive the scan. Capacity is soft: when every
+//! candidate is dirty the pool grows past it and reports pressure so the
+//! flusher runs, rather than blocking a reader.
+
+use crate::backend::{read_exact_at, write_all_at};
+use crate::{FileHandle, Lsn, PageBuf, PageId, StorageError, StorageResult, PAGE_SIZE};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+const SHARDS: usize = 16;
+const MAX_CREDIT: u8 = 3;
+/// Pages coalesced into one write by the flusher when their ids are
+/// consecutive (1 MiB).
+const MAX_COALESCE: usize = 128;
+
+/// A file registered with the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(u32);
+
+type Key = (FileId, PageId);
+
+struct Frame {
+    data: Arc<PageBuf>,
+    /// LSN of the last log record applied to this version (stamped on seal).
+    page_lsn: Lsn,
+    /// LSN of the full page image that first dirtied the frame (I6/I8).
+    rec_lsn: Lsn,
+    dirty: bool,
+    /// Bumped on every install, so the flusher can tell whether the version
+    /// it wrote is still the current one.
+    version: u64,
+    /// Commits that logged a delta against this frame and have not yet
+    /// installed (I6).
+    delta_pins: u32,
+    credit: u8,
+}
+
+#[derive(Default)]
+struct Shard {
+    frames: HashMap<Key, Frame>,
+    clock: Vec<Key>,
+    hand: usize,
+}
+
+struct FileEntry {
+    handle: Arc<dyn FileHandle>,
+    name: String,
+    failed: Option<String>,
+}
+
+/// What a commit must log for one page (I6).
+pub enum Prepared {
+    /// The page is not dirty in the pool: log its full image.
+    FullImage,
+    /// The page is dirty: log a delta against this base version. The frame
+    /// is pinned until `install` or `unpin`.
+    Delta(Arc<PageBuf>),
+}
+
+/// Result of a flush pass.
+#[derive(Debug, Default)]
+pub struct FlushReport {
+    pub pages_written: u64,
+    pub files_synced: u64,
+    /// Files that failed during this pass: (file, name, error).
+    pub failures: Vec<(FileId, String, String)>,
+}
+
+/// Counters for statistics.
+#[derive(Clone, Debug, Default)]
+pub struct PoolStats {
+    pub capacity_pages: u64,
+    pub resident_pages: u64,
+    pub dirty_pages: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub pages_flushed: u64,
+}
+
+/// The shared buffer pool.
+pub struct BufferPool {
+    shards: Vec<Mutex<Shard>>,
+    shard_capacity: usize,
+    files: RwLock<HashMap<FileId, FileEntry>>,
+    next_file: AtomicU32,
+    next_version: AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: AtomicU64,
+    flushed: AtomicU64,
+    /// Serialises flush passes so two flushers never race on mark-clean.
+    flush_lock: Mutex<()>,
+}
+
+fn shard_of(key: &Key) -> usize {
+    let h = (u64::from(key.0 .0) << 32 | u64::from(key.1 .0)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 60) as usize % SHARDS
+}
+
+impl BufferPool {
+    /// A pool holding about `capacity_bytes` of pages (at least 64 pages).
+    pub fn new(capacity_bytes: usize) -> Arc<Self> {
+        let pages = (capacity_bytes / PAGE_SIZE).max(64);
+        Arc::new(BufferPool {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_capacity: pages.div_ceil(SHARDS),
+            files: RwLock::new(HashMap::new()),
+            next_file: AtomicU32::new(1),
+            next_version: AtomicU64::new(1),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            flush_lock: Mutex::new(()),
+        })
+    }
+
+    /// Registers an open file; `name` appears in error messages.
+    pub fn register(&self, handle: Arc<dyn FileHandle>, name: &str) -> FileId {
+        let id = FileId(self.next_file.fetch_add(1, Ordering::Relaxed));
+        self.files.write().insert(
+            id,
+            FileEntry {
+                handle,
+                name: name.to_string(),
+                failed: None,
+            },
+        );
+        id
+    }
+
+    /// Forgets a file and all its frames. The caller flushes first; returns
+    /// how many dirty frames were discarded (non-zero only for a failed file).
+    pub fn unregister(&self, file: FileId) -> usize {
+        let mut dropped = 0;
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            s.frames.retain(|k, f| {
+                let keep = k.0 != file;
+                if !keep && f.dirty {
+                    dropped += 1;
+                }
+                keep
+            });
+            s.clock.retain(|k| k.0 != file);
+            s.hand = 0;
+        }
+        self.files.write().remove(&file);
+        dropped
+    }
+
+    fn name_of(&self, file: FileId) -> String {
+        self.files
+            .read()
+            .get(&file)
+            .map(|f| f.name.clone())
+            .unwrap_or_else(|| format!("file #{}", file.0))
+    }
+
+    fn handle_of(&self, file: FileId) -> StorageResult<(Arc<dyn FileHandle>, String)> {
+        let files = self.files.read();
+        let f = files
+            .get(&file)
+            .ok_or_else(|| StorageError::Invalid(format!("file #{} is not registered", file.0)))?;
+        Ok((f.handle.clone(), f.name.clone()))
+    }
+
+    /// The failure recorded for a file, if any (I11).
+    pub fn failure(&self, file: FileId) -> Option<String> {
+        self.files.read().get(&file).and_then(|f| f.failed.clone())
+    }
+
+    /// Records a failure for a file (also used by callers whose own direct
+    /// writes to the file failed).
+    pub fn mark_failed(&self, file: FileId, reason: String) {
+        if let Some(f) = self.files.write().get_mut(&file) {
+            f.failed.get_or_insert(reason);
+        }
+    }
+
+    /// Returns the current version of a page, reading and verifying it on a
+    /// miss.
+    pub fn read(&self, file: FileId, page: PageId) -> StorageResult<Arc<PageBuf>> {
+        let key = (file, page);
+        {
+            let mut s = self.shards[shard_of(&key)].lock();
+            if let Some(f) = s.frames.get_mut(&key) {
+                f.credit = (f.credit + 1).min(MAX_CREDIT);
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(f.data.clone());
+            }
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let (handle, name) = self.handle_of(file)?;
+        let mut buf = PageBuf::zeroed();
+        match read_exact_at(handle.as_ref(), buf.bytes_mut(), page.offset()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(StorageError::corrupt(name, page, "page lies beyond the end of the file"))
+            }
+            Err(e) => return Err(StorageError::io(name, e)),
+        }
+        buf.verify(&name, page)?;
+        let lsn = buf.lsn();
+        Ok(self.insert_clean(key, Arc::new(buf), lsn))
+    }
+
+    /// Inserts a page read from disk unless a version is already resident
+    /// (a concurrent install wins); returns the resident version.
+    fn insert_clean(&self, key: Key, data: Arc<PageBuf>, lsn: Lsn) -> Arc<PageBuf> {
+        let mut s = self.shards[shard_of(&key)].lock();
+        if let Some(f) = s.frames.get(&key) {
+            return f.data.clone();
+        }
+        self.make_room(&mut s);
+        s.frames.insert(
+            key,
+            Frame {
+                data: data.clone(),
+                page_lsn: lsn,
+                rec_lsn: Lsn::ZERO,
+                dirty: false,
+                version: self.next_version.fetch_add(1, Ordering::Relaxed),
+                delta_pins: 0,
+                credit: 0,
+            },
+        );
+        s.clock.push(key);
+        data
+    }
+
+    /// Evicts clean, unpinned, zero-credit frames until the shard is under
+    /// capacity or one full sweep found nothing (then the shard grows).
+    fn make_room(&self, s: &mut Shard) {
+        let mut budget = s.clock.len() * (MAX_CREDIT as usize + 1);
+        while s.frames.len() >= self.shard_capacity && budget > 0 && !s.clock.is_empty() {
+            budget -= 1;
+            if s.hand >= s.clock.len() {
+                s.hand = 0;
+            }
+            let key = s.clock[s.hand];
+            let evict = match s.frames.get_mut(&key) {
+                None => true,
+                Some(f) if f.credit > 0 => {
+                    f.credit -= 1;
+                    false
+                }
+                Some(f) => !f.dirty && f.delta_pins == 0,
+            };
+            if evict {
+                if s.frames.remove(&key).is_some() {
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+                s.clock.swap_remove(s.hand);
+            } else {
+                s.hand += 1;
+            }
+        }
+    }
+
+    /// Decides how a commit logs its new version of `page` (I6).
+    pub fn prepare(&self, file: FileId, page: PageId) -> Prepared {
+        let key = (file, page);
+        let mut s = self.shards[shard_of(&key)].lock();
+        match s.frames.get_mut(&key) {
+            Some(f) if f.dirty => {
+                f.delta_pins += 1;
+                Prepared::Delta(f.data.clone())
+            }
+            _ => Prepared::FullImage,
+        }
+    }
+
+    /// Releases a pin taken by `prepare` when the commit failed before
+    /// installing.
+    pub fn unpin(&self, file: FileId, page: PageId) {
+        let key = (file, page);
+        if let Some(f) = self.shards[shard_of(&key)].lock().frames.get_mut(&key) {
+            f.delta_pins = f.delta_pins.saturating_sub(1);
+        }
+    }
+
+    /// Installs a committed version whose log record is at `page_lsn`.
+    /// `delta` says whether `prepare` returned `Delta` for it (then the pin
+    /// is released). A frame that was clean becomes dirty with
+    /// `rec_lsn = page_lsn` (that record is a full image, I6).
+    pub fn install(&self, file: FileId, page: PageId, data: Arc<PageBuf>, page_lsn: Lsn, delta: bool) {
+        let key = (file, page);
+        let version = self.next_version.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.shards[shard_of(&key)].lock();
+        if let Some(f) = s.frames.get_mut(&key) {
+            if delta {
+                f.delta_pins = f.delta_pins.saturating_sub(1);
+            }
+            if !f.dirty {
+                debug_assert!(!delta, "I6: a delta was logged against a clean frame");
+                f.rec_lsn = page_lsn;
+            }
+            f.data = data;
+            f.page_lsn = page_lsn;
+            f.dirty = true;
+            f.version = version;
+            f.credit = (f.credit + 1).min(MAX_CREDIT);
+            return;
+        }
+        debug_assert!(!delta, "I6: a delta was logged for a page not in the pool");
+        self.make_room(&mut s);
+        s.frames.insert(
+            key,
+            Frame {
+                data,
+                page_lsn,
+                rec_lsn: page_lsn,
+                dirty: true,
+                version,
+                delta_pins: 0,
+                credit: 1,
+            },
+        );
+        s.clock.push(key);
+    }
+
+    /// Installs a version that is already on disk (unlogged mode writes
+    /// pages itself before installing them).
+    pub fn install_clean(&self, file: FileId, page: PageId, data: Arc<PageBuf>) {
+        let key = (file, page);
+        let version = self.next_version.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.shards[shard_of(&key)].lock();
+        if let Some(f) = s.frames.get_mut(&key) {
+            f.data = data;
+            f.version = version;
+            return;
+        }
+        self.make_room(&mut s);
+        s.frames.insert(
+            key,
+            Frame {
+                data,
+                page_lsn: Lsn::ZERO,
+                rec_lsn: Lsn::ZERO,
+                dirty: false,
+                version,
+                delta_pins: 0,
+                credit: 1,
+            },
+        );
+        s.clock.push(key);
+    }
+
+    /// The smallest `rec_lsn` over dirty frames: no change below it is only
+    /// in memory (input to a checkpoint's redo LSN, I8).
+    pub fn min_rec_lsn(&self) -> Option<Lsn> {
+        self.shards
+            .iter()
+            .filter_map(|s| s.lock().frames.values().filter(|f| f.dirty).map(|f| f.rec_lsn).min())
+            .min()
+    }
+
+    /// Number of dirty frames, and whether they exceed half the capacity
+    /// (the flusher should run now).
+    pub fn dirty_pressure(&self) -> (u64, bool) {
+        let dirty: usize = self
+            .shards
+            .iter()
+            .map(|s| s.lock().frames.values().filter(|f| f.dirty).count())
+            .sum();
+        (dirty as u64, dirty > self.shard_capacity * SHARDS / 2)
+    }
+
+    /// Writes every dirty frame with page LSN ≤ `upto` (I1), in (file, page)
+    /// order with consecutive pages coalesced, fdatasyncs each file, then
+    /// marks the written versions clean. `only` restricts the pass to one
+    /// file. No lock is held while the disk works.
+    pub fn flush(&self, upto: Lsn, only: Option<FileId>) -> FlushReport {
+        let _one_flusher = self.flush_lock.lock();
+        let mut work = self.collect_dirty(upto, only);
+        work.sort_by_key(|w| (w.key.0, w.key.1));
+        let mut report = FlushReport::default();
+        let mut start = 0;
+        while start < work.len() {
+            let file = work[start].key.0;
+            let end = start + work[start..].iter().take_while(|w| w.key.0 == file).count();
+            match self.flush_file_pages(file, &work[start..end]) {
+                Ok(()) => {
+                    report.pages_written += (end - start) as u64;
+                    report.files_synced += 1;
+                    self.mark_clean(&work[start..end]);
+                }
+                Err(e) => {
+                    let name = self.name_of(file);
+                    // I11: never retried; the file stays failed until reopened.
+                    self.mark_failed(file, e.to_string());
+                    report.failures.push((file, name, e.to_string()));
+                }
+            }
+            start = end;
+        }
+        self.flushed.fetch_add(report.pages_written, Ordering::Relaxed);
+        report
+    }
+
+    fn collect_dirty(&self, upto: Lsn, only: Option<FileId>) -> Vec<FlushItem> {
+        let failed: Vec<FileId> = self
+            .files
+            .read()
+            .iter()
+            .filter(|(_, f)| f.failed.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        let mut work = Vec::new();
+        for shard in &self.shards {
+            let s = shard.lock();
+            for (key, f) in &s.frames {
+                // I1: only versions whose log records are durable.
+                let eligible = f.dirty
+                    && f.page_lsn <= upto
+                    && only.is_none_or(|o| o == key.0)
+                    && !failed.contains(&key.0);
+                if eligible {
+                    work.push(FlushItem {
+                        key: *key,
+                        data: f.data.clone(),
+                        page_lsn: f.page_lsn,
+                        version: f.version,
+                    });
+                }
+            }
+        }
+        work
+    }
+
+    fn flush_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
+        let (handle, _) = self
+            .handle_of(file)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let mut i = 0;
+        while i < items.len() {
+            let mut run = 1;
+            while i + run < items.len()
+                && run < MAX_COALESCE
+                && items[i + run].key.1 .0 == items[i].key.1 .0 + run as u32
+            {
+                run += 1;
+            }
+            let mut buf = Vec::with_capacity(run * PAGE_SIZE);
+            for it in &items[i..i + run] {
+                let mut p = (*it.data).clone();
+                p.seal(it.key.1, it.page_lsn);
+                buf.extend_from_slice(p.bytes());
+            }
+            write_all_at(handle.as_ref(), &buf, items[i].key.1.offset())?;
+            i += run;
+        }
+        handle.sync_data()
+    }
+
+    fn mark_clean(&self, items: &[FlushItem]) {
+        for it in items {
+            let mut s = self.shards[shard_of(&it.key)].lock();
+            if let Some(f) = s.frames.get_mut(&it.key) {
+                // A newer install or a pending delta keeps the frame dirty,
+                // with its rec_lsn unchanged (I6).
+                if f.version == it.version && f.delta_pins == 0 {
+                    f.dirty = false;
+                }
+            }
+        }
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        let (mut resident, mut dirty) = (0u64, 0u64);
+        for s in &self.shards {
+            let s = s.lock();
+            resident += s.frames.len() as u64;
+            dirty += s.frames.values().filter(|f| f.dirty).count() as u64;
+        }
+        PoolStats {
+            capacity_pages: (self.shard_capacity * SHARDS) as u64,
+            resident_pages: resident,
+            dirty_pages: dirty,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            pages_flushed: self.flushed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+struct FlushItem {
+    key: Key,
+    data: Arc<PageBuf>,
+    page_lsn: Lsn,
+    version: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{Backend, MemBackend, OpenMode};
+    use crate::PageKind;
+    use std::path::Path;
+
+    fn page_with(byte: u8) -> Arc<PageBuf> {
+        let mut p = PageBuf::new(PageKind::Overflow);
+        p.body_mut()[0] = byte;
+        Arc::new(p)
+    }
+
+    fn setup() -> (MemBackend, Arc<BufferPool>, FileId) {
+        let be = MemBackend::new();
+        be.create_dir_all(Path::new("/d")).unwrap();
+        let h = be.open(Path::new("/d/a.fdb"), OpenMode::CreateOrOpen).unwrap();
+        let pool = BufferPool::new(64 * PAGE_SIZE);
+        let f = pool.register(h, "a.fdb");
+        (be, pool, f)
+    }
+
+    #[test]
+    fn flush_respects_durable_lsn_and_marks_clean() {
+        let (be, pool, f) = setup();
+        pool.install(f, PageId(1), page_with(1), Lsn(10), false);
+        pool.install(f, PageId(2), page_with(2), Lsn(20), false);
+        let r = pool.flush(Lsn(15), None);
+        assert_eq!(r.pages_written, 1, "I1: page at lsn 20 is not durable yet");
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(20)));
+        pool.flush(Lsn(20), None);
+        assert_eq!(pool.min_rec_lsn(), None);
+        let bytes = be.file_bytes(Path::new("/d/a.fdb")).unwrap();
+        let on_disk = PageBuf::from_bytes(&bytes[PAGE_SIZE..2 * PAGE_SIZE]).unwrap();
+        on_disk.verify("a", PageId(1)).unwrap();
+        assert_eq!(on_disk.lsn(), Lsn(10));
+        assert_eq!(on_disk.body()[0], 1);
+    }
+
+    #[test]
+    fn delta_pin_keeps_frame_dirty_through_a_flush() {
+        let (_be, pool, f) = setup();
+        pool.install(f, PageId(1), page_with(1), Lsn(10), false);
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::Delta(_)));
+        pool.flush(Lsn(100), None);
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(10)), "I6: pinned frame stays dirty");
+        pool.install(f, PageId(1), page_with(2), Lsn(30), true);
+        pool.flush(Lsn(100), None);
+        assert_eq!(pool.min_rec_lsn(), None);
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::FullImage));
+    }
+
+    #[test]
+    fn read_miss_verifies_and_reports_corruption_with_page() {
+        let (be, pool, f) = setup();
+        let mut p = PageBuf::new(PageKind::Overflow);
+        p.seal(PageId(0), Lsn(1));
+        let mut bytes = p.bytes().to_vec();
+        bytes[500] ^= 0xff;
+        be.set_file_bytes(Path::new("/d/a.fdb"), bytes);
+        let e = pool.read(f, PageId(0)).unwrap_err().to_string();
+        assert!(e.contains("a.fdb") && e.contains("page 0"), "{e}");
+        let e = pool.read(f, PageId(9)).unwrap_err().to_string();
+        assert!(e.contains("beyond the end"), "{e}");
+    }
+
+    #[test]
+    fn scan_does_not_evict_hot_pages() {
+        let (be, pool, f) = setup();
+        let h = be.open(Path::new("/d/a.fdb"), OpenMode::Existing).unwrap();
+        for i in 0..2000u32 {
+            let mut p = PageBuf::new(PageKind::Overflow);
+            p.seal(PageId(i), Lsn(1));
+            write_all_at(h.as_ref(), p.bytes(), PageId(i).offset()).unwrap();
+        }
+        for _ in 0..4 {
+            for i in 0..8 {
+                pool.read(f, PageId(i)).unwrap();
+            }
+        }
+        let misses_before = pool.stats().misses;
+        for i in 100..2000 {
+            pool.read(f, PageId(i)).unwrap();
+        }
+        let after_scan = pool.stats().misses;
+        for i in 0..8 {
+            pool.read(f, PageId(i)).unwrap();
+        }
+        assert!(after_scan > misses_before);
+        assert!(pool.stats().misses - after_scan <= 2, "hot pages survived the scan");
+        assert!(pool.stats().resident_pages <= 64 + SHARDS as u64);
+    }
+
+    #[test]
+    fn failed_file_is_never_retried() {
+        struct FailingWrites;
+        impl FileHandle for FailingWrites {
+            fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+                Ok(0)
+            }
+            fn write_at(&self, _: &[u8], _: u64) -> io::Result<usize> {
+                Err(io::Error::from_raw_os_error(libc::EIO))
+            }
+            fn sync_data(&self) -> io::Result<()> {
+                Ok(())
+            }
+            fn len(&self) -> io::Result<u64> {
+                Ok(0)
+            }
+            fn set_len(&self, _: u64) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let pool = BufferPool::new(0);
+        let f = pool.register(Arc::new(FailingWrites), "bad.fdb");
+        pool.install(f, PageId(1), page_with(1), Lsn(1), false);
+        let r = pool.flush(Lsn(10), None);
+        assert_eq!(r.failures.len(), 1);
+        assert!(pool.failure(f).is_some());
+        let r2 = pool.flush(Lsn(10), None);
+        assert!(r2.failures.is_empty() && r2.pages_written == 0, "I11: not retried");
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(1)), "dirty page kept");
+    }
+}
