@@ -1,1 +1,3 @@
-//! placeholder
+//! Databases and documents.
+mod ids;
+pub use ids::*;

@@ -1,0 +1,138 @@
+//! Identifiers of databases and documents.
+//!
+//! A note id is local to one file; a UNID is the same in every replica; the
+//! originator id (UNID + sequence number + sequence time) is bumped on every
+//! edit and is what replication compares. Change sequences order changes
+//! within one database and drive "modified since".
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Local id of a note within one database file (never 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NoteId(pub u32);
+
+impl fmt::Display for NoteId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Universal id of a document: 128 bits, the same in every replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Unid(pub [u8; 16]);
+
+impl Unid {
+    pub fn random() -> Unid {
+        Unid(rand::random())
+    }
+}
+
+impl fmt::Display for Unid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02X}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Error for a malformed UNID string.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid UNID {0:?}: expected 32 hexadecimal digits")]
+pub struct BadUnid(pub String);
+
+impl FromStr for Unid {
+    type Err = BadUnid;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadUnid(s.chars().take(64).collect());
+        if s.len() != 32 || !s.is_ascii() {
+            return Err(bad());
+        }
+        let mut out = [0u8; 16];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(Unid(out))
+    }
+}
+
+/// Random 64-bit id shared by all replicas of a database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplicaId(pub u64);
+
+/// Identity of one database file; changes when the file's identity changes
+/// (restore, copy-style compact, a fixup that rebuilt it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DbInstanceId(pub u64);
+
+impl fmt::Display for ReplicaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016X}", self.0)
+    }
+}
+
+impl fmt::Display for DbInstanceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016X}", self.0)
+    }
+}
+
+/// Position in a database's change sequence (0 = before any change).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Seq(pub u64);
+
+/// A point in time: microseconds since the Unix epoch, UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    pub fn now() -> Timestamp {
+        Timestamp(chrono::Utc::now().timestamp_micros())
+    }
+
+    /// RFC 3339 with microseconds, e.g. `2026-11-21T10:00:00.000000Z`.
+    pub fn to_rfc3339(self) -> String {
+        match chrono::DateTime::from_timestamp_micros(self.0) {
+            Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            None => format!("@{}us", self.0),
+        }
+    }
+
+    pub fn parse_rfc3339(s: &str) -> Option<Timestamp> {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| Timestamp(t.timestamp_micros()))
+    }
+}
+
+/// The originator id: which edit of which document this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OriginatorId {
+    pub unid: Unid,
+    /// Bumped on every edit (starts at 1).
+    pub seq_num: u32,
+    /// When the edit with `seq_num` was made.
+    pub seq_time: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unid_round_trips_and_rejects_garbage() {
+        let u = Unid::random();
+        assert_eq!(u.to_string().parse::<Unid>().unwrap(), u);
+        assert!("xyz".parse::<Unid>().is_err());
+        assert!("ZZ".repeat(16).parse::<Unid>().is_err());
+        assert!("é".repeat(16).parse::<Unid>().is_err());
+    }
+
+    #[test]
+    fn timestamps_round_trip() {
+        let t = Timestamp(1_700_000_000_123_456);
+        assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
+        assert_eq!(Timestamp::parse_rfc3339("not a date"), None);
+    }
+}
