@@ -1,0 +1,313 @@
+//! The command line. The command forms are a contract scripts rely on:
+//! `folio --data DIR db create PATH`, `doc put PATH` (JSON on stdin, UNID
+//! on stdout, exit 0 only once durable), and so on. Every failure is one
+//! line on stderr and a non-zero exit, and changes nothing.
+
+use crate::datadir::{self, OpenDataDir};
+use crate::{crashtest, load};
+use clap::{Parser, Subcommand};
+use nsf::{items_from_json, note_to_json, Engine, ItemUpdate, Unid};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(name = "folio", version, about = "Folio document database server")]
+pub struct Args {
+    /// Data directory.
+    #[arg(long, global = true, default_value = "./folio-data")]
+    pub data: PathBuf,
+    /// Settings file (default: <data>/folio.toml if it exists).
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Log level for diagnostics on stderr (error, warn, info, debug).
+    #[arg(long, global = true, default_value = "warn")]
+    pub log_level: String,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run the server on the data directory until SIGTERM or Ctrl-C.
+    Serve,
+    /// Databases.
+    #[command(subcommand)]
+    Db(DbCmd),
+    /// Documents.
+    #[command(subcommand)]
+    Doc(DocCmd),
+    /// Attachments.
+    #[command(subcommand)]
+    Attach(AttachCmd),
+    /// The transaction log.
+    #[command(subcommand)]
+    Log(LogCmd),
+    /// Benchmark workloads.
+    #[command(subcommand)]
+    Load(load::LoadCmd),
+    /// Test support (used by the crash harness).
+    #[command(subcommand, hide = true)]
+    Debug(DebugCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DbCmd {
+    /// Create a database.
+    Create {
+        path: String,
+        #[arg(long, default_value = "")]
+        title: String,
+    },
+    /// List databases.
+    List,
+    /// Show a database's identity and size as JSON.
+    Info { path: String },
+    /// Check a database's consistency (trees, indexes, note encoding).
+    Check { path: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DocCmd {
+    /// Create a document from a JSON object on stdin; prints its UNID.
+    Put { path: String },
+    /// Print a document as JSON.
+    Get { path: String, unid: String },
+    /// Update items from a JSON object on stdin (null removes an item). A
+    /// "$seq" field makes the update conditional on that sequence number.
+    Update {
+        path: String,
+        unid: String,
+        /// Apply even if "$seq" is stale.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete a document, leaving a deletion stub.
+    Delete {
+        path: String,
+        unid: String,
+        /// Only if the document is still at this sequence number.
+        #[arg(long)]
+        seq: Option<u32>,
+    },
+    /// Print every document, one JSON object per line.
+    List { path: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AttachCmd {
+    /// Attach a file to a document.
+    Put {
+        path: String,
+        unid: String,
+        file: PathBuf,
+        /// Attachment name (default: the file's name).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, default_value = "application/octet-stream")]
+        mime: String,
+    },
+    /// Write an attachment's content to stdout.
+    Get { path: String, unid: String, name: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LogCmd {
+    /// Show the log's style, extents, bytes in use and checkpoint as JSON.
+    Info,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DebugCmd {
+    /// Run the seeded crash-test workload, printing begin/ack lines.
+    CrashWorkload(crashtest::ChildArgs),
+}
+
+pub fn init_tracing(args: &Args) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).try_init();
+}
+
+type CliResult = Result<(), String>;
+
+fn open(args: &Args) -> Result<OpenDataDir, String> {
+    let cfg = datadir::settings(&args.data, args.config.as_deref())?;
+    datadir::open(&args.data, cfg)
+}
+
+/// Runs one command. Errors are returned as one line of text.
+pub fn run(args: Args) -> CliResult {
+    match &args.cmd {
+        Cmd::Load(cmd) => return load::run(cmd, &args),
+        Cmd::Debug(DebugCmd::CrashWorkload(c)) => return crashtest::run_child(c, &args),
+        _ => {}
+    }
+    let dd = open(&args)?;
+    let result = dispatch(&args, &dd.engine);
+    let closed = dd.engine.close().map_err(|e| e.to_string());
+    result.and(closed)
+}
+
+fn dispatch(args: &Args, engine: &Engine) -> CliResult {
+    match &args.cmd {
+        Cmd::Serve => serve(engine),
+        Cmd::Db(c) => db_cmd(engine, c),
+        Cmd::Doc(c) => doc_cmd(engine, c),
+        Cmd::Attach(c) => attach_cmd(engine, c),
+        Cmd::Log(LogCmd::Info) => {
+            let info = engine.log_info().ok_or("the transaction log is disabled (translog.enabled = false)")?;
+            print_json(&serde_json::to_value(info).map_err(|e| e.to_string())?)
+        }
+        Cmd::Load(_) | Cmd::Debug(_) => unreachable!("handled before opening the data directory"),
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn print_json(v: &serde_json::Value) -> CliResult {
+    let mut out = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v).map_err(err)?;
+    writeln!(out).map_err(err)
+}
+
+fn parse_unid(s: &str) -> Result<Unid, String> {
+    s.parse::<Unid>().map_err(err)
+}
+
+fn read_stdin_json() -> Result<serde_json::Value, String> {
+    let mut text = String::new();
+    io::stdin().read_to_string(&mut text).map_err(|e| format!("reading stdin: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("malformed JSON on stdin: {e}"))
+}
+
+fn db_cmd(engine: &Engine, c: &DbCmd) -> CliResult {
+    match c {
+        DbCmd::Create { path, title } => {
+            let db = engine.create_database(path, title).map_err(err)?;
+            print_json(&serde_json::to_value(db.info().map_err(err)?).map_err(err)?)
+        }
+        DbCmd::List => {
+            let mut out = io::stdout().lock();
+            for p in engine.list_databases().map_err(err)? {
+                writeln!(out, "{p}").map_err(err)?;
+            }
+            Ok(())
+        }
+        DbCmd::Info { path } => {
+            let db = engine.open_database(path).map_err(err)?;
+            print_json(&serde_json::to_value(db.info().map_err(err)?).map_err(err)?)
+        }
+        DbCmd::Check { path } => {
+            let db = engine.open_database(path).map_err(err)?;
+            print_json(&serde_json::to_value(db.check().map_err(err)?).map_err(err)?)
+        }
+    }
+}
+
+fn doc_cmd(engine: &Engine, c: &DocCmd) -> CliResult {
+    match c {
+        DocCmd::Put { path } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let json = read_stdin_json()?;
+            let items = items_from_json(&json)
+                .map_err(err)?
+                .into_iter()
+                .map(|u| match u {
+                    ItemUpdate::Set(item) => Ok(item),
+                    ItemUpdate::Remove(name) => Err(format!("item {name:?} is null; a new document cannot remove items")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let meta = db.create(items).map_err(err)?;
+            println!("{}", meta.unid);
+            Ok(())
+        }
+        DocCmd::Get { path, unid } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let note = db.get(parse_unid(unid)?).map_err(err)?;
+            print_json(&note_to_json(&note))
+        }
+        DocCmd::Update { path, unid, force } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let unid = parse_unid(unid)?;
+            let json = read_stdin_json()?;
+            let based_on = match json.get("$seq") {
+                None => None,
+                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or("\"$seq\" must be a non-negative integer")?),
+            };
+            let updates = items_from_json(&json).map_err(err)?;
+            let meta = db.update(unid, updates, based_on, *force).map_err(err)?;
+            println!("{}", serde_json::json!({"$unid": meta.unid.to_string(), "$seq": meta.seq_num}));
+            Ok(())
+        }
+        DocCmd::Delete { path, unid, seq } => {
+            let db = engine.open_database(path).map_err(err)?;
+            db.delete(parse_unid(unid)?, *seq, false).map_err(err)?;
+            Ok(())
+        }
+        DocCmd::List { path } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let mut out = BufWriter::new(io::stdout().lock());
+            db.for_each_note(|n| {
+                serde_json::to_writer(&mut out, &note_to_json(&n)).map_err(|e| nsf::NsfError::Invalid(e.to_string()))?;
+                writeln!(out).map_err(|e| nsf::NsfError::Invalid(e.to_string()))
+            })
+            .map_err(err)?;
+            out.flush().map_err(err)
+        }
+    }
+}
+
+fn attach_cmd(engine: &Engine, c: &AttachCmd) -> CliResult {
+    match c {
+        AttachCmd::Put { path, unid, file, name, mime } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let unid = parse_unid(unid)?;
+            let name = match name {
+                Some(n) => n.clone(),
+                None => file_name(file)?,
+            };
+            let mut f = std::fs::File::open(file).map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+            let a = db.put_attachment(unid, &name, mime, &mut f).map_err(err)?;
+            println!("{}", serde_json::json!({"name": a.name, "size": a.size}));
+            Ok(())
+        }
+        AttachCmd::Get { path, unid, name } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let mut r = db.open_attachment(parse_unid(unid)?, name).map_err(err)?;
+            let mut out = io::stdout().lock();
+            io::copy(&mut r, &mut out).map_err(err)?;
+            out.flush().map_err(err)
+        }
+    }
+}
+
+fn file_name(p: &Path) -> Result<String, String> {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+        .ok_or_else(|| format!("{} has no usable file name; pass --name", p.display()))
+}
+
+/// Runs until SIGTERM/SIGINT: the background thread flushes and
+/// checkpoints; the caller's `close` then shuts down cleanly. Network
+/// listeners are added by the server crate.
+fn serve(engine: &Engine) -> CliResult {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [SIGTERM, SIGINT] {
+        signal_hook::flag::register(sig, term.clone()).map_err(err)?;
+    }
+    eprintln!(
+        "folio: serving data directory {} ({} databases, log {}); Ctrl-C to stop",
+        engine.data_dir().display(),
+        engine.list_databases().map_err(err)?.len(),
+        if engine.is_logged() { "on" } else { "off" }
+    );
+    while !term.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    eprintln!("folio: shutting down (flush and checkpoint)");
+    Ok(())
+}

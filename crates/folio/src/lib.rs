@@ -1,0 +1,9 @@
+//! The `folio` binary's library: command-line interface, configuration,
+//! the load tools and the crash-test workload. Kept as a library so the
+//! end-to-end tests drive exactly the code the binary runs.
+
+pub mod cli;
+pub mod config;
+pub mod crashtest;
+pub mod datadir;
+pub mod load;

@@ -1,0 +1,796 @@
+//! One database file: its documents, indexes and commit protocol.
+//!
+//! A database is three B+trees reached from the header (page 0):
+//!
+//! ```text
+//!   note table   note id (u32 BE)  -> note record (inline, or in an overflow chain)
+//!   UNID index   UNID (16 bytes)   -> note id
+//!   seq index    change seq (u64 BE) -> note id   ("modified since" is a range scan)
+//! ```
+//!
+//! Concurrency: one writer at a time per database (`writer` mutex) builds a
+//! transaction privately (`Txn`), appends it to the server-wide log, then
+//! installs its pages in the pool under the short exclusive `state` lock;
+//! readers hold `state` shared for one operation and see all of a
+//! transaction or none of it (I13). The writer releases its locks before it
+//! waits for the log's fsync, so the next transaction on the same database
+//! is built while the previous one is being made durable — group commit
+//! works within one database as well as across databases (I2).
+//!
+//! In unlogged mode the commit writes the staged pages to the file and
+//! fdatasyncs it before returning (I12).
+
+use crate::attach::{self, AttachmentReader, BlobWriter};
+use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
+use crate::txn::Txn;
+use crate::{
+    decode_note, encode_note, validate_items, AttachmentRef, Item, ItemUpdate, ItemValue, Note,
+    NoteId, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid,
+};
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use storage::backend::write_all_at;
+use storage::pool::{BufferPool, FileId, Prepared};
+use storage::{btree, overflow, FileHandle, Lsn, PageBuf, PageId, PageStore, PageStoreMut, StorageResult};
+use translog::{Batch, PageChange, TransLog};
+
+/// Largest encoded note stored inside the note table entry; larger notes
+/// go to an overflow chain.
+const INLINE_MAX: usize = 1800;
+const TAG_INLINE: u8 = 0;
+const TAG_OVERFLOW: u8 = 1;
+/// Notes read per lock hold when scanning (keeps writers flowing).
+const SCAN_CHUNK: usize = 256;
+/// Item name prefix of attachments.
+pub const ATTACHMENT_PREFIX: &str = "$FILE:";
+
+/// How commits reach the disk.
+pub(crate) enum Durability {
+    Logged {
+        log: Arc<TransLog>,
+        inflight: Arc<Inflight>,
+    },
+    Unlogged,
+}
+
+/// Batches appended to the log whose pages are not yet installed in the
+/// pool; a checkpoint's redo LSN must not pass them (I8).
+#[derive(Default)]
+pub(crate) struct Inflight {
+    entries: Mutex<BTreeMap<u64, Lsn>>,
+    next: AtomicU64,
+}
+
+impl Inflight {
+    /// Registers a batch about to be appended; `floor` is the log's end
+    /// before the append, a lower bound of the batch's start.
+    pub fn register(&self, floor: Lsn) -> u64 {
+        let t = self.next.fetch_add(1, Ordering::Relaxed);
+        self.entries.lock().insert(t, floor);
+        t
+    }
+    pub fn deregister(&self, ticket: u64) {
+        self.entries.lock().remove(&ticket);
+    }
+    pub fn min(&self) -> Option<Lsn> {
+        self.entries.lock().values().min().copied()
+    }
+}
+
+/// The shared innards of a database, used by transactions and attachments.
+pub(crate) struct DbCore {
+    pub path: String,
+    pub pool: Arc<BufferPool>,
+    pub file: FileId,
+    pub handle: Arc<dyn FileHandle>,
+    durability: Durability,
+    /// Next page id past the high-water mark (I7).
+    high_water: Mutex<u32>,
+    /// Why the database refuses writes, beyond pool-detected I/O failures
+    /// (e.g. restart recovery could not apply its log records).
+    refused: Option<String>,
+}
+
+impl DbCore {
+    pub fn read_page(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {
+        self.pool.read(self.file, id)
+    }
+
+    pub fn high_water(&self) -> u32 {
+        *self.high_water.lock()
+    }
+
+    /// Reserves `n` consecutive never-used pages at the end of the file.
+    pub fn reserve_pages(&self, n: u32) -> PageId {
+        let mut hw = self.high_water.lock();
+        let first = *hw;
+        *hw += n;
+        PageId(first)
+    }
+
+    fn check_writable(&self) -> NsfResult<()> {
+        let reason = self.refused.clone().or_else(|| self.pool.failure(self.file));
+        match reason {
+            Some(reason) => Err(NsfError::DatabaseFailed {
+                path: self.path.clone(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    pub fn fail(&self, what: &str, e: std::io::Error) -> NsfError {
+        let reason = format!("{what}: {e}");
+        // I11: sticky; never retried.
+        self.pool.mark_failed(self.file, reason.clone());
+        NsfError::DatabaseFailed {
+            path: self.path.clone(),
+            reason,
+        }
+    }
+}
+
+/// A read-only view of committed pages (used while holding `state`).
+struct Committed<'a>(&'a DbCore);
+
+impl PageStore for Committed<'_> {
+    fn read(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {
+        self.0.read_page(id)
+    }
+    fn name(&self) -> &str {
+        &self.0.path
+    }
+}
+
+/// What a write returns: enough to find and re-update the document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoteMeta {
+    pub note_id: NoteId,
+    pub unid: Unid,
+    pub seq_num: u32,
+    pub change_seq: Seq,
+}
+
+/// `folio db info` output.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DbInfo {
+    pub path: String,
+    pub title: String,
+    pub replica_id: String,
+    pub instance_id: String,
+    pub created: String,
+    pub note_count: u64,
+    pub file_size: u64,
+    pub page_count: u32,
+    pub free_pages: u64,
+    pub sequence: u64,
+    pub needs_fixup: bool,
+}
+
+/// Result of a consistency check.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CheckReport {
+    pub notes: u64,
+    pub stubs: u64,
+    pub pages_in_trees: u64,
+    pub free_pages: u64,
+    pub attachment_pages: u64,
+}
+
+/// An open database.
+pub struct Database {
+    core: DbCore,
+    writer: Mutex<()>,
+    state: RwLock<DbHeader>,
+    /// Header flags seen at open (I12 "unlogged and not closed cleanly").
+    opened_unclean: bool,
+}
+
+impl Database {
+    pub(crate) fn new(
+        path: String,
+        pool: Arc<BufferPool>,
+        handle: Arc<dyn FileHandle>,
+        header: DbHeader,
+        durability: Durability,
+        refused: Option<String>,
+    ) -> Database {
+        let file = pool.register(handle.clone(), &path);
+        Database {
+            opened_unclean: header.flags & FLAG_UNLOGGED_OPEN != 0,
+            core: DbCore {
+                path,
+                pool,
+                file,
+                handle,
+                durability,
+                high_water: Mutex::new(header.page_count),
+                refused,
+            },
+            writer: Mutex::new(()),
+            state: RwLock::new(header),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.core.path
+    }
+
+    pub(crate) fn file_id(&self) -> FileId {
+        self.core.file
+    }
+
+    pub(crate) fn header(&self) -> DbHeader {
+        self.state.read().clone()
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    pub fn info(&self) -> NsfResult<DbInfo> {
+        let h = self.state.read();
+        let notes = btree::len(&Committed(&self.core), h.note_root)?;
+        let file_size = self
+            .core
+            .handle
+            .len()
+            .map_err(|e| NsfError::Io { path: self.core.path.clone(), source: e })?;
+        Ok(DbInfo {
+            path: self.core.path.clone(),
+            title: h.title.clone(),
+            replica_id: h.replica_id.to_string(),
+            instance_id: h.instance_id.to_string(),
+            created: h.created.to_rfc3339(),
+            note_count: notes,
+            file_size,
+            page_count: h.page_count,
+            free_pages: h.free.count,
+            sequence: h.last_seq.0,
+            needs_fixup: self.opened_unclean,
+        })
+    }
+
+    /// Reads a document by UNID. Deletion stubs are `Deleted` errors.
+    pub fn get(&self, unid: Unid) -> NsfResult<Note> {
+        let note = self.get_any(unid)?;
+        if note.deleted {
+            return Err(NsfError::Deleted { db: self.core.path.clone(), unid });
+        }
+        Ok(note)
+    }
+
+    /// Reads a document or its deletion stub by UNID.
+    pub fn get_any(&self, unid: Unid) -> NsfResult<Note> {
+        let h = self.state.read();
+        let store = Committed(&self.core);
+        match lookup_unid(&store, &h, unid)? {
+            Some(id) => load_note(&store, &h, id)?.ok_or_else(|| self.missing(unid)),
+            None => Err(self.missing(unid)),
+        }
+    }
+
+    /// Reads a document by note id (stubs included).
+    pub fn get_by_id(&self, id: NoteId) -> NsfResult<Option<Note>> {
+        let h = self.state.read();
+        Ok(load_note(&Committed(&self.core), &h, id)?)
+    }
+
+    fn missing(&self, unid: Unid) -> NsfError {
+        NsfError::NoSuchDocument { db: self.core.path.clone(), unid }
+    }
+
+    /// Calls `f` for every document (not stubs) in note-id order. Reads in
+    /// chunks so writers are not held off for a long scan.
+    pub fn for_each_note(&self, mut f: impl FnMut(Note) -> NsfResult<()>) -> NsfResult<()> {
+        let mut from: Bound<Vec<u8>> = Bound::Unbounded;
+        loop {
+            let chunk = {
+                let h = self.state.read();
+                let store = Committed(&self.core);
+                let lo = match &from {
+                    Bound::Unbounded => Bound::Unbounded,
+                    Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                    Bound::Included(k) => Bound::Included(k.as_slice()),
+                };
+                let mut out = Vec::new();
+                for kv in btree::range(&store, h.note_root, lo, Bound::Unbounded).take(SCAN_CHUNK) {
+                    let (k, v) = kv?;
+                    out.push((k, decode_note_value(&store, &v)?));
+                }
+                out
+            };
+            let Some((last, _)) = chunk.last() else { return Ok(()) };
+            from = Bound::Excluded(last.clone());
+            let done = chunk.len() < SCAN_CHUNK;
+            for (_, note) in chunk {
+                if !note.deleted {
+                    f(note)?;
+                }
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Documents and stubs changed after `since`, in change order, at most
+    /// `limit` of them (a cursor: pass the last `change_seq` to continue).
+    pub fn modified_since(&self, since: Seq, limit: usize) -> NsfResult<Vec<Note>> {
+        let h = self.state.read();
+        let store = Committed(&self.core);
+        let lo = (since.0 + 1).to_be_bytes();
+        let mut out = Vec::new();
+        for kv in btree::range(&store, h.seq_root, Bound::Included(&lo[..]), Bound::Unbounded).take(limit) {
+            let (_, v) = kv?;
+            let id = note_id_from(&v, &self.core.path)?;
+            if let Some(n) = load_note(&store, &h, id)? {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Opens an attachment of a document for streaming.
+    pub fn open_attachment(&self, unid: Unid, name: &str) -> NsfResult<AttachmentReader> {
+        let note = self.get(unid)?;
+        let a = find_attachment(&note, name).ok_or_else(|| NsfError::NoSuchAttachment {
+            db: self.core.path.clone(),
+            unid,
+            name: name.to_string(),
+        })?;
+        Ok(AttachmentReader::new(self.core.handle.clone(), self.core.path.clone(), a.clone()))
+    }
+
+    // --------------------------------------------------------------- writes
+
+    /// Creates a document; returns once it is durable (I2).
+    pub fn create(&self, items: Vec<Item>) -> NsfResult<NoteMeta> {
+        validate_items(&items)?;
+        self.write(|txn| {
+            let now = Timestamp::now();
+            let unid = fresh_unid(txn)?;
+            let note_id = NoteId(txn.header.next_note_id);
+            txn.header.next_note_id += 1;
+            let mut note = Note {
+                note_id,
+                oid: OriginatorId { unid, seq_num: 1, seq_time: now },
+                created: now,
+                modified: now,
+                added: now,
+                change_seq: Seq(0),
+                deleted: false,
+                items,
+            };
+            let meta = store_note(txn, &mut note, None)?;
+            let mut root = txn.header.unid_root;
+            btree::insert(txn, &mut root, &unid.0, &note_id.0.to_be_bytes())?;
+            txn.header.unid_root = root;
+            Ok(meta)
+        })
+    }
+
+    /// Updates a document's items (JSON `null` removes an item). With
+    /// `based_on`, an update whose sequence number is stale is a
+    /// `SaveConflict` unless `force`.
+    pub fn update(&self, unid: Unid, updates: Vec<ItemUpdate>, based_on: Option<u32>, force: bool) -> NsfResult<NoteMeta> {
+        self.write(|txn| {
+            let (id, mut note) = self.load_for_write(txn, unid)?;
+            check_conflict(&note, based_on, force)?;
+            let before: Vec<AttachmentRef> = note.attachments().cloned().collect();
+            for u in updates {
+                match u {
+                    ItemUpdate::Set(item) => note.set_item(item),
+                    ItemUpdate::Remove(name) => {
+                        note.remove_item(&name);
+                    }
+                }
+            }
+            validate_user_items(&note)?;
+            free_dropped_attachments(txn, &before, &note)?;
+            bump(&mut note);
+            store_note(txn, &mut note, Some(id))
+        })
+    }
+
+    /// Deletes a document, leaving a deletion stub (UNID, originator id,
+    /// time) so replication can carry the deletion.
+    pub fn delete(&self, unid: Unid, based_on: Option<u32>, force: bool) -> NsfResult<NoteMeta> {
+        self.write(|txn| {
+            let (id, mut note) = self.load_for_write(txn, unid)?;
+            check_conflict(&note, based_on, force)?;
+            for a in note.attachments().cloned().collect::<Vec<_>>() {
+                attach::free_blob(txn, &a)?;
+            }
+            note.items.clear();
+            note.deleted = true;
+            bump(&mut note);
+            store_note(txn, &mut note, Some(id))
+        })
+    }
+
+    /// Streams `content` into the database and attaches it to the document
+    /// under `name` (replacing an attachment of that name). The content is
+    /// written once, directly to new pages, and synced before the commit
+    /// that references it (I7).
+    pub fn put_attachment(&self, unid: Unid, name: &str, mime: &str, content: &mut dyn Read) -> NsfResult<AttachmentRef> {
+        attach::validate_name(name)?;
+        self.core.check_writable()?;
+        self.get(unid)?;
+        let mut w = BlobWriter::new(&self.core, name, mime);
+        let blob = w.write_all_from(content).and_then(|()| w.finish());
+        let blob = match blob {
+            Ok(b) => b,
+            Err(e) => {
+                self.release_blob(w.reserved());
+                return Err(e);
+            }
+        };
+        let attached = blob.clone();
+        let result = self.write(|txn| {
+            let (id, mut note) = self.load_for_write(txn, unid)?;
+            let item_name = format!("{ATTACHMENT_PREFIX}{name}");
+            if let Some(Item { value: ItemValue::Attachment(old), .. }) = note.remove_item(&item_name) {
+                attach::free_blob(txn, &old)?;
+            }
+            note.set_item(Item { name: item_name, value: ItemValue::Attachment(attached.clone()) });
+            bump(&mut note);
+            store_note(txn, &mut note, Some(id))
+        });
+        if let Err(e) = result {
+            self.release_blob(blob.extents.clone());
+            return Err(e);
+        }
+        Ok(blob)
+    }
+
+    /// Returns the pages of an attachment that was never committed to the
+    /// free list (best effort: if this fails the pages are leaked until
+    /// compact, never corrupted).
+    fn release_blob(&self, extents: Vec<(u32, u32)>) {
+        if extents.is_empty() {
+            return;
+        }
+        let r = self.write(|txn| {
+            for (first, count) in &extents {
+                for p in *first..first + count {
+                    txn.free(PageId(p))?;
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            tracing::warn!(db = %self.core.path, error = %e, "could not return unused attachment pages");
+        }
+    }
+
+    fn load_for_write(&self, txn: &Txn<'_>, unid: Unid) -> NsfResult<(NoteId, Note)> {
+        let id = lookup_unid(txn, &txn.header, unid)?.ok_or_else(|| self.missing(unid))?;
+        let note = load_note(txn, &txn.header, id)?.ok_or_else(|| self.missing(unid))?;
+        if note.deleted {
+            return Err(NsfError::Deleted { db: self.core.path.clone(), unid });
+        }
+        Ok((id, note))
+    }
+
+    /// Runs `f` as one transaction and commits it durably. If `f` fails,
+    /// nothing has changed (I4).
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Txn<'_>) -> NsfResult<T>) -> NsfResult<T> {
+        let writer = self.writer.lock();
+        self.core.check_writable()?;
+        let committed = self.state.read().clone();
+        let mut txn = Txn::new(&self.core, committed.clone());
+        let out = f(&mut txn)?;
+        let (header, pages) = txn.into_pages(&committed);
+        if pages.is_empty() {
+            return Ok(out);
+        }
+        match &self.core.durability {
+            Durability::Logged { log, inflight } => {
+                let commit_lsn = self.commit_logged(log, inflight, header, pages)?;
+                drop(writer);
+                // I2: acknowledged only once the commit record is durable.
+                log.wait_durable(commit_lsn)?;
+            }
+            Durability::Unlogged => {
+                self.commit_unlogged(header, pages)?;
+                drop(writer);
+            }
+        }
+        Ok(out)
+    }
+
+    fn commit_logged(
+        &self,
+        log: &TransLog,
+        inflight: &Inflight,
+        header: DbHeader,
+        pages: Vec<(PageId, Arc<PageBuf>)>,
+    ) -> NsfResult<Lsn> {
+        let c = &self.core;
+        // I6: a page clean in the pool is logged whole, a dirty one as a delta.
+        let mut changes = Vec::with_capacity(pages.len());
+        let mut pinned = Vec::new();
+        for (id, page) in &pages {
+            match c.pool.prepare(c.file, *id) {
+                Prepared::FullImage => changes.push((*id, PageChange::Image((**page).clone()))),
+                Prepared::Delta(base) => {
+                    pinned.push(*id);
+                    changes.push((*id, PageChange::Delta(storage::page::page_delta(&base, page))));
+                }
+            }
+        }
+        let batch = Batch {
+            db_iid: header.instance_id.0,
+            db_path: c.path.clone(),
+            pages: changes,
+            time_micros: Timestamp::now().0,
+        };
+        // I8: register before appending so a checkpoint cannot pass this batch.
+        let ticket = inflight.register(log.end_lsn());
+        let appended = match log.append(&batch) {
+            Ok(a) => a,
+            Err(e) => {
+                inflight.deregister(ticket);
+                for id in pinned {
+                    c.pool.unpin(c.file, id);
+                }
+                return Err(e.into());
+            }
+        };
+        {
+            // I13: readers see all of the transaction or none of it.
+            let mut state = self.state.write();
+            for ((id, page), lsn) in pages.into_iter().zip(&appended.page_lsns) {
+                let delta = pinned.contains(&id);
+                c.pool.install(c.file, id, page, *lsn, delta);
+            }
+            *state = header;
+        }
+        inflight.deregister(ticket);
+        Ok(appended.commit_lsn)
+    }
+
+    /// I12: pages go to the file and are synced before the commit returns.
+    fn commit_unlogged(&self, mut header: DbHeader, mut pages: Vec<(PageId, Arc<PageBuf>)>) -> NsfResult<()> {
+        let c = &self.core;
+        if self.state.read().flags & FLAG_UNLOGGED_OPEN == 0 {
+            let mut marked = self.state.read().clone();
+            marked.flags |= FLAG_UNLOGGED_OPEN;
+            self.write_header_direct(&marked)?;
+            self.state.write().flags = marked.flags;
+        }
+        header.flags |= FLAG_UNLOGGED_OPEN;
+        if let Some(p) = pages.iter_mut().find(|(id, _)| id.0 == 0) {
+            p.1 = Arc::new(header.encode());
+        }
+        for (id, page) in &pages {
+            let mut sealed = (**page).clone();
+            sealed.seal(*id, Lsn::ZERO);
+            write_all_at(c.handle.as_ref(), sealed.bytes(), id.offset()).map_err(|e| c.fail("write", e))?;
+        }
+        c.handle.sync_data().map_err(|e| c.fail("fdatasync", e))?;
+        let mut state = self.state.write();
+        for (id, page) in pages {
+            c.pool.install_clean(c.file, id, page);
+        }
+        *state = header;
+        Ok(())
+    }
+
+    /// Writes and syncs page 0 directly (unlogged-mode flag changes).
+    pub(crate) fn write_header_direct(&self, header: &DbHeader) -> NsfResult<()> {
+        let c = &self.core;
+        let page = Arc::new(header.encode());
+        let mut sealed = (*page).clone();
+        sealed.seal(PageId(0), Lsn::ZERO);
+        write_all_at(c.handle.as_ref(), sealed.bytes(), 0).map_err(|e| c.fail("write", e))?;
+        c.handle.sync_data().map_err(|e| c.fail("fdatasync", e))?;
+        c.pool.install_clean(c.file, PageId(0), page);
+        Ok(())
+    }
+
+    /// Clears the unlogged-open flag at a clean close (I12).
+    pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
+        let _w = self.writer.lock();
+        let mut h = self.state.read().clone();
+        if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.check_writable().is_ok() {
+            h.flags &= !FLAG_UNLOGGED_OPEN;
+            self.write_header_direct(&h)?;
+            *self.state.write() = h;
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- check
+
+    /// Full consistency check: every tree's invariants, note decoding, and
+    /// agreement between the note table, the UNID index and the seq index.
+    pub fn check(&self) -> NsfResult<CheckReport> {
+        let h = self.state.read();
+        let store = Committed(&self.core);
+        let mut report = CheckReport::default();
+        for root in [h.note_root, h.unid_root, h.seq_root] {
+            report.pages_in_trees += btree::check(&store, root)?.pages;
+        }
+        let corrupt = |reason: String| NsfError::Storage(storage::StorageError::corrupt(&self.core.path, h.note_root, reason));
+        let mut seqs = std::collections::HashSet::new();
+        for kv in btree::range(&store, h.note_root, Bound::Unbounded, Bound::Unbounded) {
+            let (k, v) = kv?;
+            let note = decode_note_value(&store, &v)?;
+            if k != note.note_id.0.to_be_bytes() {
+                return Err(corrupt(format!("note table key {k:?} holds note {}", note.note_id)));
+            }
+            if lookup_unid(&store, &h, note.oid.unid)? != Some(note.note_id) {
+                return Err(corrupt(format!("UNID index disagrees for note {}", note.note_id)));
+            }
+            let s = btree::get(&store, h.seq_root, &note.change_seq.0.to_be_bytes())?;
+            if s.as_deref() != Some(&note.note_id.0.to_be_bytes()[..]) {
+                return Err(corrupt(format!("seq index disagrees for note {}", note.note_id)));
+            }
+            seqs.insert(note.change_seq);
+            for a in note.attachments() {
+                report.attachment_pages += a.extents.iter().map(|e| u64::from(e.1)).sum::<u64>();
+            }
+            if note.deleted {
+                report.stubs += 1;
+            } else {
+                report.notes += 1;
+            }
+        }
+        let unids = btree::len(&store, h.unid_root)?;
+        let seq_entries = btree::len(&store, h.seq_root)?;
+        let total = report.notes + report.stubs;
+        if unids != total || seq_entries != total || seqs.len() as u64 != total {
+            return Err(corrupt(format!("index sizes differ: notes {total}, UNIDs {unids}, seqs {seq_entries}")));
+        }
+        report.free_pages = h.free.pages(&store)?.len() as u64;
+        Ok(report)
+    }
+}
+
+fn check_conflict(note: &Note, based_on: Option<u32>, force: bool) -> NsfResult<()> {
+    match based_on {
+        Some(b) if b != note.oid.seq_num && !force => Err(NsfError::SaveConflict {
+            unid: note.oid.unid,
+            based_on: b,
+            current: note.oid.seq_num,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// User-supplied items must pass validation; attachment items are the
+/// engine's own and are exempt from the reserved-name rule.
+fn validate_user_items(note: &Note) -> NsfResult<()> {
+    let user: Vec<Item> = note
+        .items
+        .iter()
+        .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
+        .cloned()
+        .collect();
+    validate_items(&user)?;
+    Ok(())
+}
+
+fn free_dropped_attachments(txn: &mut Txn<'_>, before: &[AttachmentRef], note: &Note) -> NsfResult<()> {
+    for a in before {
+        if !note.attachments().any(|b| b.blob_id == a.blob_id) {
+            attach::free_blob(txn, a)?;
+        }
+    }
+    Ok(())
+}
+
+fn find_attachment<'n>(note: &'n Note, name: &str) -> Option<&'n AttachmentRef> {
+    note.attachments().find(|a| a.name == name)
+}
+
+fn bump(note: &mut Note) {
+    let now = Timestamp::now();
+    note.oid.seq_num += 1;
+    note.oid.seq_time = now;
+    note.modified = now;
+}
+
+fn fresh_unid(txn: &Txn<'_>) -> NsfResult<Unid> {
+    loop {
+        let u = Unid::random();
+        if lookup_unid(txn, &txn.header, u)?.is_none() {
+            return Ok(u);
+        }
+    }
+}
+
+fn lookup_unid(store: &impl PageStore, h: &DbHeader, unid: Unid) -> NsfResult<Option<NoteId>> {
+    match btree::get(store, h.unid_root, &unid.0)? {
+        Some(v) => Ok(Some(note_id_from(&v, store.name())?)),
+        None => Ok(None),
+    }
+}
+
+fn note_id_from(v: &[u8], path: &str) -> NsfResult<NoteId> {
+    let b: [u8; 4] = v.try_into().map_err(|_| {
+        NsfError::Storage(storage::StorageError::corrupt(path, PageId(0), format!("index value of {} bytes, expected a note id", v.len())))
+    })?;
+    Ok(NoteId(u32::from_be_bytes(b)))
+}
+
+fn load_note(store: &impl PageStore, h: &DbHeader, id: NoteId) -> NsfResult<Option<Note>> {
+    match btree::get(store, h.note_root, &id.0.to_be_bytes())? {
+        Some(v) => Ok(Some(decode_note_value(store, &v)?)),
+        None => Ok(None),
+    }
+}
+
+/// Decodes a note-table value: the note inline, or a pointer to an
+/// overflow chain (first page, length, crc32c of the encoded note).
+fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
+    let corrupt = |r: &str| NsfError::Storage(storage::StorageError::corrupt(store.name(), PageId(0), format!("note table value: {r}")));
+    match v.first() {
+        Some(&TAG_INLINE) => Ok(decode_note(&v[1..])?),
+        Some(&TAG_OVERFLOW) if v.len() == 17 => {
+            let first = PageId(u32::from_le_bytes(v[1..5].try_into().unwrap()));
+            let len = u64::from_le_bytes(v[5..13].try_into().unwrap());
+            let crc = u32::from_le_bytes(v[13..17].try_into().unwrap());
+            let bytes = overflow::read(store, first, len)?;
+            if crc32c::crc32c(&bytes) != crc {
+                return Err(corrupt("overflow content checksum mismatch"));
+            }
+            Ok(decode_note(&bytes)?)
+        }
+        _ => Err(corrupt("unknown value tag")),
+    }
+}
+
+fn overflow_of(v: &[u8]) -> Option<PageId> {
+    (v.first() == Some(&TAG_OVERFLOW) && v.len() == 17).then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
+}
+
+/// Writes `note` (new change seq assigned here) into the note table and the
+/// seq index; `existing` is its note id when it replaces a stored version.
+fn store_note(txn: &mut Txn<'_>, note: &mut Note, existing: Option<NoteId>) -> NsfResult<NoteMeta> {
+    let key = note.note_id.0.to_be_bytes();
+    if existing.is_some() {
+        let old = btree::get(txn, txn.header.note_root, &key)?;
+        if let Some(old) = old {
+            if let Some(first) = overflow_of(&old) {
+                overflow::free(txn, first)?;
+            }
+            let old_note = decode_note_value(txn, &old)?;
+            let mut seq_root = txn.header.seq_root;
+            btree::remove(txn, &mut seq_root, &old_note.change_seq.0.to_be_bytes())?;
+            txn.header.seq_root = seq_root;
+        }
+    }
+    txn.header.last_seq.0 += 1;
+    note.change_seq = txn.header.last_seq;
+    let encoded = encode_note(note);
+    let value = if encoded.len() <= INLINE_MAX {
+        let mut v = Vec::with_capacity(encoded.len() + 1);
+        v.push(TAG_INLINE);
+        v.extend_from_slice(&encoded);
+        v
+    } else {
+        let first = overflow::write(txn, &encoded)?;
+        let mut v = vec![TAG_OVERFLOW];
+        v.extend_from_slice(&first.0.to_le_bytes());
+        v.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
+        v.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
+        v
+    };
+    let mut note_root = txn.header.note_root;
+    btree::insert(txn, &mut note_root, &key, &value)?;
+    txn.header.note_root = note_root;
+    let mut seq_root = txn.header.seq_root;
+    btree::insert(txn, &mut seq_root, &note.change_seq.0.to_be_bytes(), &key)?;
+    txn.header.seq_root = seq_root;
+    Ok(NoteMeta {
+        note_id: note.note_id,
+        unid: note.oid.unid,
+        seq_num: note.oid.seq_num,
+        change_seq: note.change_seq,
+    })
+}

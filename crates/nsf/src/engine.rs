@@ -1,0 +1,397 @@
+//! The engine: everything one data directory needs at run time.
+//!
+//! It owns the shared buffer pool, the server-wide transaction log (or the
+//! lack of one, in unlogged mode), the cache of open databases and the
+//! background thread that flushes dirty pages and takes checkpoints.
+//! Opening the engine *is* restart recovery: the log replays whatever the
+//! last run left before any database is opened.
+//!
+//! ```text
+//!   Engine ─┬─ BufferPool (shared)          ◄── flusher/checkpointer thread
+//!           ├─ TransLog   (one per data dir) ── group commit, recovery
+//!           └─ open databases: path → Arc<Database>
+//! ```
+//!
+//! The checkpointer flushes pages whose log records are durable (I1), then
+//! computes the redo LSN as the minimum of the log end, the batches in
+//! flight and the oldest dirty page, read in that order (I8), and hands it
+//! to the log, which may then recycle extents below it.
+
+use crate::db::{Database, Durability, Inflight};
+use crate::header::{DbHeader, MAX_TITLE};
+use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use storage::backend::{read_exact_at, write_all_at, OpenMode};
+use storage::freelist::FreeList;
+use storage::pool::{BufferPool, PoolStats};
+use storage::{btree, Backend, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult, PAGE_SIZE};
+use translog::{LogConfig, LogInfo, RecoveryReport, TransLog};
+
+/// Engine settings (the `folio.toml` keys map onto these).
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub data_dir: PathBuf,
+    pub buffer_pool_size: usize,
+    /// `None` runs unlogged: every commit forces its pages (I12).
+    pub log: Option<LogConfig>,
+    /// How often the background thread flushes and checkpoints even when
+    /// the log does not ask for it.
+    pub flush_interval: Duration,
+    /// Run the background flusher/checkpointer thread (tests that need a
+    /// deterministic sequence of syncs turn it off and call `checkpoint`).
+    pub background: bool,
+}
+
+impl EngineConfig {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        EngineConfig {
+            data_dir: data_dir.into(),
+            buffer_pool_size: 512 << 20,
+            log: None,
+            flush_interval: Duration::from_secs(2),
+            background: true,
+        }
+    }
+}
+
+struct Shared {
+    backend: Arc<dyn Backend>,
+    cfg: EngineConfig,
+    pool: Arc<BufferPool>,
+    log: Option<Arc<TransLog>>,
+    inflight: Arc<Inflight>,
+    dbs: Mutex<HashMap<String, Arc<Database>>>,
+    /// Databases restart recovery could not bring back, with the reason.
+    unrecovered: HashMap<String, String>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    /// Serialises checkpoints (background thread and explicit calls).
+    checkpointing: Mutex<()>,
+}
+
+/// An open data directory.
+pub struct Engine {
+    shared: Arc<Shared>,
+    background: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Opens (creating if needed) the data directory, runs restart
+    /// recovery when logged, and starts the background thread.
+    pub fn open(backend: Arc<dyn Backend>, cfg: EngineConfig) -> NsfResult<(Engine, Option<RecoveryReport>)> {
+        backend
+            .create_dir_all(&cfg.data_dir)
+            .map_err(|e| NsfError::Io { path: cfg.data_dir.display().to_string(), source: e })?;
+        let (log, report) = match &cfg.log {
+            Some(lc) => {
+                let (log, report) = TransLog::open(backend.clone(), &cfg.data_dir, lc.clone())?;
+                (Some(log), Some(report))
+            }
+            None => (None, None),
+        };
+        let unrecovered = report
+            .as_ref()
+            .map(|r| r.failed_databases.iter().cloned().collect())
+            .unwrap_or_default();
+        let shared = Arc::new(Shared {
+            pool: BufferPool::new(cfg.buffer_pool_size),
+            backend,
+            log,
+            inflight: Arc::default(),
+            dbs: Mutex::new(HashMap::new()),
+            unrecovered,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            checkpointing: Mutex::new(()),
+            cfg,
+        });
+        let background = shared.cfg.background.then(|| {
+            let s = shared.clone();
+            std::thread::Builder::new()
+                .name("folio-flusher".into())
+                .spawn(move || background_loop(&s))
+                .expect("spawn flusher thread")
+        });
+        Ok((Engine { shared, background }, report))
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.shared.cfg.data_dir
+    }
+
+    pub fn is_logged(&self) -> bool {
+        self.shared.log.is_some()
+    }
+
+    fn full_path(&self, rel: &str) -> PathBuf {
+        self.shared.cfg.data_dir.join(rel)
+    }
+
+    /// Creates a new, empty database. The file is written completely under a
+    /// temporary name, synced, renamed into place and the directory synced
+    /// (I9), so a crash leaves either no database or a whole one.
+    pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
+        validate_db_path(path)?;
+        if title.len() > MAX_TITLE {
+            return Err(NsfError::Invalid(format!("title is {} bytes; the limit is {MAX_TITLE}", title.len())));
+        }
+        let full = self.full_path(path);
+        let be = &self.shared.backend;
+        if be.exists(&full) {
+            return Err(NsfError::DatabaseExists(path.to_string()));
+        }
+        let io = |e| NsfError::Io { path: path.to_string(), source: e };
+        let dir = full.parent().unwrap_or(Path::new("."));
+        be.create_dir_all(dir).map_err(io)?;
+        let image = new_database_image(title)?;
+        let tmp = full.with_extension("fdb-new");
+        let f = be.open(&tmp, OpenMode::CreateOrOpen).map_err(io)?;
+        f.set_len(0).map_err(io)?;
+        write_all_at(f.as_ref(), &image, 0).map_err(io)?;
+        f.sync_data().map_err(io)?;
+        drop(f);
+        be.rename(&tmp, &full).map_err(io)?;
+        be.sync_dir(dir).map_err(io)?;
+        self.open_database(path)
+    }
+
+    /// Opens a database (cached: every caller shares one `Database`).
+    pub fn open_database(&self, path: &str) -> NsfResult<Arc<Database>> {
+        validate_db_path(path)?;
+        let mut dbs = self.shared.dbs.lock();
+        if let Some(db) = dbs.get(path) {
+            return Ok(db.clone());
+        }
+        let full = self.full_path(path);
+        let handle = self.shared.backend.open(&full, OpenMode::Existing).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => NsfError::NoSuchDatabase(path.to_string()),
+            _ => NsfError::Io { path: path.to_string(), source: e },
+        })?;
+        let header = read_header(handle.as_ref(), path)?;
+        let durability = match &self.shared.log {
+            Some(log) => Durability::Logged { log: log.clone(), inflight: self.shared.inflight.clone() },
+            None => Durability::Unlogged,
+        };
+        let refused = self.shared.unrecovered.get(path).map(|r| format!("restart recovery could not apply its log records: {r}"));
+        if header.flags & crate::header::FLAG_UNLOGGED_OPEN != 0 {
+            tracing::warn!(db = path, "database was written in unlogged mode and not closed cleanly; run fixup");
+        }
+        let db = Arc::new(Database::new(path.to_string(), self.shared.pool.clone(), handle, header, durability, refused));
+        dbs.insert(path.to_string(), db.clone());
+        Ok(db)
+    }
+
+    /// Every database under the data directory (relative paths, sorted).
+    pub fn list_databases(&self) -> NsfResult<Vec<String>> {
+        let mut out = Vec::new();
+        let root = &self.shared.cfg.data_dir;
+        let skip = self.shared.cfg.log.as_ref().map(|l| l.dir.clone());
+        walk(self.shared.backend.as_ref(), root, root, skip.as_deref(), &mut out)?;
+        out.sort();
+        Ok(out)
+    }
+
+    /// Flushes every durable dirty page and writes a checkpoint (logged
+    /// mode). Returns the checkpoint's redo LSN.
+    pub fn checkpoint(&self) -> NsfResult<Option<Lsn>> {
+        checkpoint_now(&self.shared)
+    }
+
+    pub fn log_info(&self) -> Option<LogInfo> {
+        self.shared.log.as_ref().map(|l| l.info())
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        self.shared.pool.stats()
+    }
+
+    /// Clean shutdown: stop the background thread, flush, checkpoint, close
+    /// the log (or, unlogged, clear the databases' open flags).
+    pub fn close(mut self) -> NsfResult<()> {
+        self.stop_background();
+        match &self.shared.log {
+            Some(log) => {
+                checkpoint_now(&self.shared)?;
+                log.shutdown()?;
+            }
+            None => {
+                let dbs: Vec<_> = self.shared.dbs.lock().values().cloned().collect();
+                for db in dbs {
+                    db.close_unlogged()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn stop_background(&mut self) {
+        *self.shared.stop.lock() = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = self.background.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_background();
+    }
+}
+
+fn background_loop(s: &Shared) {
+    let mut last = Instant::now();
+    loop {
+        {
+            let mut stop = s.stop.lock();
+            if *stop {
+                return;
+            }
+            s.wake.wait_for(&mut stop, Duration::from_millis(100));
+            if *stop {
+                return;
+            }
+        }
+        let wanted = s.log.as_ref().is_some_and(|l| l.checkpoint_wanted());
+        let (_, pressure) = s.pool.dirty_pressure();
+        if wanted || pressure || last.elapsed() >= s.cfg.flush_interval {
+            if let Err(e) = checkpoint_now(s) {
+                tracing::error!(error = %e, "background checkpoint failed");
+            }
+            last = Instant::now();
+        }
+    }
+}
+
+/// Flush, then checkpoint with redo LSN = min(log end, in-flight batches,
+/// oldest dirty page), read in that order (I8).
+fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
+    let _one = s.checkpointing.lock();
+    let upto = s.log.as_ref().map_or(Lsn(u64::MAX), |l| l.durable_lsn());
+    let report = s.pool.flush(upto, None);
+    for (_, name, err) in &report.failures {
+        tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
+    }
+    let Some(log) = &s.log else { return Ok(None) };
+    let end = log.end_lsn();
+    let inflight = s.inflight.min();
+    let dirty = s.pool.min_rec_lsn();
+    let redo = [Some(end), inflight, dirty].into_iter().flatten().min().unwrap_or(end);
+    log.checkpoint(redo)?;
+    Ok(Some(redo))
+}
+
+fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {
+    let not_db = |reason: String| NsfError::NotADatabase { path: path.to_string(), reason };
+    let len = f.len().map_err(|e| NsfError::Io { path: path.to_string(), source: e })?;
+    if len < PAGE_SIZE as u64 {
+        return Err(not_db(format!("file is {len} bytes, shorter than one page")));
+    }
+    let mut page = PageBuf::zeroed();
+    read_exact_at(f, page.bytes_mut(), 0).map_err(|e| NsfError::Io { path: path.to_string(), source: e })?;
+    page.verify(path, PageId(0)).map_err(|e| not_db(e.to_string()))?;
+    DbHeader::decode(&page, path)
+}
+
+/// Database paths are relative, stay inside the data directory and end in
+/// `.fdb`.
+pub fn validate_db_path(path: &str) -> NsfResult<()> {
+    let bad = |reason: &str| Err(NsfError::BadPath { path: path.to_string(), reason: reason.to_string() });
+    if path.is_empty() || path.len() > 240 {
+        return bad("must be 1 to 240 bytes");
+    }
+    if !path.ends_with(".fdb") {
+        return bad("database paths end in .fdb");
+    }
+    if path.chars().any(|c| c.is_control() || c == '\\') {
+        return bad("control characters and backslashes are not allowed");
+    }
+    if !Path::new(path).components().all(|c| matches!(c, Component::Normal(_))) {
+        return bad("must be a relative path inside the data directory (no '..', no leading '/')");
+    }
+    Ok(())
+}
+
+fn walk(be: &dyn Backend, root: &Path, dir: &Path, skip: Option<&Path>, out: &mut Vec<String>) -> NsfResult<()> {
+    let entries = be.read_dir(dir).map_err(|e| NsfError::Io { path: dir.display().to_string(), source: e })?;
+    for p in entries {
+        if Some(p.as_path()) == skip {
+            continue;
+        }
+        if be.is_dir(&p) {
+            walk(be, root, &p, skip, out)?;
+        } else if p.extension().is_some_and(|e| e == "fdb") {
+            if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Builds the bytes of a new database: header plus three empty trees.
+fn new_database_image(title: &str) -> NsfResult<Vec<u8>> {
+    let mut store = ImageStore { pages: vec![PageBuf::zeroed()] };
+    let note_root = btree::create(&mut store)?;
+    let unid_root = btree::create(&mut store)?;
+    let seq_root = btree::create(&mut store)?;
+    let header = DbHeader {
+        replica_id: ReplicaId(rand::random()),
+        instance_id: DbInstanceId(rand::random()),
+        created: Timestamp::now(),
+        page_count: store.pages.len() as u32,
+        free: FreeList { head: PageId::NONE, count: 0 },
+        note_root,
+        unid_root,
+        seq_root,
+        next_note_id: 1,
+        last_seq: Seq(0),
+        flags: 0,
+        title: title.to_string(),
+    };
+    store.pages[0] = header.encode();
+    let mut out = Vec::with_capacity(store.pages.len() * PAGE_SIZE);
+    for (i, mut p) in store.pages.into_iter().enumerate() {
+        p.seal(PageId(i as u32), Lsn::ZERO);
+        out.extend_from_slice(p.bytes());
+    }
+    Ok(out)
+}
+
+/// A page store for building a new file in memory.
+struct ImageStore {
+    pages: Vec<PageBuf>,
+}
+
+impl PageStore for ImageStore {
+    fn read(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {
+        self.pages
+            .get(id.0 as usize)
+            .map(|p| Arc::new(p.clone()))
+            .ok_or_else(|| storage::StorageError::corrupt("new database", id, "no such page"))
+    }
+    fn name(&self) -> &str {
+        "new database"
+    }
+}
+
+impl PageWrite for ImageStore {
+    fn write(&mut self, id: PageId, page: PageBuf) {
+        self.pages[id.0 as usize] = page;
+    }
+}
+
+impl PageStoreMut for ImageStore {
+    fn allocate(&mut self) -> StorageResult<PageId> {
+        self.pages.push(PageBuf::zeroed());
+        Ok(PageId(self.pages.len() as u32 - 1))
+    }
+    fn free(&mut self, _id: PageId) -> StorageResult<()> {
+        Err(storage::StorageError::Invalid("a new database frees no pages".into()))
+    }
+}

@@ -1,0 +1,68 @@
+//! The document layer's error type. Every variant says what went wrong in
+//! terms an administrator can act on: which database, which document, which
+//! limit.
+
+use crate::{CodecError, JsonError, Unid};
+use storage::StorageError;
+use translog::LogError;
+
+pub type NsfResult<T> = Result<T, NsfError>;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NsfError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Log(LogError),
+    #[error("the transaction log is full; writes are refused until a checkpoint frees space (reads continue)")]
+    LogFull,
+    #[error("the transaction log has failed ({0}); writes are refused until restart (reads continue)")]
+    LogFailed(String),
+    #[error("{path}: database has failed ({reason}); writes are refused until it is reopened (reads continue)")]
+    DatabaseFailed { path: String, reason: String },
+    #[error("{path}: I/O error: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no database {0}")]
+    NoSuchDatabase(String),
+    #[error("{0}: a database with this path already exists")]
+    DatabaseExists(String),
+    #[error("{path} is not a Folio database: {reason}")]
+    NotADatabase { path: String, reason: String },
+    #[error("invalid database path {path:?}: {reason}")]
+    BadPath { path: String, reason: String },
+    #[error("{db}: no document {unid}")]
+    NoSuchDocument { db: String, unid: Unid },
+    #[error("{db}: document {unid} was deleted")]
+    Deleted { db: String, unid: Unid },
+    #[error("{db}: document {unid} has no attachment named {name:?}")]
+    NoSuchAttachment { db: String, unid: Unid, name: String },
+    #[error("save conflict on {unid}: the update is based on sequence {based_on}, but the document is at sequence {current}")]
+    SaveConflict {
+        unid: Unid,
+        based_on: u32,
+        current: u32,
+    },
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error(transparent)]
+    Json(#[from] JsonError),
+    #[error("invalid setting {key}: {reason}")]
+    Setting { key: String, reason: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<LogError> for NsfError {
+    fn from(e: LogError) -> Self {
+        match e {
+            LogError::Full { .. } => NsfError::LogFull,
+            LogError::Failed(reason) => NsfError::LogFailed(reason),
+            other => NsfError::Log(other),
+        }
+    }
+}

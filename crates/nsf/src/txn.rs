@@ -1,0 +1,86 @@
+//! A write transaction's private view of a database's pages.
+//!
+//! Every page a transaction changes is staged here, never in the shared
+//! buffer pool, until the whole transaction has been appended to the log
+//! (I4, no-steal). A failed operation — an oversized item, a save conflict
+//! discovered halfway, an I/O error — simply drops the `Txn` and nothing has
+//! changed anywhere. Reads see the transaction's own staged versions first,
+//! then the committed versions in the pool.
+//!
+//! Allocation takes a page from the free list, or else the next page past
+//! the file's high-water mark, which is shared with attachment streaming
+//! (I7) and therefore kept in the database's allocator, not here.
+
+use crate::db::DbCore;
+use crate::header::DbHeader;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use storage::{PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult};
+
+pub(crate) struct Txn<'a> {
+    core: &'a DbCore,
+    /// Working copy of the header; staged as page 0 at commit if changed.
+    pub header: DbHeader,
+    staged: BTreeMap<PageId, Arc<PageBuf>>,
+}
+
+impl<'a> Txn<'a> {
+    pub fn new(core: &'a DbCore, header: DbHeader) -> Self {
+        Txn {
+            core,
+            header,
+            staged: BTreeMap::new(),
+        }
+    }
+
+    /// Finishes the transaction: stages the header if it changed and returns
+    /// every staged page in page order (empty if nothing changed).
+    pub fn into_pages(mut self, committed: &DbHeader) -> (DbHeader, Vec<(PageId, Arc<PageBuf>)>) {
+        self.header.page_count = self.header.page_count.max(self.core.high_water());
+        if self.staged.is_empty() && self.header == *committed {
+            return (self.header, Vec::new());
+        }
+        if self.header != *committed {
+            self.staged.insert(PageId(0), Arc::new(self.header.encode()));
+        }
+        (self.header, self.staged.into_iter().collect())
+    }
+}
+
+impl PageStore for Txn<'_> {
+    fn read(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {
+        match self.staged.get(&id) {
+            Some(p) => Ok(p.clone()),
+            None => self.core.read_page(id),
+        }
+    }
+    fn name(&self) -> &str {
+        &self.core.path
+    }
+}
+
+impl PageWrite for Txn<'_> {
+    fn write(&mut self, id: PageId, page: PageBuf) {
+        self.staged.insert(id, Arc::new(page));
+    }
+}
+
+impl PageStoreMut for Txn<'_> {
+    fn allocate(&mut self) -> StorageResult<PageId> {
+        let mut free = self.header.free.clone();
+        let popped = free.pop(self)?;
+        self.header.free = free;
+        Ok(match popped {
+            Some(id) => id,
+            None => self.core.reserve_pages(1),
+        })
+    }
+
+    fn free(&mut self, id: PageId) -> StorageResult<()> {
+        self.staged.remove(&id);
+        let mut free = self.header.free.clone();
+        free.push(self, id)?;
+        self.header.free = free;
+        Ok(())
+    }
+}
