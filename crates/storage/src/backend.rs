@@ -9,10 +9,12 @@
 //! writes, `sync_data`, and a few directory operations) keeps the fault and
 //! crash models honest: there is no side door.
 
+mod crash;
 mod fault;
 mod fs;
 mod mem;
 
+pub use crash::{CrashBackend, CrashMode};
 pub use fault::{FaultBackend, FaultKind, FaultOp, FaultRule};
 pub use fs::FsBackend;
 pub use mem::MemBackend;
