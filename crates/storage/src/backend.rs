@@ -9,13 +9,13 @@
 //! writes, `sync_data`, and a few directory operations) keeps the fault and
 //! crash models honest: there is no side door.
 
-
-
+mod crash;
+mod fault;
 mod fs;
 mod mem;
 
-
-
+pub use crash::{CrashBackend, CrashMode};
+pub use fault::{FaultBackend, FaultKind, FaultOp, FaultRule};
 pub use fs::FsBackend;
 pub use mem::MemBackend;
 
@@ -52,6 +52,10 @@ pub trait Backend: Send + Sync + 'static {
 
 /// An open file. Positional I/O only, so handles can be shared across
 /// threads without a seek cursor.
+#[allow(
+    clippy::len_without_is_empty,
+    reason = "len is a fallible file-size query, not a container length"
+)]
 pub trait FileHandle: Send + Sync {
     /// Reads up to `buf.len()` bytes at `offset`; returns 0 at end of file.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;

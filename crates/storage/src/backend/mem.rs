@@ -57,8 +57,11 @@ impl FileHandle for MemFile {
     }
 }
 
-fn not_found(p: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", p.display()))
+pub(crate) fn not_found(p: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file", p.display()),
+    )
 }
 
 impl MemBackend {
@@ -79,6 +82,18 @@ impl MemBackend {
                 files,
                 dirs: fs.dirs.clone(),
             })),
+        }
+    }
+
+    /// A backend holding exactly `files` and `dirs`: how the crash backend
+    /// hands over the state a power cut left behind.
+    pub(crate) fn from_parts(files: BTreeMap<PathBuf, Vec<u8>>, dirs: BTreeSet<PathBuf>) -> Self {
+        let files = files
+            .into_iter()
+            .map(|(path, bytes)| (path, Arc::new(RwLock::new(bytes))))
+            .collect();
+        MemBackend {
+            fs: Arc::new(Mutex::new(MemFs { files, dirs })),
         }
     }
 
