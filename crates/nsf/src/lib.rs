@@ -1,3 +1,5 @@
 //! Databases and documents.
 mod ids;
+mod note;
 pub use ids::*;
+pub use note::*;
