@@ -25,7 +25,7 @@ use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
 use crate::txn::Txn;
 use crate::{
     decode_note, encode_note, validate_items, AttachmentRef, Item, ItemUpdate, ItemValue, Note,
-    NoteId, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid,
+    NoteId, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid, ATTACHMENT_PREFIX,
 };
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
@@ -45,8 +45,6 @@ const TAG_INLINE: u8 = 0;
 const TAG_OVERFLOW: u8 = 1;
 /// Notes read per lock hold when scanning (keeps writers flowing).
 const SCAN_CHUNK: usize = 256;
-/// Item name prefix of attachments.
-pub const ATTACHMENT_PREFIX: &str = "$FILE:";
 
 /// How commits reach the disk.
 pub(crate) enum Durability {
@@ -388,7 +386,7 @@ impl Database {
                     }
                 }
             }
-            validate_user_items(&note)?;
+            validate_items(&note.items)?;
             free_dropped_attachments(txn, &before, &note)?;
             bump(&mut note);
             store_note(txn, &mut note, Some(id))
@@ -662,19 +660,6 @@ fn check_conflict(note: &Note, based_on: Option<u32>, force: bool) -> NsfResult<
     }
 }
 
-/// User-supplied items must pass validation; attachment items are the
-/// engine's own and are exempt from the reserved-name rule.
-fn validate_user_items(note: &Note) -> NsfResult<()> {
-    let user: Vec<Item> = note
-        .items
-        .iter()
-        .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
-        .cloned()
-        .collect();
-    validate_items(&user)?;
-    Ok(())
-}
-
 fn free_dropped_attachments(txn: &mut Txn<'_>, before: &[AttachmentRef], note: &Note) -> NsfResult<()> {
     for a in before {
         if !note.attachments().any(|b| b.blob_id == a.blob_id) {
@@ -767,7 +752,7 @@ fn store_note(txn: &mut Txn<'_>, note: &mut Note, existing: Option<NoteId>) -> N
     }
     txn.header.last_seq.0 += 1;
     note.change_seq = txn.header.last_seq;
-    let encoded = encode_note(note);
+    let encoded = encode_note(note)?;
     let value = if encoded.len() <= INLINE_MAX {
         let mut v = Vec::with_capacity(encoded.len() + 1);
         v.push(TAG_INLINE);

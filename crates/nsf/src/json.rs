@@ -45,7 +45,7 @@ pub enum JsonError {
 pub fn items_from_json(v: &Value) -> Result<Vec<ItemUpdate>, JsonError> {
     let obj = v.as_object().ok_or(JsonError::NotObject)?;
     let fields = obj.iter().filter(|(k, _)| !k.starts_with('$'));
-    check_names(fields.clone().map(|(k, _)| k.as_str()))?;
+    check_names(fields.clone().map(|(k, _)| (k.as_str(), false)))?;
     let (removes, sets): (Vec<_>, Vec<_>) = fields.partition(|(_, v)| v.is_null());
     let sets = sets
         .into_iter()

@@ -1,7 +1,27 @@
-//! Databases and documents.
+//! Databases and documents: Folio's equivalent of the NSF layer.
+//!
+//! An [`Engine`] owns a data directory: the shared buffer pool, the
+//! server-wide transaction log and the open [`Database`]s. A database holds
+//! notes (documents) with typed items, indexed by note id, UNID and change
+//! sequence, plus attachment content streamed to and from its own pages.
+//! This crate builds on `storage` (pages, pool, B+tree) and `translog`
+//! (commit and recovery) and knows nothing of networks or views.
+
+mod attach;
+mod db;
+mod engine;
+mod error;
+mod header;
 mod ids;
 mod json;
 mod note;
+mod txn;
+
+pub use attach::{AttachmentReader, BLOB_DATA};
+pub use db::{CheckReport, Database, DbInfo, NoteMeta};
+pub use engine::{validate_db_path, Engine, EngineConfig};
+pub use error::{NsfError, NsfResult};
+pub use header::MAX_TITLE;
 pub use ids::*;
 pub use json::*;
 pub use note::*;

@@ -249,10 +249,16 @@ pub fn decode_note(b: &[u8]) -> Result<Note, CodecError> {
 }
 
 /// Checks each name and that no two are equal ignoring case.
-pub(crate) fn check_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), CodecError> {
+/// Item name prefix of attachment items. Attachments are the one kind of
+/// item the engine names itself, so only they may use a `$` name.
+pub const ATTACHMENT_PREFIX: &str = "$FILE:";
+
+/// Checks names (and case-insensitive uniqueness); `system` marks names the
+/// engine chose (attachment items), which may carry `ATTACHMENT_PREFIX`.
+pub(crate) fn check_names<'a>(names: impl IntoIterator<Item = (&'a str, bool)>) -> Result<(), CodecError> {
     let mut seen = HashSet::new();
-    for name in names {
-        check_name(name)?;
+    for (name, system) in names {
+        check_name(name, system)?;
         if !seen.insert(fold(name).collect::<String>()) {
             return Err(CodecError::Duplicate(name.to_string()));
         }
@@ -260,14 +266,14 @@ pub(crate) fn check_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Resul
     Ok(())
 }
 
-fn check_name(name: &str) -> Result<(), CodecError> {
+fn check_name(name: &str, system: bool) -> Result<(), CodecError> {
     let reason = if name.is_empty() {
         "item names must not be empty"
     } else if name.len() > MAX_NAME_BYTES {
         "item names are at most 255 bytes"
     } else if name.chars().any(char::is_control) {
         "item names must not contain control characters"
-    } else if name.starts_with('$') {
+    } else if name.starts_with('$') && !(system && name.starts_with(ATTACHMENT_PREFIX)) {
         "names starting with '$' are reserved for the system"
     } else {
         return Ok(());
@@ -294,7 +300,7 @@ fn encoded_items_len(items: &[Item]) -> Result<usize, CodecError> {
             limit: MAX_ITEMS,
         });
     }
-    check_names(items.iter().map(|i| i.name.as_str()))?;
+    check_names(items.iter().map(|i| (i.name.as_str(), matches!(i.value, ItemValue::Attachment(_)))))?;
     let mut total = 0;
     for item in items {
         total += ITEM_OVERHEAD + item.name.len() + check_value(item)?;
