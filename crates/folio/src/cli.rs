@@ -156,7 +156,7 @@ fn dispatch(args: &Args, engine: &Engine) -> CliResult {
         Cmd::Attach(c) => attach_cmd(engine, c),
         Cmd::Log(LogCmd::Info) => {
             let info = engine.log_info().ok_or("the transaction log is disabled (translog.enabled = false)")?;
-            print_json(&serde_json::to_value(info).map_err(|e| e.to_string())?)
+            print_json(&log_info_json(&info))
         }
         Cmd::Load(_) | Cmd::Debug(_) => unreachable!("handled before opening the data directory"),
     }
@@ -310,4 +310,27 @@ fn serve(engine: &Engine) -> CliResult {
     }
     eprintln!("folio: shutting down (flush and checkpoint)");
     Ok(())
+}
+
+fn log_info_json(i: &translog::LogInfo) -> serde_json::Value {
+    serde_json::json!({
+        "style": format!("{:?}", i.style).to_lowercase(),
+        "tuning": format!("{:?}", i.tuning).to_lowercase(),
+        "extent_size": i.extent_size,
+        "max_size": i.max_size,
+        "extents": i.extents_on_disk,
+        "capacity": i.capacity,
+        "bytes_in_use": i.bytes_in_use,
+        "checkpoint_lsn": i.checkpoint_lsn.0,
+        "redo_lsn": i.redo_lsn.0,
+        "durable_lsn": i.durable_lsn.0,
+        "end_lsn": i.end_lsn.0,
+        "epoch": i.epoch,
+        "failed": i.failed,
+        "commits": i.commits,
+        "fsyncs": i.fsyncs,
+        "bytes_written": i.bytes_written,
+        "log_full_events": i.log_full_events,
+        "checkpoints": i.checkpoints,
+    })
 }

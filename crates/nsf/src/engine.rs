@@ -96,7 +96,7 @@ impl Engine {
         };
         let unrecovered = report
             .as_ref()
-            .map(|r| r.failed_databases.iter().cloned().collect())
+            .map(|r| r.failed_databases.iter().map(|f| (f.path.clone(), f.reason.clone())).collect())
             .unwrap_or_default();
         let shared = Arc::new(Shared {
             pool: BufferPool::new(cfg.buffer_pool_size),

@@ -61,7 +61,7 @@ impl From<LogError> for NsfError {
     fn from(e: LogError) -> Self {
         match e {
             LogError::Full { .. } => NsfError::LogFull,
-            LogError::Failed(reason) => NsfError::LogFailed(reason),
+            LogError::Failed { reason } => NsfError::LogFailed(reason),
             other => NsfError::Log(other),
         }
     }
