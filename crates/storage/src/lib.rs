@@ -16,6 +16,8 @@ pub mod overflow;
 pub mod page;
 pub mod pool;
 mod store;
+#[cfg(test)]
+mod testutil;
 
 pub use backend::{Backend, FileHandle, OpenMode};
 pub use error::{StorageError, StorageResult};
