@@ -187,3 +187,140 @@ fn touched(plan: &Plan) -> Vec<TouchedDatabase> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Geometry;
+    use crate::record::{encode, Body};
+    use crate::{Batch, PageChange, StopReason};
+    use storage::backend::{read_exact_at, write_all_at, MemBackend};
+    use storage::{OpenMode, PageBuf, PageId, PageKind};
+
+    const EXT: u64 = 65536;
+
+    fn cfg() -> LogConfig {
+        LogConfig {
+            extent_size: EXT,
+            max_size: 8 * EXT,
+            ..LogConfig::new("/log")
+        }
+    }
+
+    fn page(fill: u8) -> PageBuf {
+        let mut p = PageBuf::new(PageKind::BTreeLeaf);
+        p.body_mut().fill(fill);
+        p
+    }
+
+    fn setup() -> MemBackend {
+        let m = MemBackend::new();
+        m.create_dir_all(Path::new("/data")).unwrap();
+        let f = m
+            .open(Path::new("/data/a.fdb"), OpenMode::CreateNew)
+            .unwrap();
+        for id in 0..3 {
+            let mut p = page(0);
+            p.seal(PageId(id), Lsn(0));
+            write_all_at(f.as_ref(), p.bytes(), PageId(id).offset()).unwrap();
+        }
+        m
+    }
+
+    fn open_mem(m: &MemBackend) -> (Arc<TransLog>, RecoveryReport) {
+        TransLog::open(Arc::new(m.clone()), Path::new("/data"), cfg()).unwrap()
+    }
+
+    fn body_fill(m: &MemBackend, id: u32) -> u8 {
+        let f = m
+            .open(Path::new("/data/a.fdb"), OpenMode::Existing)
+            .unwrap();
+        let mut p = PageBuf::zeroed();
+        read_exact_at(f.as_ref(), p.bytes_mut(), PageId(id).offset()).unwrap();
+        p.body()[0]
+    }
+
+    /// Writes a whole committed batch (Begin, image of page 1, Commit) at
+    /// `at` with a correct LSN and checksum and the given epoch.
+    fn plant_batch(m: &MemBackend, at: Lsn, epoch: u32) {
+        let geo = Geometry::new(EXT);
+        let img = page(0xee);
+        let mut bytes = Vec::new();
+        let mut lsn = at;
+        for body in [
+            Body::Begin {
+                db_iid: 1,
+                path: "a.fdb",
+            },
+            Body::PageImage {
+                page: PageId(1),
+                image: img.bytes(),
+            },
+            Body::Commit { time_micros: 0 },
+        ] {
+            encode(&mut bytes, lsn, epoch, 999, &body);
+            lsn = Lsn(at.0 + bytes.len() as u64);
+        }
+        let path = crate::geometry::extent_path(Path::new("/log"), geo.seq_of(at));
+        let mut file = m.file_bytes(&path).unwrap();
+        let off = geo.file_offset(at) as usize;
+        file[off..off + bytes.len()].copy_from_slice(&bytes);
+        m.set_file_bytes(&path, file);
+    }
+
+    /// I10: after a restart, a valid-looking batch of the previous epoch
+    /// lying right after the new end must not be replayed; the same batch
+    /// stamped with the current epoch would be.
+    #[test]
+    fn records_of_an_earlier_epoch_after_the_end_are_ignored() {
+        let m = setup();
+        let (log, _) = open_mem(&m);
+        let a = log
+            .append(&Batch {
+                db_iid: 1,
+                db_path: "a.fdb".into(),
+                pages: vec![(PageId(1), PageChange::Image(page(0x11)))],
+                time_micros: 0,
+            })
+            .unwrap();
+        log.wait_durable(a.end_lsn).unwrap();
+        drop(log);
+        let (log, report) = open_mem(&m);
+        assert_eq!(report.epoch, 2);
+        let end = log.end_lsn();
+        drop(log);
+
+        let stale = m.snapshot();
+        plant_batch(&stale, end, 1);
+        let (_log, report) = open_mem(&stale);
+        assert_eq!(report.scan_stop, StopReason::OldEpoch);
+        assert_eq!(report.committed_txns_redone, 0);
+        assert_eq!(report.end_lsn, end);
+        assert_eq!(body_fill(&stale, 1), 0x11);
+
+        let current = m.snapshot();
+        plant_batch(&current, end, 2);
+        let (_log, report) = open_mem(&current);
+        assert_eq!(
+            report.committed_txns_redone, 1,
+            "the planted batch is otherwise valid"
+        );
+        assert_eq!(body_fill(&current, 1), 0xee);
+    }
+
+    #[test]
+    fn a_record_newer_than_the_control_file_is_corruption() {
+        let m = setup();
+        let (log, _) = open_mem(&m);
+        let end = log.end_lsn();
+        drop(log);
+        plant_batch(&m, end, 9);
+        let e = TransLog::open(Arc::new(m.clone()), Path::new("/data"), cfg())
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, LogError::Corrupt { lsn, reason } if *lsn == end && reason.contains("newer")),
+            "{e}"
+        );
+    }
+}
