@@ -271,3 +271,123 @@ fn check_epoch(h: &Header, prev: u32, current: u32) -> Result<Option<StopReason>
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::ControlFile;
+    use crate::{Batch, LogConfig, PageChange, TransLog};
+    use storage::backend::MemBackend;
+    use storage::page::DeltaRange;
+    use storage::{PageBuf, PageId, PageKind};
+
+    const EXT: u64 = 65536;
+
+    /// A log holding `images` batches of one page image each, shut down.
+    fn log_with(images: u32) -> (MemBackend, LogIdentity, Lsn) {
+        let m = MemBackend::new();
+        let cfg = LogConfig {
+            extent_size: EXT,
+            max_size: 16 * EXT,
+            ..LogConfig::new("/log")
+        };
+        let (log, report) = TransLog::open(Arc::new(m.clone()), Path::new("/data"), cfg).unwrap();
+        let delta = PageChange::Delta(vec![DeltaRange {
+            offset: 64,
+            bytes: vec![1; 8],
+        }]);
+        let a = log.append(&batch(vec![(PageId(2), delta)])).unwrap();
+        for _ in 0..images {
+            let image = PageChange::Image(PageBuf::new(PageKind::BTreeLeaf));
+            log.append(&batch(vec![(PageId(1), image)])).unwrap();
+        }
+        log.wait_durable(log.end_lsn()).unwrap();
+        assert!(a.start_lsn > report.end_lsn);
+        drop(log);
+        let control = ControlFile::load(&m, Path::new("/log")).unwrap();
+        (
+            m,
+            LogIdentity::of(Geometry::new(EXT), control.data()),
+            report.end_lsn,
+        )
+    }
+
+    fn batch(pages: Vec<(PageId, PageChange)>) -> Batch {
+        Batch {
+            db_iid: 1,
+            db_path: "a.fdb".into(),
+            pages,
+            time_micros: 0,
+        }
+    }
+
+    fn read_all(m: &MemBackend, id: LogIdentity, start: Lsn) -> (Vec<Kind>, StopReason, Lsn) {
+        let mut r = LogReader::new(m, Path::new("/log"), id, start);
+        let mut kinds = Vec::new();
+        loop {
+            match r.next().unwrap() {
+                Next::Record { header, .. } => kinds.push(header.kind),
+                Next::End(stop) => return (kinds, stop, r.position()),
+            }
+        }
+    }
+
+    fn edit(m: &MemBackend, seq: u64, f: impl FnOnce(&mut Vec<u8>)) {
+        let path = extent_path(Path::new("/log"), seq);
+        let mut bytes = m.file_bytes(&path).unwrap();
+        f(&mut bytes);
+        m.set_file_bytes(&path, bytes);
+    }
+
+    #[test]
+    fn reads_every_record_in_order_then_stops_at_zeroes() {
+        let (m, id, start) = log_with(2);
+        let (kinds, stop, _) = read_all(&m, id, start);
+        use Kind::*;
+        let want = [
+            Checkpoint, Begin, PageDelta, Commit, Begin, PageImage, Commit, Begin, PageImage,
+            Commit,
+        ];
+        assert_eq!(kinds, want);
+        assert_eq!(stop, StopReason::Zeroed);
+    }
+
+    #[test]
+    fn records_move_to_the_next_extent_behind_a_skip() {
+        let (m, id, start) = log_with(12);
+        let (kinds, stop, end) = read_all(&m, id, start);
+        assert_eq!(kinds.iter().filter(|k| **k == Kind::Skip).count(), 1);
+        assert_eq!(kinds.iter().filter(|k| **k == Kind::Commit).count(), 13);
+        assert_eq!((stop, id.geo.seq_of(end)), (StopReason::Zeroed, 2));
+    }
+
+    #[test]
+    fn a_cut_record_is_torn_and_a_misplaced_one_is_stale() {
+        let (m, id, start) = log_with(2);
+        let at = id.geo.file_offset(start) as usize + 56 + 10;
+        let cut = m.snapshot();
+        edit(&cut, 1, |b| b.truncate(at));
+        let (kinds, stop, end) = read_all(&cut, id, start);
+        assert_eq!(
+            (kinds.len(), stop, end),
+            (1, StopReason::Torn, Lsn(start.0 + 56))
+        );
+        edit(&m, 1, |b| b[at - 10 + 8] ^= 1); // the Begin's stored LSN
+        let (_, stop, _) = read_all(&m, id, start);
+        assert_eq!(stop, StopReason::StaleLsn);
+    }
+
+    #[test]
+    fn foreign_or_missing_extents_end_the_log() {
+        let (m, id, start) = log_with(12);
+        let other = LogIdentity {
+            log_id: id.log_id ^ 1,
+            ..id
+        };
+        assert_eq!(read_all(&m, other, start).1, StopReason::BadExtentHeader);
+        m.remove_file(&extent_path(Path::new("/log"), 2)).unwrap();
+        let (kinds, stop, _) = read_all(&m, id, start);
+        assert_eq!(stop, StopReason::NoExtent);
+        assert_eq!(kinds.last(), Some(&Kind::Skip));
+    }
+}

@@ -155,6 +155,13 @@ fn redo_is_idempotent() {
     assert_eq!(r1.committed_txns_redone, 20);
     model.check(&first);
     let redone_db = first.file_bytes(&Path::new(DATA).join("i.fdb")).unwrap();
+    let twin = crashed.snapshot();
+    drop(open(&twin, cfg(8)));
+    assert_eq!(
+        twin.file_bytes(&Path::new(DATA).join("i.fdb")).unwrap(),
+        redone_db,
+        "redo is deterministic"
+    );
 
     let again = crashed.snapshot();
     again.set_file_bytes(&Path::new(DATA).join("i.fdb"), redone_db.clone());
