@@ -11,7 +11,7 @@
 //! (scan, validate, redo, undo, truncate) so that exactly the committed
 //! prefix of the log is in the database files afterwards.
 //!
-//! Module map, bottom-up: [`geometry`](crate) (LSN arithmetic), `record`
+//! Module map, bottom-up: `geometry` (LSN arithmetic), `record`
 //! (framing), `control` and `extent` (on-disk metadata), `reader` (the
 //! I10 scan rules), `recovery` (the phases), `space` (capacity and
 //! checkpoint policy), `shared` and `writer` (append, group commit,

@@ -13,14 +13,13 @@
 //! whose redo LSN is that position: every redone page is already synced,
 //! so the next restart has nothing to replay.
 
-use crate::control::ControlData;
-use crate::control::ControlFile;
+use crate::control::{ControlData, ControlFile};
 use crate::extent::list_extents;
 use crate::geometry::Geometry;
 use crate::reader::LogIdentity;
 use crate::recovery::{
     redo, scan, scan_start, sync_scanned, undo, validate, PhaseTimes, Plan, RecoveryReport,
-    RedoInput, TouchedDatabase,
+    RedoInput, RedoOutcome, ScanOutput, TouchedDatabase, UndoOutcome,
 };
 use crate::shared::StartPoint;
 use crate::space::Reserve;
@@ -37,23 +36,46 @@ pub(crate) fn open(
     cfg: LogConfig,
 ) -> Result<(Arc<TransLog>, RecoveryReport), LogError> {
     cfg.validate()?;
-    let geo = Geometry::new(cfg.extent_size);
-    let (mut control, new_log) = load_or_create(backend.as_ref(), &cfg)?;
+    let (control, new_log) = load_or_create(backend.as_ref(), &cfg)?;
     check_extent_size(control.data(), &cfg)?;
+    let mut rec = recover(backend.as_ref(), data_dir, &cfg, control.data())?;
+    let mut clock = Instant::now();
+    let (log, epoch) = truncate(backend, cfg, control, &rec)?;
+    rec.times.truncate = lap(&mut clock);
+    let report = report(new_log, epoch, rec);
+    tracing::info!(?report, "transaction log recovered");
+    Ok((log, report))
+}
+
+/// The outcome of phases 1 to 4.
+struct Recovered {
+    start: Lsn,
+    scanned: ScanOutput,
+    plan: Plan,
+    redone: RedoOutcome,
+    undone: UndoOutcome,
+    times: PhaseTimes,
+}
+
+/// Phases 1 to 4: scan, validate, redo, undo.
+fn recover(
+    backend: &dyn Backend,
+    data_dir: &Path,
+    cfg: &LogConfig,
+    control: &ControlData,
+) -> Result<Recovered, LogError> {
+    let geo = Geometry::new(cfg.extent_size);
     let mut times = PhaseTimes::default();
     let mut clock = Instant::now();
-
-    let id = LogIdentity::of(geo, control.data());
-    let start = scan_start(geo, control.data());
-    let scanned = scan(backend.as_ref(), &cfg.dir, id, start)?;
-    sync_scanned(backend.as_ref(), &cfg.dir, geo, start, scanned.end)?;
+    let id = LogIdentity::of(geo, control);
+    let start = scan_start(geo, control);
+    let scanned = scan(backend, &cfg.dir, id, start)?;
+    sync_scanned(backend, &cfg.dir, geo, start, scanned.end)?;
     times.scan = lap(&mut clock);
-
-    let plan = validate(&scanned, control.data())?;
+    let plan = validate(&scanned, control)?;
     times.validate = lap(&mut clock);
-
     let input = RedoInput {
-        backend: backend.as_ref(),
+        backend,
         log_dir: &cfg.dir,
         data_dir,
         id,
@@ -62,42 +84,60 @@ pub(crate) fn open(
     };
     let redone = redo(&input, &plan)?;
     times.redo = lap(&mut clock);
-
     let undone = undo(&plan, scanned.end);
     times.undo = lap(&mut clock);
+    Ok(Recovered {
+        start,
+        scanned,
+        plan,
+        redone,
+        undone,
+        times,
+    })
+}
 
+/// Phase 5: a new epoch, durable before anything is appended (I10); the
+/// writer starts at the append position; a checkpoint there makes the next
+/// restart replay nothing (every redone page is synced).
+fn truncate(
+    backend: Arc<dyn Backend>,
+    cfg: LogConfig,
+    mut control: ControlFile,
+    rec: &Recovered,
+) -> Result<(Arc<TransLog>, u32), LogError> {
     let epoch = bump_epoch(&mut control)?;
+    let end = rec.undone.append_from;
     let point = StartPoint {
-        end: undone.append_from,
-        redo_lsn: start,
+        end,
+        redo_lsn: rec.start,
         checkpoint_lsn: control.data().checkpoint_lsn,
-        next_txn: plan.next_txn,
+        next_txn: rec.plan.next_txn,
         epoch,
     };
     let log = TransLog::start(backend, cfg, control, point)?;
-    log.checkpoint_with(undone.append_from, Reserve::Restart)
-        .map_err(|e| restart_checkpoint_error(e, undone.append_from))?;
-    times.truncate = lap(&mut clock);
+    log.checkpoint_with(end, Reserve::Restart)
+        .map_err(|e| restart_checkpoint_error(e, end))?;
+    Ok((log, epoch))
+}
 
-    let report = RecoveryReport {
+fn report(new_log: bool, epoch: u32, rec: Recovered) -> RecoveryReport {
+    RecoveryReport {
         new_log,
-        times,
-        scan_start: start,
-        end_lsn: undone.append_from,
+        times: rec.times,
+        scan_start: rec.start,
+        end_lsn: rec.undone.append_from,
         epoch,
-        records_scanned: scanned.entries.len() as u64,
-        bytes_scanned: scanned.bytes,
-        scan_stop: scanned.stop,
-        torn_tail: scanned.stop.is_torn().then_some(scanned.end),
-        committed_txns_redone: plan.committed.len() as u64,
-        incomplete_txns_discarded: undone.discarded,
-        pages_redone: redone.pages_redone,
-        pages_written: redone.pages_written,
-        databases_touched: touched(&plan),
-        failed_databases: redone.failed,
-    };
-    tracing::info!(?report, "transaction log recovered");
-    Ok((log, report))
+        records_scanned: rec.scanned.entries.len() as u64,
+        bytes_scanned: rec.scanned.bytes,
+        scan_stop: rec.scanned.stop,
+        torn_tail: rec.scanned.stop.is_torn().then_some(rec.scanned.end),
+        committed_txns_redone: rec.plan.committed.len() as u64,
+        incomplete_txns_discarded: rec.undone.discarded,
+        pages_redone: rec.redone.pages_redone,
+        pages_written: rec.redone.pages_written,
+        databases_touched: touched(&rec.plan),
+        failed_databases: rec.redone.failed,
+    }
 }
 
 fn lap(clock: &mut Instant) -> std::time::Duration {

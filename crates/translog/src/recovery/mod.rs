@@ -9,8 +9,8 @@ mod scan;
 mod undo;
 mod validate;
 
-pub(crate) use redo::{redo, RedoInput};
+pub(crate) use redo::{redo, RedoInput, RedoOutcome};
 pub use report::{FailedDatabase, PhaseTimes, RecoveryReport, TouchedDatabase};
-pub(crate) use scan::{scan, scan_start, sync_scanned};
-pub(crate) use undo::undo;
+pub(crate) use scan::{scan, scan_start, sync_scanned, ScanOutput};
+pub(crate) use undo::{undo, UndoOutcome};
 pub(crate) use validate::{validate, Plan};
