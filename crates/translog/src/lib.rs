@@ -1,1 +1,46 @@
-//! placeholder
+//! Folio's transaction log: one write-ahead log for the whole server.
+//!
+//! Every change to any database is appended here, as one contiguous batch
+//! per transaction, before any of its pages may reach a database file
+//! (I1). The log write, fdatasynced, is the commit (I2); concurrent
+//! committers share fdatasyncs through a dedicated writer thread (group
+//! commit). The log lives in fixed-size, preallocated, recycled extent
+//! files in its own directory, addressed by LSN = byte position in one
+//! endless stream; a two-slot control file records the last checkpoint
+//! and the epoch. Opening the log runs restart recovery in named phases
+//! (scan, validate, redo, undo, truncate) so that exactly the committed
+//! prefix of the log is in the database files afterwards.
+//!
+//! Module map, bottom-up: `geometry` (LSN arithmetic), `record`
+//! (framing), `control` and `extent` (on-disk metadata), `reader` (the
+//! I10 scan rules), `recovery` (the phases), `space` (capacity and
+//! checkpoint policy), `shared` and `writer` (append, group commit,
+//! poisoning), `log` and `open` (the public face). The invariants cited in
+//! comments (I1..I11) are those of the project's design spec.
+
+mod batch;
+mod config;
+mod control;
+mod error;
+mod extent;
+mod geometry;
+mod info;
+mod log;
+mod open;
+mod reader;
+mod record;
+mod recovery;
+mod shared;
+mod space;
+mod writer;
+
+pub use batch::{Appended, Batch, PageChange, TxnId};
+pub use config::{
+    LogConfig, LogStyle, Tuning, CIRCULAR_MAX_SIZE, DEFAULT_EXTENT_SIZE, DEFAULT_MAX_SIZE,
+    LINEAR_MAX_SIZE, MAX_EXTENT_SIZE, MAX_FULL_WAIT, MIN_EXTENT_SIZE,
+};
+pub use error::LogError;
+pub use info::LogInfo;
+pub use log::TransLog;
+pub use reader::StopReason;
+pub use recovery::{FailedDatabase, PhaseTimes, RecoveryReport, TouchedDatabase};

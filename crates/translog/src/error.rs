@@ -1,0 +1,79 @@
+//! The one error type of the transaction log.
+//!
+//! Callers (the database layer, the server) need to react differently to a
+//! handful of situations: a full log is retried after a checkpoint, a failed
+//! log refuses everything until it is reopened (I11), corruption must name
+//! the LSN so an administrator can find it, and a bad configuration must say
+//! which setting is wrong. Each of those is a variant here; everything else
+//! is an I/O error that names the file it happened on.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+use storage::Lsn;
+
+/// Everything that can go wrong in the transaction log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogError {
+    /// A configuration value is out of range or contradicts the log on disk.
+    #[error("invalid transaction log configuration: {0}")]
+    Config(String),
+    /// A caller passed something the log cannot accept (a bad batch, an LSN
+    /// outside the log).
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    /// A record or batch is larger than the log can ever hold.
+    #[error("{what} of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        what: &'static str,
+        size: u64,
+        limit: u64,
+    },
+    /// An I/O error while opening, recovering or checkpointing.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The control file has no usable slot, or is missing while extents exist.
+    #[error("transaction log control file {path}: {reason}")]
+    BadControl { path: PathBuf, reason: String },
+    /// The log contradicts itself at a given position.
+    #[error("transaction log corrupt at {lsn}: {reason}")]
+    Corrupt { lsn: Lsn, reason: String },
+    /// No room for the batch even after waiting for a checkpoint.
+    #[error(
+        "transaction log full: {used} of {capacity} bytes in use after waiting {waited:?} \
+         for a checkpoint to free space"
+    )]
+    Full {
+        used: u64,
+        capacity: u64,
+        waited: Duration,
+    },
+    /// An earlier write or fsync of the log failed (I11); nothing is
+    /// accepted until the log is reopened.
+    #[error("transaction log has failed ({reason}); refusing until it is reopened")]
+    Failed { reason: String },
+    /// `shutdown` was called.
+    #[error("transaction log is shut down")]
+    ShutDown,
+}
+
+impl LogError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        LogError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn corrupt(lsn: Lsn, reason: impl Into<String>) -> Self {
+        LogError::Corrupt {
+            lsn,
+            reason: reason.into(),
+        }
+    }
+}

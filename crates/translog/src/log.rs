@@ -1,0 +1,199 @@
+//! `TransLog`: the public face of the log.
+//!
+//! A thin facade: appends and waits go to the shared state, records reach
+//! the disk through the writer thread, and a checkpoint strings the steps
+//! together in the order I8 requires — append the Checkpoint record, wait
+//! until it is durable, update the control file (I9), and only then let
+//! the extents below the new redo LSN be recycled.
+
+use crate::control::ControlFile;
+use crate::extent::ExtentSet;
+use crate::geometry::Geometry;
+use crate::shared::{Shared, StartPoint};
+use crate::space::{Reserve, SpacePolicy};
+use crate::{writer, Appended, Batch, LogConfig, LogError, LogInfo, RecoveryReport};
+use parking_lot::Mutex;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use storage::{Backend, Lsn};
+
+/// The server-wide write-ahead log.
+pub struct TransLog {
+    shared: Arc<Shared>,
+    /// Also serialises checkpoints, so control updates follow LSN order.
+    control: Mutex<ControlFile>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    cfg: LogConfig,
+}
+
+impl TransLog {
+    /// Opens or creates the log in `cfg.dir`, running restart recovery
+    /// first against database files found at `data_dir.join(path)`.
+    pub fn open(
+        backend: Arc<dyn Backend>,
+        data_dir: &Path,
+        cfg: LogConfig,
+    ) -> Result<(Arc<TransLog>, RecoveryReport), LogError> {
+        crate::open::open(backend, data_dir, cfg)
+    }
+
+    /// Starts a recovered log: the writer thread runs from here on.
+    pub(crate) fn start(
+        backend: Arc<dyn Backend>,
+        cfg: LogConfig,
+        control: ControlFile,
+        start: StartPoint,
+    ) -> Result<Arc<TransLog>, LogError> {
+        let geo = Geometry::new(cfg.extent_size);
+        let space = SpacePolicy::new(geo, &cfg);
+        let shared = Arc::new(Shared::new(geo, space, cfg.full_wait, start));
+        let log_id = control.data().log_id;
+        let mut extents = ExtentSet::new(
+            backend,
+            cfg.dir.clone(),
+            geo,
+            log_id,
+            shared.counters.extents.clone(),
+        )?;
+        extents.trim(geo.seq_of(start.redo_lsn), space.max_extents())?;
+        let handle = writer::spawn(shared.clone(), extents)?;
+        Ok(Arc::new(TransLog {
+            shared,
+            control: Mutex::new(control),
+            writer: Mutex::new(Some(handle)),
+            cfg,
+        }))
+    }
+
+    /// Appends a whole batch (Begin, page records, Commit) contiguously
+    /// (I3). Does not wait for durability: call [`Self::wait_durable`] with
+    /// the returned `end_lsn` before acknowledging the commit (I2).
+    ///
+    /// If the log has no room, raises [`Self::checkpoint_wanted`] and waits
+    /// up to `full_wait` for a checkpoint to free space, then fails with
+    /// [`LogError::Full`]. Fails with [`LogError::Failed`] once the log is
+    /// poisoned (I11), [`LogError::TooLarge`] for a record larger than an
+    /// extent or a batch larger than half the log, and
+    /// [`LogError::Invalid`] for a bad path or delta.
+    pub fn append(&self, batch: &Batch) -> Result<Appended, LogError> {
+        self.shared.append_batch(batch)
+    }
+
+    /// Blocks until every record below `lsn` is durable. Concurrent callers
+    /// share the writer's fdatasyncs (group commit).
+    pub fn wait_durable(&self, lsn: Lsn) -> Result<(), LogError> {
+        self.shared.wait_durable(lsn)
+    }
+
+    /// Everything below this LSN is durable. A page whose page LSN is below
+    /// it may be written to its database (I1).
+    pub fn durable_lsn(&self) -> Lsn {
+        self.shared.durable_lsn()
+    }
+
+    /// Where the next record will be appended.
+    pub fn end_lsn(&self) -> Lsn {
+        self.shared.end_lsn()
+    }
+
+    /// Writes a checkpoint with this redo LSN, waits until it is durable,
+    /// updates the control file (I8, I9) and frees the extents wholly below
+    /// the redo LSN for recycling.
+    ///
+    /// The caller guarantees that every change logged below `redo_lsn` is
+    /// in the database files and synced. `redo_lsn` must lie between the
+    /// current redo LSN and `end_lsn()`; values other than `end_lsn()`,
+    /// `durable_lsn()` or a batch's `start_lsn` may be rounded down to the
+    /// nearest known batch start (replaying slightly more at restart).
+    pub fn checkpoint(&self, redo_lsn: Lsn) -> Result<(), LogError> {
+        self.checkpoint_with(redo_lsn, Reserve::Checkpoint)
+    }
+
+    pub(crate) fn checkpoint_with(&self, redo_lsn: Lsn, reserve: Reserve) -> Result<(), LogError> {
+        let mut control = self.control.lock();
+        let rec = self.shared.append_checkpoint(redo_lsn, reserve)?;
+        self.shared.wait_durable(rec.end)?;
+        // I8: the control file names the checkpoint only once its record is
+        // durable. A failed control write poisons the log like any other
+        // failed log write (I11).
+        let update = control.update(|c| {
+            c.checkpoint_lsn = rec.lsn;
+            c.redo_lsn = rec.redo_lsn;
+        });
+        if let Err(e) = update {
+            let reason = e.to_string();
+            self.shared.poison(reason.clone());
+            return Err(LogError::Failed { reason });
+        }
+        // I8: extents below the new redo LSN become recyclable only now.
+        self.shared.complete_checkpoint(rec);
+        Ok(())
+    }
+
+    /// True when, per the tuning, enough log has accumulated since the
+    /// redo LSN, every allowed extent is in use, or an append is waiting
+    /// for space: the caller should flush its dirty pages and checkpoint.
+    pub fn checkpoint_wanted(&self) -> bool {
+        self.shared.checkpoint_wanted()
+    }
+
+    /// Blocks until [`Self::checkpoint_wanted`] (returns true), the timeout
+    /// passes, or the log stops running (both false). For the caller's
+    /// checkpointer thread.
+    pub fn wait_checkpoint_wanted(&self, timeout: Duration) -> bool {
+        self.shared.wait_checkpoint_wanted(timeout)
+    }
+
+    /// Configuration, positions and counters.
+    pub fn info(&self) -> LogInfo {
+        let s = self.shared.snapshot();
+        let c = &self.shared.counters;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        LogInfo {
+            style: self.cfg.style,
+            tuning: self.cfg.tuning,
+            extent_size: self.cfg.extent_size,
+            max_size: self.cfg.max_size,
+            extents_on_disk: get(&c.extents),
+            capacity: self.shared.space.capacity(),
+            bytes_in_use: s.end.0 - s.redo_lsn.0,
+            checkpoint_lsn: s.checkpoint_lsn,
+            redo_lsn: s.redo_lsn,
+            durable_lsn: s.durable,
+            end_lsn: s.end,
+            epoch: s.epoch,
+            checkpoint_wanted: s.checkpoint_wanted,
+            failed: s.failed,
+            appends: get(&c.records),
+            commits: get(&c.commits),
+            fsyncs: get(&c.fsyncs),
+            bytes_written: get(&c.bytes_written),
+            log_full_events: get(&c.full_events),
+            checkpoints: get(&c.checkpoints),
+        }
+    }
+
+    /// Refuses new appends, lets the writer flush and sync what was
+    /// appended, and stops it. Idempotent. Fails with the original error if
+    /// the log had failed.
+    pub fn shutdown(&self) -> Result<(), LogError> {
+        self.shared.begin_shutdown();
+        if let Some(handle) = self.writer.lock().take() {
+            if handle.join().is_err() {
+                self.shared.poison("the log writer thread panicked".into());
+            }
+        }
+        self.shared.finish_shutdown()
+    }
+}
+
+impl Drop for TransLog {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!(error = %e, "transaction log shut down with an error");
+        }
+    }
+}
