@@ -107,7 +107,11 @@ pub enum AttachCmd {
         mime: String,
     },
     /// Write an attachment's content to stdout.
-    Get { path: String, unid: String, name: String },
+    Get {
+        path: String,
+        unid: String,
+        name: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -125,7 +129,10 @@ pub enum DebugCmd {
 pub fn init_tracing(args: &Args) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .try_init();
 }
 
 type CliResult = Result<(), String>;
@@ -155,7 +162,9 @@ fn dispatch(args: &Args, engine: &Engine) -> CliResult {
         Cmd::Doc(c) => doc_cmd(engine, c),
         Cmd::Attach(c) => attach_cmd(engine, c),
         Cmd::Log(LogCmd::Info) => {
-            let info = engine.log_info().ok_or("the transaction log is disabled (translog.enabled = false)")?;
+            let info = engine
+                .log_info()
+                .ok_or("the transaction log is disabled (translog.enabled = false)")?;
             print_json(&log_info_json(&info))
         }
         Cmd::Load(_) | Cmd::Debug(_) => unreachable!("handled before opening the data directory"),
@@ -178,7 +187,9 @@ fn parse_unid(s: &str) -> Result<Unid, String> {
 
 fn read_stdin_json() -> Result<serde_json::Value, String> {
     let mut text = String::new();
-    io::stdin().read_to_string(&mut text).map_err(|e| format!("reading stdin: {e}"))?;
+    io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("reading stdin: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("malformed JSON on stdin: {e}"))
 }
 
@@ -216,7 +227,9 @@ fn doc_cmd(engine: &Engine, c: &DocCmd) -> CliResult {
                 .into_iter()
                 .map(|u| match u {
                     ItemUpdate::Set(item) => Ok(item),
-                    ItemUpdate::Remove(name) => Err(format!("item {name:?} is null; a new document cannot remove items")),
+                    ItemUpdate::Remove(name) => Err(format!(
+                        "item {name:?} is null; a new document cannot remove items"
+                    )),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let meta = db.create(items).map_err(err)?;
@@ -234,11 +247,18 @@ fn doc_cmd(engine: &Engine, c: &DocCmd) -> CliResult {
             let json = read_stdin_json()?;
             let based_on = match json.get("$seq") {
                 None => None,
-                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or("\"$seq\" must be a non-negative integer")?),
+                Some(v) => Some(
+                    v.as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or("\"$seq\" must be a non-negative integer")?,
+                ),
             };
             let updates = items_from_json(&json).map_err(err)?;
             let meta = db.update(unid, updates, based_on, *force).map_err(err)?;
-            println!("{}", serde_json::json!({"$unid": meta.unid.to_string(), "$seq": meta.seq_num}));
+            println!(
+                "{}",
+                serde_json::json!({"$unid": meta.unid.to_string(), "$seq": meta.seq_num})
+            );
             Ok(())
         }
         DocCmd::Delete { path, unid, seq } => {
@@ -250,7 +270,8 @@ fn doc_cmd(engine: &Engine, c: &DocCmd) -> CliResult {
             let db = engine.open_database(path).map_err(err)?;
             let mut out = BufWriter::new(io::stdout().lock());
             db.for_each_note(|n| {
-                serde_json::to_writer(&mut out, &note_to_json(&n)).map_err(|e| nsf::NsfError::Invalid(e.to_string()))?;
+                serde_json::to_writer(&mut out, &note_to_json(&n))
+                    .map_err(|e| nsf::NsfError::Invalid(e.to_string()))?;
                 writeln!(out).map_err(|e| nsf::NsfError::Invalid(e.to_string()))
             })
             .map_err(err)?;
@@ -261,14 +282,21 @@ fn doc_cmd(engine: &Engine, c: &DocCmd) -> CliResult {
 
 fn attach_cmd(engine: &Engine, c: &AttachCmd) -> CliResult {
     match c {
-        AttachCmd::Put { path, unid, file, name, mime } => {
+        AttachCmd::Put {
+            path,
+            unid,
+            file,
+            name,
+            mime,
+        } => {
             let db = engine.open_database(path).map_err(err)?;
             let unid = parse_unid(unid)?;
             let name = match name {
                 Some(n) => n.clone(),
                 None => file_name(file)?,
             };
-            let mut f = std::fs::File::open(file).map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+            let mut f = std::fs::File::open(file)
+                .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
             let a = db.put_attachment(unid, &name, mime, &mut f).map_err(err)?;
             println!("{}", serde_json::json!({"name": a.name, "size": a.size}));
             Ok(())

@@ -59,7 +59,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("invalid size {s:?}: expected a number with an optional unit such as 64MiB"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!("invalid size {s:?}: expected a number with an optional unit such as 64MiB")
+    })?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
@@ -68,9 +70,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "KB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("invalid size {s:?}: unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)")),
+        u => {
+            return Err(format!(
+                "invalid size {s:?}: unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)"
+            ))
+        }
     };
-    n.checked_mul(mult).ok_or_else(|| format!("invalid size {s:?}: too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("invalid size {s:?}: too large"))
 }
 
 fn setting(key: &str, reason: impl Into<String>) -> String {
@@ -89,7 +96,8 @@ pub fn load(data_dir: &Path, explicit: Option<&Path>) -> Result<FileConfig, Stri
             p
         }
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -105,11 +113,15 @@ impl FileConfig {
             if n < 1 << 20 {
                 return Err(setting("buffer_pool_size", "must be at least 1MiB"));
             }
-            cfg.buffer_pool_size = usize::try_from(n).map_err(|_| setting("buffer_pool_size", "too large"))?;
+            cfg.buffer_pool_size =
+                usize::try_from(n).map_err(|_| setting("buffer_pool_size", "too large"))?;
         }
         if let Some(s) = self.flush_interval_secs {
             if !(0.01..=3600.0).contains(&s) {
-                return Err(setting("flush_interval_secs", "must be between 0.01 and 3600"));
+                return Err(setting(
+                    "flush_interval_secs",
+                    "must be between 0.01 and 3600",
+                ));
             }
             cfg.flush_interval = Duration::from_secs_f64(s);
         }
@@ -133,7 +145,12 @@ impl TranslogSection {
             lc.style = match s.as_str() {
                 "circular" => LogStyle::Circular,
                 "linear" => LogStyle::Linear,
-                other => return Err(setting("translog.style", format!("{other:?} is not one of circular, linear"))),
+                other => {
+                    return Err(setting(
+                        "translog.style",
+                        format!("{other:?} is not one of circular, linear"),
+                    ))
+                }
             };
         }
         if let Some(t) = &self.tuning {
@@ -141,7 +158,12 @@ impl TranslogSection {
                 "runtime" => Tuning::Runtime,
                 "standard" => Tuning::Standard,
                 "restart" => Tuning::Restart,
-                other => return Err(setting("translog.tuning", format!("{other:?} is not one of runtime, standard, restart"))),
+                other => {
+                    return Err(setting(
+                        "translog.tuning",
+                        format!("{other:?} is not one of runtime, standard, restart"),
+                    ))
+                }
             };
         }
         if let Some(Size(n)) = self.extent_size {
@@ -153,7 +175,8 @@ impl TranslogSection {
         if let Some(ms) = self.full_wait_ms {
             lc.full_wait = Duration::from_millis(ms);
         }
-        lc.validate().map_err(|e| setting("translog", e.to_string()))?;
+        lc.validate()
+            .map_err(|e| setting("translog", e.to_string()))?;
         Ok(Some(lc))
     }
 }
@@ -184,13 +207,19 @@ mod tests {
         assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
         assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
         assert_eq!(parse_size("4096").unwrap(), 4096);
-        let c = parse("buffer_pool_size = \"64MiB\"\n[translog]\ntuning = \"restart\"\nmax_size = \"256MiB\"").unwrap();
+        let c = parse(
+            "buffer_pool_size = \"64MiB\"\n[translog]\ntuning = \"restart\"\nmax_size = \"256MiB\"",
+        )
+        .unwrap();
         let e = c.engine_config(Path::new("/d")).unwrap();
         assert_eq!(e.buffer_pool_size, 64 << 20);
         let lc = e.log.unwrap();
         assert_eq!(lc.max_size, 256 << 20);
         assert_eq!(lc.dir, Path::new("/d/translog"));
-        let off = parse("[translog]\nenabled = false").unwrap().engine_config(Path::new("/d")).unwrap();
+        let off = parse("[translog]\nenabled = false")
+            .unwrap()
+            .engine_config(Path::new("/d"))
+            .unwrap();
         assert!(off.log.is_none());
     }
 }

@@ -89,7 +89,14 @@ impl Event {
             Event::Begin(op) => ("B", op, "-".to_string()),
             Event::Ack(op, u) => ("A", op, u.to_string()),
         };
-        format!("{tag} {} {} {:x} {} {} {unid}", op.thread, op.kind.as_str(), op.key, op.db, op.version)
+        format!(
+            "{tag} {} {} {:x} {} {} {unid}",
+            op.thread,
+            op.kind.as_str(),
+            op.key,
+            op.db,
+            op.version
+        )
     }
 
     pub fn from_line(line: &str) -> Option<Event> {
@@ -128,9 +135,15 @@ fn mix(mut x: u64) -> u64 {
 /// one in eight is large enough to need an overflow chain.
 pub fn body(key: u64, version: u32) -> String {
     let h = mix(key ^ (u64::from(version) << 48));
-    let len = if h % 8 == 0 { 4_000 + (h >> 8) % 30_000 } else { (h >> 8) % 1_500 } as usize;
+    let len = if h % 8 == 0 {
+        4_000 + (h >> 8) % 30_000
+    } else {
+        (h >> 8) % 1_500
+    } as usize;
     let mut rng = StdRng::seed_from_u64(h);
-    (0..len).map(|_| rng.gen_range(b'a'..=b'z') as char).collect()
+    (0..len)
+        .map(|_| rng.gen_range(b'a'..=b'z') as char)
+        .collect()
 }
 
 /// Attachment content for attachment version `aver` of document `key`:
@@ -149,11 +162,26 @@ pub fn attachment(key: u64, aver: u32) -> Vec<u8> {
 fn doc_items(key: u64, version: u32) -> Vec<Item> {
     let b = body(key, version);
     vec![
-        Item { name: "Key".into(), value: ItemValue::Text(format!("{key:x}")) },
-        Item { name: "Version".into(), value: ItemValue::Number(f64::from(version)) },
-        Item { name: "BodyCrc".into(), value: ItemValue::Number(f64::from(crc32c::crc32c(b.as_bytes()))) },
-        Item { name: "Body".into(), value: ItemValue::Text(b) },
-        Item { name: "Tags".into(), value: ItemValue::TextList(vec![format!("v{version}"), "crash".into()]) },
+        Item {
+            name: "Key".into(),
+            value: ItemValue::Text(format!("{key:x}")),
+        },
+        Item {
+            name: "Version".into(),
+            value: ItemValue::Number(f64::from(version)),
+        },
+        Item {
+            name: "BodyCrc".into(),
+            value: ItemValue::Number(f64::from(crc32c::crc32c(b.as_bytes()))),
+        },
+        Item {
+            name: "Body".into(),
+            value: ItemValue::Text(b),
+        },
+        Item {
+            name: "Tags".into(),
+            value: ItemValue::TextList(vec![format!("v{version}"), "crash".into()]),
+        },
     ]
 }
 
@@ -204,7 +232,13 @@ impl Worker {
     }
 
     fn op(&self, kind: OpKind, key: u64, db: usize, version: u32) -> Op {
-        Op { thread: self.thread, kind, key, db, version }
+        Op {
+            thread: self.thread,
+            kind,
+            key,
+            db,
+            version,
+        }
     }
 
     fn create(&mut self, engine: &Engine, emit: &mut dyn FnMut(Event)) -> NsfResult<()> {
@@ -213,9 +247,17 @@ impl Worker {
         let db = self.rng.gen_range(0..self.dbs);
         let op = self.op(OpKind::Create, key, db, 1);
         emit(Event::Begin(op));
-        let meta = engine.open_database(&db_path(db))?.create(doc_items(key, 1))?;
+        let meta = engine
+            .open_database(&db_path(db))?
+            .create(doc_items(key, 1))?;
         emit(Event::Ack(op, meta.unid));
-        self.docs.push(Owned { key, db, unid: meta.unid, version: 1, aver: 0 });
+        self.docs.push(Owned {
+            key,
+            db,
+            unid: meta.unid,
+            version: 1,
+            aver: 0,
+        });
         Ok(())
     }
 
@@ -223,8 +265,13 @@ impl Worker {
         let d = self.docs[i].clone();
         let op = self.op(OpKind::Update, d.key, d.db, d.version + 1);
         emit(Event::Begin(op));
-        let updates = doc_items(d.key, d.version + 1).into_iter().map(ItemUpdate::Set).collect();
-        engine.open_database(&db_path(d.db))?.update(d.unid, updates, None, false)?;
+        let updates = doc_items(d.key, d.version + 1)
+            .into_iter()
+            .map(ItemUpdate::Set)
+            .collect();
+        engine
+            .open_database(&db_path(d.db))?
+            .update(d.unid, updates, None, false)?;
         emit(Event::Ack(op, d.unid));
         self.docs[i].version += 1;
         Ok(())
@@ -234,7 +281,9 @@ impl Worker {
         let d = self.docs[i].clone();
         let op = self.op(OpKind::Delete, d.key, d.db, d.version);
         emit(Event::Begin(op));
-        engine.open_database(&db_path(d.db))?.delete(d.unid, None, false)?;
+        engine
+            .open_database(&db_path(d.db))?
+            .delete(d.unid, None, false)?;
         emit(Event::Ack(op, d.unid));
         self.docs.swap_remove(i);
         Ok(())
@@ -246,7 +295,12 @@ impl Worker {
         emit(Event::Begin(op));
         let content = attachment(d.key, d.aver + 1);
         let db = engine.open_database(&db_path(d.db))?;
-        db.put_attachment(d.unid, "a.bin", "application/octet-stream", &mut content.as_slice())?;
+        db.put_attachment(
+            d.unid,
+            "a.bin",
+            "application/octet-stream",
+            &mut content.as_slice(),
+        )?;
         emit(Event::Ack(op, d.unid));
         self.docs[i].aver += 1;
         Ok(())
@@ -255,8 +309,17 @@ impl Worker {
     /// Takes ownership of documents left by earlier runs (those whose key
     /// maps to this thread), so updates and deletes reach old pages too.
     fn adopt(&mut self, found: &[FoundDoc], threads: usize) {
-        for f in found.iter().filter(|f| (mix(f.key) % threads as u64) as usize == self.thread) {
-            self.docs.push(Owned { key: f.key, db: f.db, unid: f.unid, version: f.version, aver: f.aver });
+        for f in found
+            .iter()
+            .filter(|f| (mix(f.key) % threads as u64) as usize == self.thread)
+        {
+            self.docs.push(Owned {
+                key: f.key,
+                db: f.db,
+                unid: f.unid,
+                version: f.version,
+                aver: f.aver,
+            });
         }
     }
 }
@@ -289,11 +352,17 @@ fn text<'n>(n: &'n Note, name: &str) -> Option<&'n str> {
 /// returns what it is, or why it is damaged.
 fn inspect(engine: &Engine, db: usize, n: &Note) -> Result<FoundDoc, String> {
     let unid = n.oid.unid;
-    let key = text(n, "Key").and_then(|k| u64::from_str_radix(k, 16).ok()).ok_or(format!("{unid}: no Key item"))?;
+    let key = text(n, "Key")
+        .and_then(|k| u64::from_str_radix(k, 16).ok())
+        .ok_or(format!("{unid}: no Key item"))?;
     let version = number(n, "Version").ok_or(format!("{unid}: no Version item"))? as u32;
     let b = text(n, "Body").ok_or(format!("{unid}: no Body"))?;
-    if b != body(key, version) || number(n, "BodyCrc") != Some(f64::from(crc32c::crc32c(b.as_bytes()))) {
-        return Err(format!("{unid} (key {key:x}): body does not match version {version}"));
+    if b != body(key, version)
+        || number(n, "BodyCrc") != Some(f64::from(crc32c::crc32c(b.as_bytes())))
+    {
+        return Err(format!(
+            "{unid} (key {key:x}): body does not match version {version}"
+        ));
     }
     let mut aver = 0;
     if n.attachments().any(|a| a.name == "a.bin") {
@@ -309,10 +378,18 @@ fn inspect(engine: &Engine, db: usize, n: &Note) -> Result<FoundDoc, String> {
         }
         aver = u32::from_le_bytes(content[8..12].try_into().unwrap());
         if content != attachment(key, aver) {
-            return Err(format!("{unid} (key {key:x}): attachment does not match version {aver}"));
+            return Err(format!(
+                "{unid} (key {key:x}): attachment does not match version {aver}"
+            ));
         }
     }
-    Ok(FoundDoc { key, db, unid, version, aver })
+    Ok(FoundDoc {
+        key,
+        db,
+        unid,
+        version,
+        aver,
+    })
 }
 
 /// Scans every crash-test database: consistency check plus content check of
@@ -325,7 +402,8 @@ pub fn scan(engine: &Engine, dbs: usize) -> Result<Vec<FoundDoc>, String> {
             Err(NsfError::NoSuchDatabase(_)) => continue,
             Err(e) => return Err(format!("{}: {e}", db_path(i))),
         };
-        db.check().map_err(|e| format!("{}: check failed: {e}", db_path(i)))?;
+        db.check()
+            .map_err(|e| format!("{}: check failed: {e}", db_path(i)))?;
         let mut notes = Vec::new();
         db.for_each_note(|n| {
             notes.push(n);
@@ -354,6 +432,8 @@ struct MDoc {
 pub struct Model {
     docs: HashMap<u64, MDoc>,
     inflight: HashMap<usize, Op>,
+    /// Acknowledged operations on documents the model does not know.
+    unknown: Vec<Op>,
     pub acked: u64,
 }
 
@@ -380,28 +460,60 @@ impl Model {
     }
 
     fn commit(&mut self, op: &Op, unid: Unid) {
-        match op.kind {
-            OpKind::Create => {
-                self.docs.insert(op.key, MDoc { db: op.db, unid, version: 1, aver: 0, deleted: false });
-            }
-            OpKind::Update => self.docs.entry(op.key).and_modify(|d| d.version = op.version).or_insert_with(|| unreachable_doc(op, unid)),
-            OpKind::Delete => self.docs.entry(op.key).and_modify(|d| d.deleted = true).or_insert_with(|| unreachable_doc(op, unid)),
-            OpKind::Attach => self.docs.entry(op.key).and_modify(|d| d.aver = op.version).or_insert_with(|| unreachable_doc(op, unid)),
+        if op.kind == OpKind::Create {
+            self.docs.insert(
+                op.key,
+                MDoc {
+                    db: op.db,
+                    unid,
+                    version: 1,
+                    aver: 0,
+                    deleted: false,
+                },
+            );
+            return;
+        }
+        let Some(d) = self.docs.get_mut(&op.key) else {
+            self.unknown.push(*op);
+            return;
         };
+        match op.kind {
+            OpKind::Update => d.version = op.version,
+            OpKind::Delete => d.deleted = true,
+            OpKind::Attach => d.aver = op.version,
+            OpKind::Create => {}
+        }
     }
 
     /// Seeds the model from a directory's current (verified) content.
     pub fn adopt(&mut self, found: &[FoundDoc]) {
         for f in found {
-            self.docs.insert(f.key, MDoc { db: f.db, unid: f.unid, version: f.version, aver: f.aver, deleted: false });
+            self.docs.insert(
+                f.key,
+                MDoc {
+                    db: f.db,
+                    unid: f.unid,
+                    version: f.version,
+                    aver: f.aver,
+                    deleted: false,
+                },
+            );
         }
     }
 
     /// Holds the recovered directory to the model; then folds the outcome
     /// of in-flight operations into it so the next trial continues.
     pub fn verify(&mut self, engine: &Engine, dbs: usize) -> Result<Verified, String> {
+        if let Some(op) = self.unknown.first() {
+            return Err(format!(
+                "the workload acknowledged {op:?} on a document the model never saw"
+            ));
+        }
         let found = scan(engine, dbs)?;
-        let mut v = Verified { live_docs: found.len(), ..Verified::default() };
+        let mut v = Verified {
+            live_docs: found.len(),
+            ..Verified::default()
+        };
         let inflight: HashMap<u64, Op> = self.inflight.values().map(|op| (op.key, *op)).collect();
         let mut seen = std::collections::HashSet::new();
         for f in &found {
@@ -409,10 +521,19 @@ impl Model {
             let pending = inflight.get(&f.key);
             match self.docs.get(&f.key) {
                 None => match pending {
-                    Some(op) if op.kind == OpKind::Create && f.version == 1 && f.aver == 0 => v.inflight_applied += 1,
-                    _ => return Err(format!("document with key {:x} exists but was never acknowledged", f.key)),
+                    Some(op) if op.kind == OpKind::Create && f.version == 1 && f.aver == 0 => {
+                        v.inflight_applied += 1
+                    }
+                    _ => {
+                        return Err(format!(
+                            "document with key {:x} exists but was never acknowledged",
+                            f.key
+                        ))
+                    }
                 },
-                Some(m) if m.deleted => return Err(format!("deleted document {:x} is back", f.key)),
+                Some(m) if m.deleted => {
+                    return Err(format!("deleted document {:x} is back", f.key))
+                }
                 Some(m) => check_versions(m, f, pending, &mut v)?,
             }
         }
@@ -422,14 +543,19 @@ impl Model {
             }
             match inflight.get(key) {
                 Some(op) if op.kind == OpKind::Delete => v.inflight_applied += 1,
-                _ => return Err(format!("acknowledged document {key:x} ({}) is missing", m.unid)),
+                _ => {
+                    return Err(format!(
+                        "acknowledged document {key:x} ({}) is missing",
+                        m.unid
+                    ))
+                }
             }
         }
         self.check_stubs(engine)?;
-        for op in inflight.values().filter(|op| op.kind == OpKind::Create && !seen.contains(&op.key)) {
-            let _ = op;
-            v.inflight_absent += 1;
-        }
+        v.inflight_absent += inflight
+            .values()
+            .filter(|op| op.kind == OpKind::Create && !seen.contains(&op.key))
+            .count();
         self.docs.retain(|_, m| !m.deleted);
         self.docs.retain(|k, _| seen.contains(k));
         self.adopt(&found);
@@ -439,7 +565,9 @@ impl Model {
 
     fn check_stubs(&self, engine: &Engine) -> Result<(), String> {
         for (key, m) in self.docs.iter().filter(|(_, m)| m.deleted) {
-            let db = engine.open_database(&db_path(m.db)).map_err(|e| e.to_string())?;
+            let db = engine
+                .open_database(&db_path(m.db))
+                .map_err(|e| e.to_string())?;
             match db.get_any(m.unid) {
                 Ok(n) if n.deleted => {}
                 Ok(_) => return Err(format!("deleted document {key:x} is not a stub")),
@@ -454,20 +582,27 @@ impl Model {
     }
 }
 
-fn unreachable_doc(op: &Op, unid: Unid) -> MDoc {
-    // An ack for a document the model never saw created: it came from an
-    // earlier run the model adopted without this key; record it as given.
-    MDoc { db: op.db, unid, version: op.version.max(1), aver: 0, deleted: op.kind == OpKind::Delete }
-}
-
-fn check_versions(m: &MDoc, f: &FoundDoc, pending: Option<&Op>, v: &mut Verified) -> Result<(), String> {
-    let ok_version = f.version == m.version || matches!(pending, Some(op) if op.kind == OpKind::Update && op.version == f.version);
-    let ok_aver = f.aver == m.aver || matches!(pending, Some(op) if op.kind == OpKind::Attach && op.version == f.aver);
+fn check_versions(
+    m: &MDoc,
+    f: &FoundDoc,
+    pending: Option<&Op>,
+    v: &mut Verified,
+) -> Result<(), String> {
+    let ok_version = f.version == m.version
+        || matches!(pending, Some(op) if op.kind == OpKind::Update && op.version == f.version);
+    let ok_aver = f.aver == m.aver
+        || matches!(pending, Some(op) if op.kind == OpKind::Attach && op.version == f.aver);
     if !ok_version {
-        return Err(format!("document {:x}: version {} found, {} acknowledged", f.key, f.version, m.version));
+        return Err(format!(
+            "document {:x}: version {} found, {} acknowledged",
+            f.key, f.version, m.version
+        ));
     }
     if !ok_aver {
-        return Err(format!("document {:x}: attachment version {} found, {} acknowledged", f.key, f.aver, m.aver));
+        return Err(format!(
+            "document {:x}: attachment version {} found, {} acknowledged",
+            f.key, f.aver, m.aver
+        ));
     }
     if f.version != m.version || f.aver != m.aver {
         v.inflight_applied += 1;
@@ -544,7 +679,13 @@ mod tests {
 
     #[test]
     fn event_lines_round_trip() {
-        let op = Op { thread: 3, kind: OpKind::Attach, key: 0xabc_0000_0001, db: 2, version: 7 };
+        let op = Op {
+            thread: 3,
+            kind: OpKind::Attach,
+            key: 0xabc_0000_0001,
+            db: 2,
+            version: 7,
+        };
         for ev in [Event::Begin(op), Event::Ack(op, Unid::random())] {
             assert_eq!(Event::from_line(&ev.to_line()), Some(ev));
         }

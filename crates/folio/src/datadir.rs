@@ -28,7 +28,8 @@ pub fn settings(data_dir: &Path, config_path: Option<&Path>) -> Result<EngineCon
 
 /// Locks and opens `data_dir`, creating it if needed.
 pub fn open(data_dir: &Path, cfg: EngineConfig) -> Result<OpenDataDir, String> {
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create data directory {}: {e}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("cannot create data directory {}: {e}", data_dir.display()))?;
     let lock_path = data_dir.join("folio.lock");
     let lock = File::options()
         .create(true)
@@ -36,8 +37,16 @@ pub fn open(data_dir: &Path, cfg: EngineConfig) -> Result<OpenDataDir, String> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-    lock.try_lock()
-        .map_err(|_| format!("data directory {} is in use by another Folio process", data_dir.display()))?;
+    lock.try_lock().map_err(|_| {
+        format!(
+            "data directory {} is in use by another Folio process",
+            data_dir.display()
+        )
+    })?;
     let (engine, recovery) = Engine::open(Arc::new(FsBackend), cfg).map_err(|e| e.to_string())?;
-    Ok(OpenDataDir { engine, recovery, _lock: lock })
+    Ok(OpenDataDir {
+        engine,
+        recovery,
+        _lock: lock,
+    })
 }

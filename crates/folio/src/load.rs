@@ -81,7 +81,10 @@ fn commit(a: &CommitArgs) -> Result<(), String> {
     let disk4 = disk_rate(base.path(), 4096, secs)?;
     let disk64 = disk_rate(base.path(), 65536, secs)?;
     println!("disk: 4 KiB write+fdatasync {disk4:.0}/s, 64 KiB write+fdatasync {disk64:.0}/s");
-    println!("{:>7} {:>9} {:>12} {:>10} {:>9} {:>9} {:>12}", "clients", "log", "commits/s", "fsyncs/s", "p50 µs", "p99 µs", "log B/commit");
+    println!(
+        "{:>7} {:>9} {:>12} {:>10} {:>9} {:>9} {:>12}",
+        "clients", "log", "commits/s", "fsyncs/s", "p50 µs", "p99 µs", "log B/commit"
+    );
     for &c in &a.clients {
         let mut logged = Vec::new();
         let mut unlogged = Vec::new();
@@ -93,10 +96,21 @@ fn commit(a: &CommitArgs) -> Result<(), String> {
         for (name, m) in [("on", &l), ("off", &u)] {
             println!(
                 "{:>7} {:>9} {:>12.0} {:>10.0} {:>9} {:>9} {:>12.0}",
-                c, name, m.commits_per_sec, m.fsyncs_per_sec, m.p50_us, m.p99_us, m.log_bytes_per_commit
+                c,
+                name,
+                m.commits_per_sec,
+                m.fsyncs_per_sec,
+                m.p50_us,
+                m.p99_us,
+                m.log_bytes_per_commit
             );
         }
-        println!("{:>7} ratio log on/off: {:.1}x commits/s; commits per log fsync {:.1}", c, l.commits_per_sec / u.commits_per_sec.max(1e-9), l.commits_per_sec / l.fsyncs_per_sec.max(1e-9));
+        println!(
+            "{:>7} ratio log on/off: {:.1}x commits/s; commits per log fsync {:.1}",
+            c,
+            l.commits_per_sec / u.commits_per_sec.max(1e-9),
+            l.commits_per_sec / l.fsyncs_per_sec.max(1e-9)
+        );
         rows.push(json!({"clients": c, "log_on": l, "log_off": u, "rounds_on": logged, "rounds_off": unlogged,
             "ratio_on_off": l.commits_per_sec / u.commits_per_sec.max(1e-9)}));
     }
@@ -109,7 +123,11 @@ fn commit(a: &CommitArgs) -> Result<(), String> {
     });
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let path = a.out.join("result.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&result).unwrap_or_default()).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&result).unwrap_or_default(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
 }
@@ -138,7 +156,13 @@ fn machine() -> serde_json::Value {
 /// fdatasync, over a preallocated file (as the log's extents are).
 fn disk_rate(dir: &Path, size: usize, secs: Duration) -> Result<f64, String> {
     let path = dir.join(format!("disk-probe-{size}"));
-    let f = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).map_err(|e| e.to_string())?;
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| e.to_string())?;
     let span = 64u64 << 20;
     f.set_len(span).map_err(|e| e.to_string())?;
     let buf = vec![0x5au8; size];
@@ -160,8 +184,17 @@ fn body(rng: &mut impl Rng, n: usize) -> String {
     (0..n).map(|_| rng.gen_range(b'a'..=b'z') as char).collect()
 }
 
-fn run_variant(base: &Path, a: &CommitArgs, clients: usize, logged: bool, round: usize) -> Result<Measured, String> {
-    let dir = base.join(format!("c{clients}-{}-{round}", if logged { "on" } else { "off" }));
+fn run_variant(
+    base: &Path,
+    a: &CommitArgs,
+    clients: usize,
+    logged: bool,
+    round: usize,
+) -> Result<Measured, String> {
+    let dir = base.join(format!(
+        "c{clients}-{}-{round}",
+        if logged { "on" } else { "off" }
+    ));
     let mut cfg = EngineConfig::new(&dir);
     cfg.buffer_pool_size = 256 << 20;
     if logged {
@@ -172,13 +205,18 @@ fn run_variant(base: &Path, a: &CommitArgs, clients: usize, logged: bool, round:
     let mut targets = Vec::new();
     let mut rng = rand::rngs::StdRng::seed_from_u64(round as u64);
     for d in 0..a.databases {
-        engine.create_database(&format!("bench/c{d}.fdb"), "commit benchmark").map_err(|e| e.to_string())?;
+        engine
+            .create_database(&format!("bench/c{d}.fdb"), "commit benchmark")
+            .map_err(|e| e.to_string())?;
     }
     for c in 0..clients {
         let path = format!("bench/c{}.fdb", c % a.databases);
         let db = engine.open_database(&path).map_err(|e| e.to_string())?;
         let meta = db
-            .create(vec![Item { name: "Body".into(), value: ItemValue::Text(body(&mut rng, a.doc_size)) }])
+            .create(vec![Item {
+                name: "Body".into(),
+                value: ItemValue::Text(body(&mut rng, a.doc_size)),
+            }])
             .map_err(|e| e.to_string())?;
         targets.push((db, meta.unid));
     }
@@ -191,13 +229,18 @@ fn run_variant(base: &Path, a: &CommitArgs, clients: usize, logged: bool, round:
         .map(|(i, (db, unid))| {
             let (stop, size) = (stop.clone(), a.doc_size);
             std::thread::spawn(move || -> Result<(u64, Histogram<u64>), String> {
-                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;
+                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)
+                    .map_err(|e| e.to_string())?;
                 let mut rng = rand::rngs::StdRng::seed_from_u64(i as u64 + 1000);
                 let mut n = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let item = Item { name: "Body".into(), value: ItemValue::Text(body(&mut rng, size)) };
+                    let item = Item {
+                        name: "Body".into(),
+                        value: ItemValue::Text(body(&mut rng, size)),
+                    };
                     let t = Instant::now();
-                    db.update(unid, vec![ItemUpdate::Set(item)], None, false).map_err(|e| e.to_string())?;
+                    db.update(unid, vec![ItemUpdate::Set(item)], None, false)
+                        .map_err(|e| e.to_string())?;
                     h.saturating_record(t.elapsed().as_micros() as u64);
                     n += 1;
                 }
@@ -208,16 +251,22 @@ fn run_variant(base: &Path, a: &CommitArgs, clients: usize, logged: bool, round:
     std::thread::sleep(Duration::from_secs_f64(a.seconds));
     stop.store(true, Ordering::Relaxed);
     let mut total = 0;
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;
+    let mut hist =
+        Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;
     for h in handles {
-        let (n, hh) = h.join().map_err(|_| "client thread panicked".to_string())??;
+        let (n, hh) = h
+            .join()
+            .map_err(|_| "client thread panicked".to_string())??;
         total += n;
         hist.add(hh).map_err(|e| e.to_string())?;
     }
     let elapsed = start.elapsed().as_secs_f64();
     let after = engine.log_info();
     let (fsyncs, log_bytes) = match (before, after) {
-        (Some(b), Some(a)) => ((a.fsyncs - b.fsyncs) as f64, (a.bytes_written - b.bytes_written) as f64),
+        (Some(b), Some(a)) => (
+            (a.fsyncs - b.fsyncs) as f64,
+            (a.bytes_written - b.bytes_written) as f64,
+        ),
         // Unlogged: one database fdatasync per commit.
         _ => (total as f64, 0.0),
     };
@@ -232,6 +281,10 @@ fn run_variant(base: &Path, a: &CommitArgs, clients: usize, logged: bool, round:
         p50_us: hist.value_at_quantile(0.5),
         p99_us: hist.value_at_quantile(0.99),
         max_us: hist.max(),
-        log_bytes_per_commit: if total > 0 { log_bytes / total as f64 } else { 0.0 },
+        log_bytes_per_commit: if total > 0 {
+            log_bytes / total as f64
+        } else {
+            0.0
+        },
     })
 }

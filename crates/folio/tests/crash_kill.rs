@@ -25,7 +25,10 @@ const THREADS: usize = 4;
 const DBS: usize = 3;
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 const CONFIG: &str = r#"
@@ -50,7 +53,16 @@ fn run_child(dir: &Path, cfg: &Path, seed: u64, kill_after: Duration, model: &mu
         .arg(dir)
         .arg("--config")
         .arg(cfg)
-        .args(["debug", "crash-workload", "--seed", &seed.to_string(), "--threads", &THREADS.to_string(), "--dbs", &DBS.to_string()])
+        .args([
+            "debug",
+            "crash-workload",
+            "--seed",
+            &seed.to_string(),
+            "--threads",
+            &THREADS.to_string(),
+            "--dbs",
+            &DBS.to_string(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -69,7 +81,10 @@ fn run_child(dir: &Path, cfg: &Path, seed: u64, kill_after: Duration, model: &mu
     if !matches!(&ready, Ok(l) if l.starts_with("READY")) {
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
-        panic!("child did not start: {ready:?}; stderr: {}", String::from_utf8_lossy(&out.stderr));
+        panic!(
+            "child did not start: {ready:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     std::thread::sleep(kill_after);
     child.kill().expect("SIGKILL");
@@ -91,13 +106,24 @@ fn run_child(dir: &Path, cfg: &Path, seed: u64, kill_after: Duration, model: &mu
 
 fn verify(dir: &Path, cfg: &Path, model: &mut Model) -> TrialOutcome {
     let settings = folio::datadir::settings(dir, Some(cfg)).unwrap();
-    let dd = folio::datadir::open(dir, settings).unwrap_or_else(|e| panic!("data directory failed to open after kill: {e}"));
+    let dd = folio::datadir::open(dir, settings)
+        .unwrap_or_else(|e| panic!("data directory failed to open after kill: {e}"));
     if let Some(r) = &dd.recovery {
-        assert!(r.failed_databases.is_empty(), "databases failed recovery: {:?}", r.failed_databases);
+        assert!(
+            r.failed_databases.is_empty(),
+            "databases failed recovery: {:?}",
+            r.failed_databases
+        );
     }
-    let v = model.verify(&dd.engine, DBS).unwrap_or_else(|e| panic!("verification failed: {e}"));
+    let v = model
+        .verify(&dd.engine, DBS)
+        .unwrap_or_else(|e| panic!("verification failed: {e}"));
     dd.engine.close().unwrap();
-    TrialOutcome { acked: 0, inflight_applied: v.inflight_applied, inflight_absent: v.inflight_absent }
+    TrialOutcome {
+        acked: 0,
+        inflight_applied: v.inflight_applied,
+        inflight_absent: v.inflight_absent,
+    }
 }
 
 #[test]

@@ -32,11 +32,20 @@ const CHUNK_PAGES: usize = 128;
 const MAX_NAME: usize = 200;
 
 pub(crate) fn validate_name(name: &str) -> NsfResult<()> {
-    let bad = |why: &str| Err(NsfError::Invalid(format!("invalid attachment name {name:?}: {why}")));
+    let bad = |why: &str| {
+        Err(NsfError::Invalid(format!(
+            "invalid attachment name {name:?}: {why}"
+        )))
+    };
     if name.is_empty() || name.len() > MAX_NAME {
         return bad("must be 1 to 200 bytes");
     }
-    if name == "." || name == ".." || name.chars().any(|c| c == '/' || c == '\\' || c.is_control()) {
+    if name == "."
+        || name == ".."
+        || name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control())
+    {
         return bad("no path separators or control characters");
     }
     Ok(())
@@ -76,7 +85,8 @@ impl<'a> BlobWriter<'a> {
     pub fn write_all_from(&mut self, src: &mut dyn Read) -> NsfResult<()> {
         let mut data = vec![0u8; CHUNK_PAGES * BLOB_DATA];
         loop {
-            let n = fill(src, &mut data).map_err(|e| NsfError::Invalid(format!("reading attachment content: {e}")))?;
+            let n = fill(src, &mut data)
+                .map_err(|e| NsfError::Invalid(format!("reading attachment content: {e}")))?;
             if n == 0 {
                 return Ok(());
             }
@@ -108,12 +118,16 @@ impl<'a> BlobWriter<'a> {
         }
         self.crc = crc32c::crc32c_append(self.crc, data);
         self.size += data.len() as u64;
-        write_all_at(self.core.handle.as_ref(), &buf, first.offset()).map_err(|e| self.core.fail("attachment write", e))
+        write_all_at(self.core.handle.as_ref(), &buf, first.offset())
+            .map_err(|e| self.core.fail("attachment write", e))
     }
 
     /// I7: the content is durable before anything references it.
     pub fn finish(&self) -> NsfResult<AttachmentRef> {
-        self.core.handle.sync_data().map_err(|e| self.core.fail("attachment fdatasync", e))?;
+        self.core
+            .handle
+            .sync_data()
+            .map_err(|e| self.core.fail("attachment fdatasync", e))?;
         Ok(AttachmentRef {
             name: self.name.clone(),
             mime: self.mime.clone(),
@@ -165,7 +179,16 @@ pub struct AttachmentReader {
 
 impl AttachmentReader {
     pub(crate) fn new(handle: Arc<dyn FileHandle>, path: String, aref: AttachmentRef) -> Self {
-        AttachmentReader { handle, path, aref, next_page: 0, buf: Vec::new(), pos: 0, crc: 0, delivered: 0 }
+        AttachmentReader {
+            handle,
+            path,
+            aref,
+            next_page: 0,
+            buf: Vec::new(),
+            pos: 0,
+            crc: 0,
+            delivered: 0,
+        }
     }
 
     pub fn attachment(&self) -> &AttachmentRef {
@@ -185,7 +208,13 @@ impl AttachmentReader {
     }
 
     fn bad(&self, page: PageId, why: &str) -> io::Error {
-        io::Error::new(io::ErrorKind::InvalidData, format!("{}: attachment {:?}, {page}: {why}", self.path, self.aref.name))
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: attachment {:?}, {page}: {why}",
+                self.path, self.aref.name
+            ),
+        )
     }
 
     fn load(&mut self) -> io::Result<()> {
@@ -200,11 +229,17 @@ impl AttachmentReader {
         for (i, bytes) in raw.chunks(PAGE_SIZE).enumerate() {
             let id = PageId(first.0 + i as u32);
             let page = PageBuf::from_bytes(bytes).map_err(|e| self.bad(id, &e.to_string()))?;
-            page.verify(&self.path, id).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            page.verify(&self.path, id)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
             let b = page.body();
-            let ok = page.kind() == Some(PageKind::Blob) && get_u64(b, 0) == self.aref.blob_id && get_u32(b, 8) == self.next_page;
+            let ok = page.kind() == Some(PageKind::Blob)
+                && get_u64(b, 0) == self.aref.blob_id
+                && get_u32(b, 8) == self.next_page;
             if !ok {
-                return Err(self.bad(id, "page no longer belongs to this attachment (deleted while reading?)"));
+                return Err(self.bad(
+                    id,
+                    "page no longer belongs to this attachment (deleted while reading?)",
+                ));
             }
             let used = get_u32(b, 12) as usize;
             if used > BLOB_DATA {
@@ -225,7 +260,13 @@ impl Read for AttachmentReader {
             }
             self.load()?;
             if self.buf.is_empty() {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: attachment {:?} is shorter than recorded", self.path, self.aref.name)));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: attachment {:?} is shorter than recorded",
+                        self.path, self.aref.name
+                    ),
+                ));
             }
         }
         let n = out.len().min(self.buf.len() - self.pos);
@@ -234,10 +275,22 @@ impl Read for AttachmentReader {
         self.crc = crc32c::crc32c_append(self.crc, &out[..n]);
         self.delivered += n as u64;
         if self.delivered > self.aref.size {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: attachment {:?} is longer than recorded", self.path, self.aref.name)));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: attachment {:?} is longer than recorded",
+                    self.path, self.aref.name
+                ),
+            ));
         }
         if self.delivered == self.aref.size && self.crc != self.aref.crc32c {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: attachment {:?} checksum mismatch", self.path, self.aref.name)));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: attachment {:?} checksum mismatch",
+                    self.path, self.aref.name
+                ),
+            ));
         }
         Ok(n)
     }

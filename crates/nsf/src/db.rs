@@ -34,8 +34,10 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use storage::backend::write_all_at;
-use storage::pool::{BufferPool, FileId, Prepared};
-use storage::{btree, overflow, FileHandle, Lsn, PageBuf, PageId, PageStore, PageStoreMut, StorageResult};
+use storage::pool::{BufferPool, FileId, Prepared, Stamp};
+use storage::{
+    btree, overflow, FileHandle, Lsn, PageBuf, PageId, PageStore, PageStoreMut, StorageResult,
+};
 use translog::{Batch, PageChange, TransLog};
 
 /// Largest encoded note stored inside the note table entry; larger notes
@@ -111,7 +113,10 @@ impl DbCore {
     }
 
     fn check_writable(&self) -> NsfResult<()> {
-        let reason = self.refused.clone().or_else(|| self.pool.failure(self.file));
+        let reason = self
+            .refused
+            .clone()
+            .or_else(|| self.pool.failure(self.file));
         match reason {
             Some(reason) => Err(NsfError::DatabaseFailed {
                 path: self.path.clone(),
@@ -218,24 +223,15 @@ impl Database {
         &self.core.path
     }
 
-    pub(crate) fn file_id(&self) -> FileId {
-        self.core.file
-    }
-
-    pub(crate) fn header(&self) -> DbHeader {
-        self.state.read().clone()
-    }
-
     // ---------------------------------------------------------------- reads
 
     pub fn info(&self) -> NsfResult<DbInfo> {
         let h = self.state.read();
         let notes = btree::len(&Committed(&self.core), h.note_root)?;
-        let file_size = self
-            .core
-            .handle
-            .len()
-            .map_err(|e| NsfError::Io { path: self.core.path.clone(), source: e })?;
+        let file_size = self.core.handle.len().map_err(|e| NsfError::Io {
+            path: self.core.path.clone(),
+            source: e,
+        })?;
         Ok(DbInfo {
             path: self.core.path.clone(),
             title: h.title.clone(),
@@ -255,7 +251,10 @@ impl Database {
     pub fn get(&self, unid: Unid) -> NsfResult<Note> {
         let note = self.get_any(unid)?;
         if note.deleted {
-            return Err(NsfError::Deleted { db: self.core.path.clone(), unid });
+            return Err(NsfError::Deleted {
+                db: self.core.path.clone(),
+                unid,
+            });
         }
         Ok(note)
     }
@@ -277,7 +276,10 @@ impl Database {
     }
 
     fn missing(&self, unid: Unid) -> NsfError {
-        NsfError::NoSuchDocument { db: self.core.path.clone(), unid }
+        NsfError::NoSuchDocument {
+            db: self.core.path.clone(),
+            unid,
+        }
     }
 
     /// Calls `f` for every document (not stubs) in note-id order. Reads in
@@ -300,7 +302,9 @@ impl Database {
                 }
                 out
             };
-            let Some((last, _)) = chunk.last() else { return Ok(()) };
+            let Some((last, _)) = chunk.last() else {
+                return Ok(());
+            };
             from = Bound::Excluded(last.clone());
             let done = chunk.len() < SCAN_CHUNK;
             for (_, note) in chunk {
@@ -321,7 +325,14 @@ impl Database {
         let store = Committed(&self.core);
         let lo = (since.0 + 1).to_be_bytes();
         let mut out = Vec::new();
-        for kv in btree::range(&store, h.seq_root, Bound::Included(&lo[..]), Bound::Unbounded).take(limit) {
+        for kv in btree::range(
+            &store,
+            h.seq_root,
+            Bound::Included(&lo[..]),
+            Bound::Unbounded,
+        )
+        .take(limit)
+        {
             let (_, v) = kv?;
             let id = note_id_from(&v, &self.core.path)?;
             if let Some(n) = load_note(&store, &h, id)? {
@@ -339,7 +350,11 @@ impl Database {
             unid,
             name: name.to_string(),
         })?;
-        Ok(AttachmentReader::new(self.core.handle.clone(), self.core.path.clone(), a.clone()))
+        Ok(AttachmentReader::new(
+            self.core.handle.clone(),
+            self.core.path.clone(),
+            a.clone(),
+        ))
     }
 
     // --------------------------------------------------------------- writes
@@ -354,7 +369,11 @@ impl Database {
             txn.header.next_note_id += 1;
             let mut note = Note {
                 note_id,
-                oid: OriginatorId { unid, seq_num: 1, seq_time: now },
+                oid: OriginatorId {
+                    unid,
+                    seq_num: 1,
+                    seq_time: now,
+                },
                 created: now,
                 modified: now,
                 added: now,
@@ -373,7 +392,13 @@ impl Database {
     /// Updates a document's items (JSON `null` removes an item). With
     /// `based_on`, an update whose sequence number is stale is a
     /// `SaveConflict` unless `force`.
-    pub fn update(&self, unid: Unid, updates: Vec<ItemUpdate>, based_on: Option<u32>, force: bool) -> NsfResult<NoteMeta> {
+    pub fn update(
+        &self,
+        unid: Unid,
+        updates: Vec<ItemUpdate>,
+        based_on: Option<u32>,
+        force: bool,
+    ) -> NsfResult<NoteMeta> {
         self.write(|txn| {
             let (id, mut note) = self.load_for_write(txn, unid)?;
             check_conflict(&note, based_on, force)?;
@@ -413,7 +438,13 @@ impl Database {
     /// under `name` (replacing an attachment of that name). The content is
     /// written once, directly to new pages, and synced before the commit
     /// that references it (I7).
-    pub fn put_attachment(&self, unid: Unid, name: &str, mime: &str, content: &mut dyn Read) -> NsfResult<AttachmentRef> {
+    pub fn put_attachment(
+        &self,
+        unid: Unid,
+        name: &str,
+        mime: &str,
+        content: &mut dyn Read,
+    ) -> NsfResult<AttachmentRef> {
         attach::validate_name(name)?;
         self.core.check_writable()?;
         self.get(unid)?;
@@ -430,10 +461,17 @@ impl Database {
         let result = self.write(|txn| {
             let (id, mut note) = self.load_for_write(txn, unid)?;
             let item_name = format!("{ATTACHMENT_PREFIX}{name}");
-            if let Some(Item { value: ItemValue::Attachment(old), .. }) = note.remove_item(&item_name) {
+            if let Some(Item {
+                value: ItemValue::Attachment(old),
+                ..
+            }) = note.remove_item(&item_name)
+            {
                 attach::free_blob(txn, &old)?;
             }
-            note.set_item(Item { name: item_name, value: ItemValue::Attachment(attached.clone()) });
+            note.set_item(Item {
+                name: item_name,
+                value: ItemValue::Attachment(attached.clone()),
+            });
             bump(&mut note);
             store_note(txn, &mut note, Some(id))
         });
@@ -468,7 +506,10 @@ impl Database {
         let id = lookup_unid(txn, &txn.header, unid)?.ok_or_else(|| self.missing(unid))?;
         let note = load_note(txn, &txn.header, id)?.ok_or_else(|| self.missing(unid))?;
         if note.deleted {
-            return Err(NsfError::Deleted { db: self.core.path.clone(), unid });
+            return Err(NsfError::Deleted {
+                db: self.core.path.clone(),
+                unid,
+            });
         }
         Ok((id, note))
     }
@@ -487,10 +528,10 @@ impl Database {
         }
         match &self.core.durability {
             Durability::Logged { log, inflight } => {
-                let commit_lsn = self.commit_logged(log, inflight, header, pages)?;
+                let batch_end = self.commit_logged(log, inflight, header, pages)?;
                 drop(writer);
                 // I2: acknowledged only once the commit record is durable.
-                log.wait_durable(commit_lsn)?;
+                log.wait_durable(batch_end)?;
             }
             Durability::Unlogged => {
                 self.commit_unlogged(header, pages)?;
@@ -516,7 +557,10 @@ impl Database {
                 Prepared::FullImage => changes.push((*id, PageChange::Image((**page).clone()))),
                 Prepared::Delta(base) => {
                     pinned.push(*id);
-                    changes.push((*id, PageChange::Delta(storage::page::page_delta(&base, page))));
+                    changes.push((
+                        *id,
+                        PageChange::Delta(storage::page::page_delta(&base, page)),
+                    ));
                 }
             }
         }
@@ -543,16 +587,25 @@ impl Database {
             let mut state = self.state.write();
             for ((id, page), lsn) in pages.into_iter().zip(&appended.page_lsns) {
                 let delta = pinned.contains(&id);
-                c.pool.install(c.file, id, page, *lsn, delta);
+                let stamp = Stamp {
+                    page_lsn: *lsn,
+                    batch_start: appended.start_lsn,
+                    batch_end: appended.end_lsn,
+                };
+                c.pool.install(c.file, id, page, stamp, delta);
             }
             *state = header;
         }
         inflight.deregister(ticket);
-        Ok(appended.commit_lsn)
+        Ok(appended.end_lsn)
     }
 
     /// I12: pages go to the file and are synced before the commit returns.
-    fn commit_unlogged(&self, mut header: DbHeader, mut pages: Vec<(PageId, Arc<PageBuf>)>) -> NsfResult<()> {
+    fn commit_unlogged(
+        &self,
+        mut header: DbHeader,
+        mut pages: Vec<(PageId, Arc<PageBuf>)>,
+    ) -> NsfResult<()> {
         let c = &self.core;
         if self.state.read().flags & FLAG_UNLOGGED_OPEN == 0 {
             let mut marked = self.state.read().clone();
@@ -567,7 +620,8 @@ impl Database {
         for (id, page) in &pages {
             let mut sealed = (**page).clone();
             sealed.seal(*id, Lsn::ZERO);
-            write_all_at(c.handle.as_ref(), sealed.bytes(), id.offset()).map_err(|e| c.fail("write", e))?;
+            write_all_at(c.handle.as_ref(), sealed.bytes(), id.offset())
+                .map_err(|e| c.fail("write", e))?;
         }
         c.handle.sync_data().map_err(|e| c.fail("fdatasync", e))?;
         let mut state = self.state.write();
@@ -613,20 +667,35 @@ impl Database {
         for root in [h.note_root, h.unid_root, h.seq_root] {
             report.pages_in_trees += btree::check(&store, root)?.pages;
         }
-        let corrupt = |reason: String| NsfError::Storage(storage::StorageError::corrupt(&self.core.path, h.note_root, reason));
+        let corrupt = |reason: String| {
+            NsfError::Storage(storage::StorageError::corrupt(
+                &self.core.path,
+                h.note_root,
+                reason,
+            ))
+        };
         let mut seqs = std::collections::HashSet::new();
         for kv in btree::range(&store, h.note_root, Bound::Unbounded, Bound::Unbounded) {
             let (k, v) = kv?;
             let note = decode_note_value(&store, &v)?;
             if k != note.note_id.0.to_be_bytes() {
-                return Err(corrupt(format!("note table key {k:?} holds note {}", note.note_id)));
+                return Err(corrupt(format!(
+                    "note table key {k:?} holds note {}",
+                    note.note_id
+                )));
             }
             if lookup_unid(&store, &h, note.oid.unid)? != Some(note.note_id) {
-                return Err(corrupt(format!("UNID index disagrees for note {}", note.note_id)));
+                return Err(corrupt(format!(
+                    "UNID index disagrees for note {}",
+                    note.note_id
+                )));
             }
             let s = btree::get(&store, h.seq_root, &note.change_seq.0.to_be_bytes())?;
             if s.as_deref() != Some(&note.note_id.0.to_be_bytes()[..]) {
-                return Err(corrupt(format!("seq index disagrees for note {}", note.note_id)));
+                return Err(corrupt(format!(
+                    "seq index disagrees for note {}",
+                    note.note_id
+                )));
             }
             seqs.insert(note.change_seq);
             for a in note.attachments() {
@@ -642,7 +711,9 @@ impl Database {
         let seq_entries = btree::len(&store, h.seq_root)?;
         let total = report.notes + report.stubs;
         if unids != total || seq_entries != total || seqs.len() as u64 != total {
-            return Err(corrupt(format!("index sizes differ: notes {total}, UNIDs {unids}, seqs {seq_entries}")));
+            return Err(corrupt(format!(
+                "index sizes differ: notes {total}, UNIDs {unids}, seqs {seq_entries}"
+            )));
         }
         report.free_pages = h.free.pages(&store)?.len() as u64;
         Ok(report)
@@ -660,7 +731,11 @@ fn check_conflict(note: &Note, based_on: Option<u32>, force: bool) -> NsfResult<
     }
 }
 
-fn free_dropped_attachments(txn: &mut Txn<'_>, before: &[AttachmentRef], note: &Note) -> NsfResult<()> {
+fn free_dropped_attachments(
+    txn: &mut Txn<'_>,
+    before: &[AttachmentRef],
+    note: &Note,
+) -> NsfResult<()> {
     for a in before {
         if !note.attachments().any(|b| b.blob_id == a.blob_id) {
             attach::free_blob(txn, a)?;
@@ -698,7 +773,11 @@ fn lookup_unid(store: &impl PageStore, h: &DbHeader, unid: Unid) -> NsfResult<Op
 
 fn note_id_from(v: &[u8], path: &str) -> NsfResult<NoteId> {
     let b: [u8; 4] = v.try_into().map_err(|_| {
-        NsfError::Storage(storage::StorageError::corrupt(path, PageId(0), format!("index value of {} bytes, expected a note id", v.len())))
+        NsfError::Storage(storage::StorageError::corrupt(
+            path,
+            PageId(0),
+            format!("index value of {} bytes, expected a note id", v.len()),
+        ))
     })?;
     Ok(NoteId(u32::from_be_bytes(b)))
 }
@@ -713,7 +792,13 @@ fn load_note(store: &impl PageStore, h: &DbHeader, id: NoteId) -> NsfResult<Opti
 /// Decodes a note-table value: the note inline, or a pointer to an
 /// overflow chain (first page, length, crc32c of the encoded note).
 fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
-    let corrupt = |r: &str| NsfError::Storage(storage::StorageError::corrupt(store.name(), PageId(0), format!("note table value: {r}")));
+    let corrupt = |r: &str| {
+        NsfError::Storage(storage::StorageError::corrupt(
+            store.name(),
+            PageId(0),
+            format!("note table value: {r}"),
+        ))
+    };
     match v.first() {
         Some(&TAG_INLINE) => Ok(decode_note(&v[1..])?),
         Some(&TAG_OVERFLOW) if v.len() == 17 => {
@@ -731,7 +816,8 @@ fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
 }
 
 fn overflow_of(v: &[u8]) -> Option<PageId> {
-    (v.first() == Some(&TAG_OVERFLOW) && v.len() == 17).then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
+    (v.first() == Some(&TAG_OVERFLOW) && v.len() == 17)
+        .then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
 }
 
 /// Writes `note` (new change seq assigned here) into the note table and the

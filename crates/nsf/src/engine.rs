@@ -29,7 +29,10 @@ use std::time::{Duration, Instant};
 use storage::backend::{read_exact_at, write_all_at, OpenMode};
 use storage::freelist::FreeList;
 use storage::pool::{BufferPool, PoolStats};
-use storage::{btree, Backend, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult, PAGE_SIZE};
+use storage::{
+    btree, Backend, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult,
+    PAGE_SIZE,
+};
 use translog::{LogConfig, LogInfo, RecoveryReport, TransLog};
 
 /// Engine settings (the `folio.toml` keys map onto these).
@@ -83,10 +86,16 @@ pub struct Engine {
 impl Engine {
     /// Opens (creating if needed) the data directory, runs restart
     /// recovery when logged, and starts the background thread.
-    pub fn open(backend: Arc<dyn Backend>, cfg: EngineConfig) -> NsfResult<(Engine, Option<RecoveryReport>)> {
+    pub fn open(
+        backend: Arc<dyn Backend>,
+        cfg: EngineConfig,
+    ) -> NsfResult<(Engine, Option<RecoveryReport>)> {
         backend
             .create_dir_all(&cfg.data_dir)
-            .map_err(|e| NsfError::Io { path: cfg.data_dir.display().to_string(), source: e })?;
+            .map_err(|e| NsfError::Io {
+                path: cfg.data_dir.display().to_string(),
+                source: e,
+            })?;
         let (log, report) = match &cfg.log {
             Some(lc) => {
                 let (log, report) = TransLog::open(backend.clone(), &cfg.data_dir, lc.clone())?;
@@ -96,7 +105,12 @@ impl Engine {
         };
         let unrecovered = report
             .as_ref()
-            .map(|r| r.failed_databases.iter().map(|f| (f.path.clone(), f.reason.clone())).collect())
+            .map(|r| {
+                r.failed_databases
+                    .iter()
+                    .map(|f| (f.path.clone(), f.reason.clone()))
+                    .collect()
+            })
             .unwrap_or_default();
         let shared = Arc::new(Shared {
             pool: BufferPool::new(cfg.buffer_pool_size),
@@ -138,14 +152,20 @@ impl Engine {
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
         validate_db_path(path)?;
         if title.len() > MAX_TITLE {
-            return Err(NsfError::Invalid(format!("title is {} bytes; the limit is {MAX_TITLE}", title.len())));
+            return Err(NsfError::Invalid(format!(
+                "title is {} bytes; the limit is {MAX_TITLE}",
+                title.len()
+            )));
         }
         let full = self.full_path(path);
         let be = &self.shared.backend;
         if be.exists(&full) {
             return Err(NsfError::DatabaseExists(path.to_string()));
         }
-        let io = |e| NsfError::Io { path: path.to_string(), source: e };
+        let io = |e| NsfError::Io {
+            path: path.to_string(),
+            source: e,
+        };
         let dir = full.parent().unwrap_or(Path::new("."));
         be.create_dir_all(dir).map_err(io)?;
         let image = new_database_image(title)?;
@@ -168,20 +188,44 @@ impl Engine {
             return Ok(db.clone());
         }
         let full = self.full_path(path);
-        let handle = self.shared.backend.open(&full, OpenMode::Existing).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => NsfError::NoSuchDatabase(path.to_string()),
-            _ => NsfError::Io { path: path.to_string(), source: e },
-        })?;
+        let handle = self
+            .shared
+            .backend
+            .open(&full, OpenMode::Existing)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => NsfError::NoSuchDatabase(path.to_string()),
+                _ => NsfError::Io {
+                    path: path.to_string(),
+                    source: e,
+                },
+            })?;
         let header = read_header(handle.as_ref(), path)?;
         let durability = match &self.shared.log {
-            Some(log) => Durability::Logged { log: log.clone(), inflight: self.shared.inflight.clone() },
+            Some(log) => Durability::Logged {
+                log: log.clone(),
+                inflight: self.shared.inflight.clone(),
+            },
             None => Durability::Unlogged,
         };
-        let refused = self.shared.unrecovered.get(path).map(|r| format!("restart recovery could not apply its log records: {r}"));
+        let refused = self
+            .shared
+            .unrecovered
+            .get(path)
+            .map(|r| format!("restart recovery could not apply its log records: {r}"));
         if header.flags & crate::header::FLAG_UNLOGGED_OPEN != 0 {
-            tracing::warn!(db = path, "database was written in unlogged mode and not closed cleanly; run fixup");
+            tracing::warn!(
+                db = path,
+                "database was written in unlogged mode and not closed cleanly; run fixup"
+            );
         }
-        let db = Arc::new(Database::new(path.to_string(), self.shared.pool.clone(), handle, header, durability, refused));
+        let db = Arc::new(Database::new(
+            path.to_string(),
+            self.shared.pool.clone(),
+            handle,
+            header,
+            durability,
+            refused,
+        ));
         dbs.insert(path.to_string(), db.clone());
         Ok(db)
     }
@@ -191,7 +235,13 @@ impl Engine {
         let mut out = Vec::new();
         let root = &self.shared.cfg.data_dir;
         let skip = self.shared.cfg.log.as_ref().map(|l| l.dir.clone());
-        walk(self.shared.backend.as_ref(), root, root, skip.as_deref(), &mut out)?;
+        walk(
+            self.shared.backend.as_ref(),
+            root,
+            root,
+            skip.as_deref(),
+            &mut out,
+        )?;
         out.sort();
         Ok(out)
     }
@@ -281,27 +331,48 @@ fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
     let end = log.end_lsn();
     let inflight = s.inflight.min();
     let dirty = s.pool.min_rec_lsn();
-    let redo = [Some(end), inflight, dirty].into_iter().flatten().min().unwrap_or(end);
+    let redo = [Some(end), inflight, dirty]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(end);
     log.checkpoint(redo)?;
     Ok(Some(redo))
 }
 
 fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {
-    let not_db = |reason: String| NsfError::NotADatabase { path: path.to_string(), reason };
-    let len = f.len().map_err(|e| NsfError::Io { path: path.to_string(), source: e })?;
+    let not_db = |reason: String| NsfError::NotADatabase {
+        path: path.to_string(),
+        reason,
+    };
+    let len = f.len().map_err(|e| NsfError::Io {
+        path: path.to_string(),
+        source: e,
+    })?;
     if len < PAGE_SIZE as u64 {
-        return Err(not_db(format!("file is {len} bytes, shorter than one page")));
+        return Err(not_db(format!(
+            "file is {len} bytes, shorter than one page"
+        )));
     }
     let mut page = PageBuf::zeroed();
-    read_exact_at(f, page.bytes_mut(), 0).map_err(|e| NsfError::Io { path: path.to_string(), source: e })?;
-    page.verify(path, PageId(0)).map_err(|e| not_db(e.to_string()))?;
+    read_exact_at(f, page.bytes_mut(), 0).map_err(|e| NsfError::Io {
+        path: path.to_string(),
+        source: e,
+    })?;
+    page.verify(path, PageId(0))
+        .map_err(|e| not_db(e.to_string()))?;
     DbHeader::decode(&page, path)
 }
 
 /// Database paths are relative, stay inside the data directory and end in
 /// `.fdb`.
 pub fn validate_db_path(path: &str) -> NsfResult<()> {
-    let bad = |reason: &str| Err(NsfError::BadPath { path: path.to_string(), reason: reason.to_string() });
+    let bad = |reason: &str| {
+        Err(NsfError::BadPath {
+            path: path.to_string(),
+            reason: reason.to_string(),
+        })
+    };
     if path.is_empty() || path.len() > 240 {
         return bad("must be 1 to 240 bytes");
     }
@@ -311,14 +382,26 @@ pub fn validate_db_path(path: &str) -> NsfResult<()> {
     if path.chars().any(|c| c.is_control() || c == '\\') {
         return bad("control characters and backslashes are not allowed");
     }
-    if !Path::new(path).components().all(|c| matches!(c, Component::Normal(_))) {
+    if !Path::new(path)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+    {
         return bad("must be a relative path inside the data directory (no '..', no leading '/')");
     }
     Ok(())
 }
 
-fn walk(be: &dyn Backend, root: &Path, dir: &Path, skip: Option<&Path>, out: &mut Vec<String>) -> NsfResult<()> {
-    let entries = be.read_dir(dir).map_err(|e| NsfError::Io { path: dir.display().to_string(), source: e })?;
+fn walk(
+    be: &dyn Backend,
+    root: &Path,
+    dir: &Path,
+    skip: Option<&Path>,
+    out: &mut Vec<String>,
+) -> NsfResult<()> {
+    let entries = be.read_dir(dir).map_err(|e| NsfError::Io {
+        path: dir.display().to_string(),
+        source: e,
+    })?;
     for p in entries {
         if Some(p.as_path()) == skip {
             continue;
@@ -336,7 +419,9 @@ fn walk(be: &dyn Backend, root: &Path, dir: &Path, skip: Option<&Path>, out: &mu
 
 /// Builds the bytes of a new database: header plus three empty trees.
 fn new_database_image(title: &str) -> NsfResult<Vec<u8>> {
-    let mut store = ImageStore { pages: vec![PageBuf::zeroed()] };
+    let mut store = ImageStore {
+        pages: vec![PageBuf::zeroed()],
+    };
     let note_root = btree::create(&mut store)?;
     let unid_root = btree::create(&mut store)?;
     let seq_root = btree::create(&mut store)?;
@@ -345,7 +430,10 @@ fn new_database_image(title: &str) -> NsfResult<Vec<u8>> {
         instance_id: DbInstanceId(rand::random()),
         created: Timestamp::now(),
         page_count: store.pages.len() as u32,
-        free: FreeList { head: PageId::NONE, count: 0 },
+        free: FreeList {
+            head: PageId::NONE,
+            count: 0,
+        },
         note_root,
         unid_root,
         seq_root,
@@ -392,6 +480,8 @@ impl PageStoreMut for ImageStore {
         Ok(PageId(self.pages.len() as u32 - 1))
     }
     fn free(&mut self, _id: PageId) -> StorageResult<()> {
-        Err(storage::StorageError::Invalid("a new database frees no pages".into()))
+        Err(storage::StorageError::Invalid(
+            "a new database frees no pages".into(),
+        ))
     }
 }

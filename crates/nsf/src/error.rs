@@ -17,7 +17,9 @@ pub enum NsfError {
     Log(LogError),
     #[error("the transaction log is full; writes are refused until a checkpoint frees space (reads continue)")]
     LogFull,
-    #[error("the transaction log has failed ({0}); writes are refused until restart (reads continue)")]
+    #[error(
+        "the transaction log has failed ({0}); writes are refused until restart (reads continue)"
+    )]
     LogFailed(String),
     #[error("{path}: database has failed ({reason}); writes are refused until it is reopened (reads continue)")]
     DatabaseFailed { path: String, reason: String },
@@ -40,7 +42,11 @@ pub enum NsfError {
     #[error("{db}: document {unid} was deleted")]
     Deleted { db: String, unid: Unid },
     #[error("{db}: document {unid} has no attachment named {name:?}")]
-    NoSuchAttachment { db: String, unid: Unid, name: String },
+    NoSuchAttachment {
+        db: String,
+        unid: Unid,
+        name: String,
+    },
     #[error("save conflict on {unid}: the update is based on sequence {based_on}, but the document is at sequence {current}")]
     SaveConflict {
         unid: Unid,

@@ -125,7 +125,10 @@ mod tests {
             instance_id: DbInstanceId(9),
             created: Timestamp(5),
             page_count: 4,
-            free: FreeList { head: PageId(3), count: 2 },
+            free: FreeList {
+                head: PageId(3),
+                count: 2,
+            },
             note_root: PageId(1),
             unid_root: PageId(2),
             seq_root: PageId(3),
@@ -136,6 +139,9 @@ mod tests {
         };
         assert_eq!(DbHeader::decode(&h.encode(), "x").unwrap(), h);
         let e = DbHeader::decode(&PageBuf::new(PageKind::Overflow), "x.fdb").unwrap_err();
-        assert!(e.to_string().contains("x.fdb is not a Folio database"), "{e}");
+        assert!(
+            e.to_string().contains("x.fdb is not a Folio database"),
+            "{e}"
+        );
     }
 }

@@ -255,7 +255,9 @@ pub const ATTACHMENT_PREFIX: &str = "$FILE:";
 
 /// Checks names (and case-insensitive uniqueness); `system` marks names the
 /// engine chose (attachment items), which may carry `ATTACHMENT_PREFIX`.
-pub(crate) fn check_names<'a>(names: impl IntoIterator<Item = (&'a str, bool)>) -> Result<(), CodecError> {
+pub(crate) fn check_names<'a>(
+    names: impl IntoIterator<Item = (&'a str, bool)>,
+) -> Result<(), CodecError> {
     let mut seen = HashSet::new();
     for (name, system) in names {
         check_name(name, system)?;
@@ -300,7 +302,11 @@ fn encoded_items_len(items: &[Item]) -> Result<usize, CodecError> {
             limit: MAX_ITEMS,
         });
     }
-    check_names(items.iter().map(|i| (i.name.as_str(), matches!(i.value, ItemValue::Attachment(_)))))?;
+    check_names(
+        items
+            .iter()
+            .map(|i| (i.name.as_str(), matches!(i.value, ItemValue::Attachment(_)))),
+    )?;
     let mut total = 0;
     for item in items {
         total += ITEM_OVERHEAD + item.name.len() + check_value(item)?;

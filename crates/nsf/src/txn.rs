@@ -41,7 +41,8 @@ impl<'a> Txn<'a> {
             return (self.header, Vec::new());
         }
         if self.header != *committed {
-            self.staged.insert(PageId(0), Arc::new(self.header.encode()));
+            self.staged
+                .insert(PageId(0), Arc::new(self.header.encode()));
         }
         (self.header, self.staged.into_iter().collect())
     }

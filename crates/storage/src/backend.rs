@@ -74,7 +74,10 @@ pub fn write_all_at(f: &dyn FileHandle, mut buf: &[u8], mut offset: u64) -> io::
     while !buf.is_empty() {
         let n = f.write_at(buf, offset)?;
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "write made no progress"));
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "write made no progress",
+            ));
         }
         buf = &buf[n..];
         offset += n as u64;
@@ -87,7 +90,10 @@ pub fn read_exact_at(f: &dyn FileHandle, mut buf: &mut [u8], mut offset: u64) ->
     while !buf.is_empty() {
         let n = f.read_at(buf, offset)?;
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past end of file"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past end of file",
+            ));
         }
         buf = &mut buf[n..];
         offset += n as u64;

@@ -95,7 +95,11 @@ impl<'p> View<'p> {
         let hdr = if self.leaf { LEAF_HDR } else { INT_HDR };
         let off = get_u16(self.body, hdr + 2 * i) as usize;
         if off < hdr + 2 * self.n || off >= PAGE_BODY {
-            return Err(corrupt(s, self.id, format!("slot {i} points outside the page")));
+            return Err(corrupt(
+                s,
+                self.id,
+                format!("slot {i} points outside the page"),
+            ));
         }
         Ok(off)
     }
@@ -110,14 +114,21 @@ impl<'p> View<'p> {
         let off = self.slot(s, i)?;
         let h = self.bytes(s, off, 4)?;
         let (kl, vl) = (get_u16(h, 0) as usize, get_u16(h, 2) as usize);
-        Ok((self.bytes(s, off + 4, kl)?, self.bytes(s, off + 4 + kl, vl)?))
+        Ok((
+            self.bytes(s, off + 4, kl)?,
+            self.bytes(s, off + 4 + kl, vl)?,
+        ))
     }
 
     fn int_cell(&self, s: &impl PageStore, i: usize) -> StorageResult<(&'p [u8], PageId, u64)> {
         let off = self.slot(s, i)?;
         let h = self.bytes(s, off, 14)?;
         let kl = get_u16(h, 0) as usize;
-        Ok((self.bytes(s, off + 14, kl)?, PageId(get_u32(h, 2)), get_u64(h, 6)))
+        Ok((
+            self.bytes(s, off + 14, kl)?,
+            PageId(get_u32(h, 2)),
+            get_u64(h, 6),
+        ))
     }
 
     fn key(&self, s: &impl PageStore, i: usize) -> StorageResult<&'p [u8]> {
@@ -191,20 +202,36 @@ fn decode(s: &impl PageStore, id: PageId, page: &PageBuf) -> StorageResult<Node>
     }
     let mut out = Vec::with_capacity(v.children());
     let (p0, c0) = v.child(s, 0)?;
-    out.push(Child { key: Vec::new(), page: p0, count: c0 });
+    out.push(Child {
+        key: Vec::new(),
+        page: p0,
+        count: c0,
+    });
     for i in 0..v.n {
         let (k, p, c) = v.int_cell(s, i)?;
-        out.push(Child { key: k.to_vec(), page: p, count: c });
+        out.push(Child {
+            key: k.to_vec(),
+            page: p,
+            count: c,
+        });
     }
     Ok(Node::Internal(out))
 }
 
 fn leaf_size(entries: &[Entry]) -> usize {
-    LEAF_HDR + entries.iter().map(|(k, v)| LEAF_CELL_FIXED + k.len() + v.len()).sum::<usize>()
+    LEAF_HDR
+        + entries
+            .iter()
+            .map(|(k, v)| LEAF_CELL_FIXED + k.len() + v.len())
+            .sum::<usize>()
 }
 
 fn int_size(children: &[Child]) -> usize {
-    INT_HDR + children[1..].iter().map(|c| INT_CELL_FIXED + c.key.len()).sum::<usize>()
+    INT_HDR
+        + children[1..]
+            .iter()
+            .map(|c| INT_CELL_FIXED + c.key.len())
+            .sum::<usize>()
 }
 
 fn encode_leaf(entries: &[Entry]) -> PageBuf {
@@ -266,10 +293,16 @@ pub fn create(s: &mut impl PageStoreMut) -> StorageResult<PageId> {
 
 fn check_sizes(key: &[u8], val: &[u8]) -> StorageResult<()> {
     if key.len() > MAX_KEY {
-        return Err(StorageError::TooLarge { size: key.len(), limit: MAX_KEY });
+        return Err(StorageError::TooLarge {
+            size: key.len(),
+            limit: MAX_KEY,
+        });
     }
     if key.len() + val.len() > MAX_ENTRY {
-        return Err(StorageError::TooLarge { size: key.len() + val.len(), limit: MAX_ENTRY });
+        return Err(StorageError::TooLarge {
+            size: key.len() + val.len(),
+            limit: MAX_ENTRY,
+        });
     }
     Ok(())
 }
@@ -282,7 +315,11 @@ pub fn get(s: &impl PageStore, root: PageId, key: &[u8]) -> StorageResult<Option
         let v = View::new(s, id, &page)?;
         if v.leaf {
             let (i, eq) = v.lower_bound(s, key)?;
-            return Ok(if eq { Some(v.leaf_cell(s, i)?.1.to_vec()) } else { None });
+            return Ok(if eq {
+                Some(v.leaf_cell(s, i)?.1.to_vec())
+            } else {
+                None
+            });
         }
         id = v.child(s, v.child_for(s, key)?)?.0;
     }
@@ -351,20 +388,38 @@ enum Grew {
 }
 
 /// Inserts or replaces; returns the previous value.
-pub fn insert(s: &mut impl PageStoreMut, root: &mut PageId, key: &[u8], val: &[u8]) -> StorageResult<Option<Vec<u8>>> {
+pub fn insert(
+    s: &mut impl PageStoreMut,
+    root: &mut PageId,
+    key: &[u8],
+    val: &[u8],
+) -> StorageResult<Option<Vec<u8>>> {
     check_sizes(key, val)?;
     let (old, grew) = insert_rec(s, *root, key, val, 0)?;
     if let Grew::Split(right) = grew {
         let left_count = len(s, *root)?;
         let new_root = s.allocate()?;
-        let children = [Child { key: Vec::new(), page: *root, count: left_count }, right];
+        let children = [
+            Child {
+                key: Vec::new(),
+                page: *root,
+                count: left_count,
+            },
+            right,
+        ];
         s.write(new_root, encode_internal(&children));
         *root = new_root;
     }
     Ok(old)
 }
 
-fn insert_rec(s: &mut impl PageStoreMut, id: PageId, key: &[u8], val: &[u8], depth: u32) -> StorageResult<(Option<Vec<u8>>, Grew)> {
+fn insert_rec(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    key: &[u8],
+    val: &[u8],
+    depth: u32,
+) -> StorageResult<(Option<Vec<u8>>, Grew)> {
     if depth > 64 {
         return Err(corrupt(s, id, "tree deeper than 64 levels"));
     }
@@ -400,31 +455,51 @@ fn child_index(children: &[Child], key: &[u8]) -> usize {
     children[1..].partition_point(|c| c.key.as_slice() <= key)
 }
 
-fn write_leaf(s: &mut impl PageStoreMut, id: PageId, mut entries: Vec<Entry>) -> StorageResult<Grew> {
+fn write_leaf(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    mut entries: Vec<Entry>,
+) -> StorageResult<Grew> {
     let total = leaf_size(&entries);
     if total <= PAGE_BODY {
         s.write(id, encode_leaf(&entries));
         return Ok(Grew::No);
     }
-    let at = split_point(entries.iter().map(|(k, v)| LEAF_CELL_FIXED + k.len() + v.len()), total - LEAF_HDR)
-        .clamp(1, entries.len() - 1);
+    let at = split_point(
+        entries
+            .iter()
+            .map(|(k, v)| LEAF_CELL_FIXED + k.len() + v.len()),
+        total - LEAF_HDR,
+    )
+    .clamp(1, entries.len() - 1);
     let right = entries.split_off(at);
     let right_id = s.allocate()?;
     let sep = right[0].0.clone();
     let count = right.len() as u64;
     s.write(id, encode_leaf(&entries));
     s.write(right_id, encode_leaf(&right));
-    Ok(Grew::Split(Child { key: sep, page: right_id, count }))
+    Ok(Grew::Split(Child {
+        key: sep,
+        page: right_id,
+        count,
+    }))
 }
 
-fn write_internal(s: &mut impl PageStoreMut, id: PageId, mut children: Vec<Child>) -> StorageResult<Grew> {
+fn write_internal(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    mut children: Vec<Child>,
+) -> StorageResult<Grew> {
     let total = int_size(&children);
     if total <= PAGE_BODY {
         s.write(id, encode_internal(&children));
         return Ok(Grew::No);
     }
-    let at = split_point(children[1..].iter().map(|c| INT_CELL_FIXED + c.key.len()), total - INT_HDR)
-        .clamp(1, children.len() - 2)
+    let at = split_point(
+        children[1..].iter().map(|c| INT_CELL_FIXED + c.key.len()),
+        total - INT_HDR,
+    )
+    .clamp(1, children.len() - 2)
         + 1;
     // children[at] becomes the leftmost child of the right node; its key is
     // the separator pushed up.
@@ -434,11 +509,19 @@ fn write_internal(s: &mut impl PageStoreMut, id: PageId, mut children: Vec<Child
     let right_id = s.allocate()?;
     s.write(id, encode_internal(&children));
     s.write(right_id, encode_internal(&right));
-    Ok(Grew::Split(Child { key: sep, page: right_id, count }))
+    Ok(Grew::Split(Child {
+        key: sep,
+        page: right_id,
+        count,
+    }))
 }
 
 /// Removes `key`; returns its value if it was present.
-pub fn remove(s: &mut impl PageStoreMut, root: &mut PageId, key: &[u8]) -> StorageResult<Option<Vec<u8>>> {
+pub fn remove(
+    s: &mut impl PageStoreMut,
+    root: &mut PageId,
+    key: &[u8],
+) -> StorageResult<Option<Vec<u8>>> {
     let (old, _) = remove_rec(s, *root, key, 0, true)?;
     if old.is_some() {
         collapse_root(s, root)?;
@@ -462,7 +545,13 @@ fn collapse_root(s: &mut impl PageStoreMut, root: &mut PageId) -> StorageResult<
 
 /// Returns (old value, node is now empty). The root is never reported
 /// empty-and-freed: an empty root stays as an empty leaf.
-fn remove_rec(s: &mut impl PageStoreMut, id: PageId, key: &[u8], depth: u32, is_root: bool) -> StorageResult<(Option<Vec<u8>>, bool)> {
+fn remove_rec(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    key: &[u8],
+    depth: u32,
+    is_root: bool,
+) -> StorageResult<(Option<Vec<u8>>, bool)> {
     if depth > 64 {
         return Err(corrupt(s, id, "tree deeper than 64 levels"));
     }
@@ -519,7 +608,16 @@ pub fn check(s: &impl PageStore, root: PageId) -> StorageResult<TreeStats> {
     let mut stats = TreeStats::default();
     let mut seen = std::collections::HashSet::new();
     let mut leaf_depth = None;
-    let n = check_rec(s, root, None, None, 1, &mut leaf_depth, &mut seen, &mut stats)?;
+    let n = check_rec(
+        s,
+        root,
+        None,
+        None,
+        1,
+        &mut leaf_depth,
+        &mut seen,
+        &mut stats,
+    )?;
     stats.entries = n;
     stats.depth = leaf_depth.unwrap_or(1);
     Ok(stats)
@@ -573,7 +671,14 @@ fn check_rec(
                 let chi = children.get(i + 1).map(|n| n.key.as_slice()).or(hi);
                 let actual = check_rec(s, c.page, clo, chi, depth + 1, leaf_depth, seen, stats)?;
                 if actual != c.count {
-                    return Err(corrupt(s, id, format!("child {} holds {actual} entries, parent says {}", c.page.0, c.count)));
+                    return Err(corrupt(
+                        s,
+                        id,
+                        format!(
+                            "child {} holds {actual} entries, parent says {}",
+                            c.page.0, c.count
+                        ),
+                    ));
                 }
                 total += actual;
             }
@@ -606,13 +711,41 @@ fn own(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
 }
 
 /// Entries with `lo ≤ key ≤ hi` (per the bounds), in ascending key order.
-pub fn range<'a, S: PageStore>(s: &'a S, root: PageId, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Range<'a, S> {
-    Range { s, stack: Vec::new(), lo: own(lo), hi: own(hi), forward: true, started: false, root, done: false }
+pub fn range<'a, S: PageStore>(
+    s: &'a S,
+    root: PageId,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+) -> Range<'a, S> {
+    Range {
+        s,
+        stack: Vec::new(),
+        lo: own(lo),
+        hi: own(hi),
+        forward: true,
+        started: false,
+        root,
+        done: false,
+    }
 }
 
 /// The same entries in descending key order.
-pub fn range_rev<'a, S: PageStore>(s: &'a S, root: PageId, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Range<'a, S> {
-    Range { s, stack: Vec::new(), lo: own(lo), hi: own(hi), forward: false, started: false, root, done: false }
+pub fn range_rev<'a, S: PageStore>(
+    s: &'a S,
+    root: PageId,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+) -> Range<'a, S> {
+    Range {
+        s,
+        stack: Vec::new(),
+        lo: own(lo),
+        hi: own(hi),
+        forward: false,
+        started: false,
+        root,
+        done: false,
+    }
 }
 
 impl<S: PageStore> Range<'_, S> {
@@ -664,9 +797,15 @@ impl<S: PageStore> Range<'_, S> {
         let s = self.s;
         self.stack.pop();
         loop {
-            let Some((id, page, c)) = self.stack.pop() else { return Ok(false) };
+            let Some((id, page, c)) = self.stack.pop() else {
+                return Ok(false);
+            };
             let v = View::new(s, id, &page)?;
-            let next = if self.forward { (c + 1 < v.children()).then_some(c + 1) } else { c.checked_sub(1) };
+            let next = if self.forward {
+                (c + 1 < v.children()).then_some(c + 1)
+            } else {
+                c.checked_sub(1)
+            };
             let Some(next) = next else { continue };
             let mut child = v.child(s, next)?.0;
             drop(v);
@@ -677,7 +816,13 @@ impl<S: PageStore> Range<'_, S> {
                 }
                 let page = s.read(child)?;
                 let v = View::new(s, child, &page)?;
-                let c = if self.forward { 0 } else if v.leaf { v.n } else { v.children() - 1 };
+                let c = if self.forward {
+                    0
+                } else if v.leaf {
+                    v.n
+                } else {
+                    v.children() - 1
+                };
                 let leaf = v.leaf;
                 let grandchild = if leaf { None } else { Some(v.child(s, c)?.0) };
                 drop(v);
@@ -697,7 +842,9 @@ impl<S: PageStore> Range<'_, S> {
         }
         loop {
             let s = self.s;
-            let Some((id, page, pos)) = self.stack.last().cloned() else { return Ok(None) };
+            let Some((id, page, pos)) = self.stack.last().cloned() else {
+                return Ok(None);
+            };
             let v = View::new(s, id, &page)?;
             let has = if self.forward { pos < v.n } else { pos > 0 };
             if !has {
@@ -794,8 +941,16 @@ mod tests {
     }
 
     fn in_range(k: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
-        let above = match lo { Bound::Unbounded => true, Bound::Included(l) => k >= l, Bound::Excluded(l) => k > l };
-        let below = match hi { Bound::Unbounded => true, Bound::Included(h) => k <= h, Bound::Excluded(h) => k < h };
+        let above = match lo {
+            Bound::Unbounded => true,
+            Bound::Included(l) => k >= l,
+            Bound::Excluded(l) => k > l,
+        };
+        let below = match hi {
+            Bound::Unbounded => true,
+            Bound::Included(h) => k <= h,
+            Bound::Excluded(h) => k < h,
+        };
         above && below
     }
 
@@ -871,19 +1026,34 @@ mod tests {
         assert_eq!(st.entries, 100_000);
         assert!(st.depth >= 2);
         for i in 0u64..100_000 {
-            assert!(remove(&mut s, &mut root, &i.to_be_bytes()).unwrap().is_some());
+            assert!(remove(&mut s, &mut root, &i.to_be_bytes())
+                .unwrap()
+                .is_some());
         }
         assert_eq!(len(&s, root).unwrap(), 0);
         assert_eq!(s.live_pages(), 1, "only the empty root leaf remains");
-        assert_eq!(check(&s, root).unwrap(), TreeStats { entries: 0, depth: 1, pages: 1 });
+        assert_eq!(
+            check(&s, root).unwrap(),
+            TreeStats {
+                entries: 0,
+                depth: 1,
+                pages: 1
+            }
+        );
     }
 
     #[test]
     fn oversized_entries_are_refused() {
         let mut s = MemStore::new();
         let mut root = create(&mut s).unwrap();
-        assert!(matches!(insert(&mut s, &mut root, &[1; 1025], b""), Err(StorageError::TooLarge { .. })));
-        assert!(matches!(insert(&mut s, &mut root, b"k", &[1; 2048]), Err(StorageError::TooLarge { .. })));
+        assert!(matches!(
+            insert(&mut s, &mut root, &[1; 1025], b""),
+            Err(StorageError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            insert(&mut s, &mut root, b"k", &[1; 2048]),
+            Err(StorageError::TooLarge { .. })
+        ));
         insert(&mut s, &mut root, &[1; 1024], &[2; 1024]).unwrap();
     }
 }

@@ -28,12 +28,20 @@ pub struct FreeList {
 fn read_trunk(s: &impl PageStore, id: PageId) -> StorageResult<(PageBuf, PageId, usize)> {
     let p = s.read(id)?;
     if p.kind() != Some(PageKind::FreeTrunk) {
-        return Err(StorageError::corrupt(s.name(), id, "expected a free-list trunk page"));
+        return Err(StorageError::corrupt(
+            s.name(),
+            id,
+            "expected a free-list trunk page",
+        ));
     }
     let next = PageId(get_u32(p.body(), 0));
     let n = get_u32(p.body(), 4) as usize;
     if n > TRUNK_CAPACITY {
-        return Err(StorageError::corrupt(s.name(), id, format!("trunk lists {n} pages")));
+        return Err(StorageError::corrupt(
+            s.name(),
+            id,
+            format!("trunk lists {n} pages"),
+        ));
     }
     Ok(((*p).clone(), next, n))
 }
@@ -102,7 +110,11 @@ impl FreeList {
             return Err(StorageError::corrupt(
                 s.name(),
                 self.head,
-                format!("free list holds {} pages, header says {}", out.len(), self.count),
+                format!(
+                    "free list holds {} pages, header says {}",
+                    out.len(),
+                    self.count
+                ),
             ));
         }
         Ok(out)
@@ -149,7 +161,11 @@ mod tests {
         assert_eq!(fl.pages(&s).unwrap().len() as u64, fl.count);
         let mut bad = fl;
         bad.count += 1;
-        assert!(bad.pages(&s).unwrap_err().to_string().contains("header says"));
+        assert!(bad
+            .pages(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("header says"));
         assert!(fl.push(&mut s, PageId(0)).is_err());
     }
 }

@@ -17,8 +17,14 @@ pub const OVERFLOW_DATA: usize = PAGE_BODY - 8;
 
 /// Writes `data` to a new chain and returns its first page.
 pub fn write(s: &mut impl PageStoreMut, data: &[u8]) -> StorageResult<PageId> {
-    let chunks: Vec<&[u8]> = if data.is_empty() { vec![&[][..]] } else { data.chunks(OVERFLOW_DATA).collect() };
-    let ids = (0..chunks.len()).map(|_| s.allocate()).collect::<StorageResult<Vec<_>>>()?;
+    let chunks: Vec<&[u8]> = if data.is_empty() {
+        vec![&[][..]]
+    } else {
+        data.chunks(OVERFLOW_DATA).collect()
+    };
+    let ids = (0..chunks.len())
+        .map(|_| s.allocate())
+        .collect::<StorageResult<Vec<_>>>()?;
     for (i, chunk) in chunks.iter().enumerate() {
         let mut p = PageBuf::new(PageKind::Overflow);
         let next = ids.get(i + 1).copied().unwrap_or(PageId::NONE);
@@ -38,23 +44,39 @@ pub fn read(s: &impl PageStore, first: PageId, len: u64) -> StorageResult<Vec<u8
     for _ in 0..limit {
         let p = s.read(at)?;
         if p.kind() != Some(PageKind::Overflow) {
-            return Err(StorageError::corrupt(s.name(), at, "expected an overflow page"));
+            return Err(StorageError::corrupt(
+                s.name(),
+                at,
+                "expected an overflow page",
+            ));
         }
         let used = get_u32(p.body(), 4) as usize;
         if used > OVERFLOW_DATA || out.len() as u64 + used as u64 > len {
-            return Err(StorageError::corrupt(s.name(), at, "overflow chain longer than recorded"));
+            return Err(StorageError::corrupt(
+                s.name(),
+                at,
+                "overflow chain longer than recorded",
+            ));
         }
         out.extend_from_slice(&p.body()[8..8 + used]);
         let next = PageId(get_u32(p.body(), 0));
         if next.is_none() {
             if out.len() as u64 != len {
-                return Err(StorageError::corrupt(s.name(), at, format!("overflow chain holds {} bytes, expected {len}", out.len())));
+                return Err(StorageError::corrupt(
+                    s.name(),
+                    at,
+                    format!("overflow chain holds {} bytes, expected {len}", out.len()),
+                ));
             }
             return Ok(out);
         }
         at = next;
     }
-    Err(StorageError::corrupt(s.name(), first, "overflow chain does not end"))
+    Err(StorageError::corrupt(
+        s.name(),
+        first,
+        "overflow chain does not end",
+    ))
 }
 
 /// Frees every page of a chain.
@@ -65,10 +87,18 @@ pub fn free(s: &mut impl PageStoreMut, first: PageId) -> StorageResult<()> {
     while !at.is_none() {
         let p = s.read(at)?;
         if p.kind() != Some(PageKind::Overflow) {
-            return Err(StorageError::corrupt(s.name(), at, "expected an overflow page"));
+            return Err(StorageError::corrupt(
+                s.name(),
+                at,
+                "expected an overflow page",
+            ));
         }
         if !seen.insert(at) {
-            return Err(StorageError::corrupt(s.name(), at, "overflow chain has a cycle"));
+            return Err(StorageError::corrupt(
+                s.name(),
+                at,
+                "overflow chain has a cycle",
+            ));
         }
         ids.push(at);
         at = PageId(get_u32(p.body(), 0));

@@ -142,7 +142,9 @@ impl PageBuf {
     }
 
     pub fn id(&self) -> PageId {
-        PageId(u32::from_le_bytes(self.0[OFF_ID..OFF_ID + 4].try_into().unwrap()))
+        PageId(u32::from_le_bytes(
+            self.0[OFF_ID..OFF_ID + 4].try_into().unwrap(),
+        ))
     }
 
     pub fn lsn(&self) -> Lsn {
@@ -236,16 +238,27 @@ mod tests {
         p.seal(PageId(3), Lsn(1));
         p.bytes_mut()[100] ^= 1;
         let e = p.verify("mail/a.fdb", PageId(3)).unwrap_err().to_string();
-        assert!(e.contains("mail/a.fdb") && e.contains("page 3") && e.contains("checksum"), "{e}");
+        assert!(
+            e.contains("mail/a.fdb") && e.contains("page 3") && e.contains("checksum"),
+            "{e}"
+        );
     }
 
     #[test]
     fn misplaced_and_blank_pages_are_distinguished() {
         let mut p = PageBuf::new(PageKind::Overflow);
         p.seal(PageId(3), Lsn(1));
-        assert!(p.verify("f", PageId(4)).unwrap_err().to_string().contains("claims"));
+        assert!(p
+            .verify("f", PageId(4))
+            .unwrap_err()
+            .to_string()
+            .contains("claims"));
         let z = PageBuf::zeroed();
-        assert!(z.verify("f", PageId(4)).unwrap_err().to_string().contains("never written"));
+        assert!(z
+            .verify("f", PageId(4))
+            .unwrap_err()
+            .to_string()
+            .contains("never written"));
     }
 }
 
@@ -280,7 +293,9 @@ pub fn page_delta(old: &PageBuf, new: &PageBuf) -> Vec<DeltaRange> {
             i += 1;
         }
         match out.last_mut() {
-            Some(last) if start - last.1 <= MERGE_GAP && !(OFF_ID..PAGE_HEADER).contains(&last.1) => {
+            Some(last)
+                if start - last.1 <= MERGE_GAP && !(OFF_ID..PAGE_HEADER).contains(&last.1) =>
+            {
                 last.1 = i
             }
             _ => out.push((start, i)),
@@ -339,9 +354,15 @@ mod delta_tests {
     #[test]
     fn delta_rejects_ranges_outside_the_body() {
         let mut p = PageBuf::zeroed();
-        let bad = [DeltaRange { offset: 8190, bytes: vec![1, 2, 3] }];
+        let bad = [DeltaRange {
+            offset: 8190,
+            bytes: vec![1, 2, 3],
+        }];
         assert!(apply_delta(&mut p, &bad).is_err());
-        let hdr = [DeltaRange { offset: 0, bytes: vec![1] }];
+        let hdr = [DeltaRange {
+            offset: 0,
+            bytes: vec![1],
+        }];
         assert!(apply_delta(&mut p, &hdr).is_err());
     }
 }

@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Rules the pool enforces for the layers above (design.md):
-//! - I1: `flush(upto)` writes only frames whose page LSN ≤ `upto` (the
-//!   caller passes the log's durable LSN).
+//! - I1: `flush(upto)` writes only frames whose transaction's batch, up to
+//!   and including its Commit record, lies below `upto` (the caller passes
+//!   the log's durable LSN).
 //! - I6: `prepare` says whether a change must be logged as a full page
 //!   image (the frame is absent or clean) or may be a delta (the frame is
 //!   dirty), and pins a dirty frame so the flusher cannot mark it clean
@@ -51,11 +52,26 @@ pub struct FileId(u32);
 
 type Key = (FileId, PageId);
 
+/// Where a committed page version sits in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// The page record itself: stamped into the page header at seal (I5).
+    pub page_lsn: Lsn,
+    /// Start of the transaction's batch: the redo point that covers it (I8).
+    pub batch_start: Lsn,
+    /// End of the batch, after its Commit record: the version may reach the
+    /// database file only once the log is durable up to here (I1).
+    pub batch_end: Lsn,
+}
+
 struct Frame {
     data: Arc<PageBuf>,
     /// LSN of the last log record applied to this version (stamped on seal).
     page_lsn: Lsn,
-    /// LSN of the full page image that first dirtied the frame (I6/I8).
+    /// The log must be durable to here before this version is written (I1).
+    flush_after: Lsn,
+    /// Batch start of the full page image that first dirtied the frame
+    /// (I6/I8).
     rec_lsn: Lsn,
     dirty: bool,
     /// Bumped on every install, so the flusher can tell whether the version
@@ -229,7 +245,11 @@ impl BufferPool {
         match read_exact_at(handle.as_ref(), buf.bytes_mut(), page.offset()) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(StorageError::corrupt(name, page, "page lies beyond the end of the file"))
+                return Err(StorageError::corrupt(
+                    name,
+                    page,
+                    "page lies beyond the end of the file",
+                ))
             }
             Err(e) => return Err(StorageError::io(name, e)),
         }
@@ -251,6 +271,7 @@ impl BufferPool {
             Frame {
                 data: data.clone(),
                 page_lsn: lsn,
+                flush_after: Lsn::ZERO,
                 rec_lsn: Lsn::ZERO,
                 dirty: false,
                 version: self.next_version.fetch_add(1, Ordering::Relaxed),
@@ -313,11 +334,18 @@ impl BufferPool {
         }
     }
 
-    /// Installs a committed version whose log record is at `page_lsn`.
-    /// `delta` says whether `prepare` returned `Delta` for it (then the pin
-    /// is released). A frame that was clean becomes dirty with
-    /// `rec_lsn = page_lsn` (that record is a full image, I6).
-    pub fn install(&self, file: FileId, page: PageId, data: Arc<PageBuf>, page_lsn: Lsn, delta: bool) {
+    /// Installs a committed version logged at `stamp`. `delta` says whether
+    /// `prepare` returned `Delta` for it (then the pin is released). A frame
+    /// that was clean becomes dirty with `rec_lsn = stamp.batch_start` (its
+    /// record is a full image, I6).
+    pub fn install(
+        &self,
+        file: FileId,
+        page: PageId,
+        data: Arc<PageBuf>,
+        stamp: Stamp,
+        delta: bool,
+    ) {
         let key = (file, page);
         let version = self.next_version.fetch_add(1, Ordering::Relaxed);
         let mut s = self.shards[shard_of(&key)].lock();
@@ -327,10 +355,11 @@ impl BufferPool {
             }
             if !f.dirty {
                 debug_assert!(!delta, "I6: a delta was logged against a clean frame");
-                f.rec_lsn = page_lsn;
+                f.rec_lsn = stamp.batch_start;
             }
             f.data = data;
-            f.page_lsn = page_lsn;
+            f.page_lsn = stamp.page_lsn;
+            f.flush_after = stamp.batch_end;
             f.dirty = true;
             f.version = version;
             f.credit = (f.credit + 1).min(MAX_CREDIT);
@@ -342,8 +371,9 @@ impl BufferPool {
             key,
             Frame {
                 data,
-                page_lsn,
-                rec_lsn: page_lsn,
+                page_lsn: stamp.page_lsn,
+                flush_after: stamp.batch_end,
+                rec_lsn: stamp.batch_start,
                 dirty: true,
                 version,
                 delta_pins: 0,
@@ -370,6 +400,7 @@ impl BufferPool {
             Frame {
                 data,
                 page_lsn: Lsn::ZERO,
+                flush_after: Lsn::ZERO,
                 rec_lsn: Lsn::ZERO,
                 dirty: false,
                 version,
@@ -385,7 +416,14 @@ impl BufferPool {
     pub fn min_rec_lsn(&self) -> Option<Lsn> {
         self.shards
             .iter()
-            .filter_map(|s| s.lock().frames.values().filter(|f| f.dirty).map(|f| f.rec_lsn).min())
+            .filter_map(|s| {
+                s.lock()
+                    .frames
+                    .values()
+                    .filter(|f| f.dirty)
+                    .map(|f| f.rec_lsn)
+                    .min()
+            })
             .min()
     }
 
@@ -400,7 +438,8 @@ impl BufferPool {
         (dirty as u64, dirty > self.shard_capacity * SHARDS / 2)
     }
 
-    /// Writes every dirty frame with page LSN ≤ `upto` (I1), in (file, page)
+    /// Writes every dirty frame whose batch is durable (`flush_after ≤ upto`,
+    /// I1), in (file, page)
     /// order with consecutive pages coalesced, fdatasyncs each file, then
     /// marks the written versions clean. `only` restricts the pass to one
     /// file. No lock is held while the disk works.
@@ -428,7 +467,8 @@ impl BufferPool {
             }
             start = end;
         }
-        self.flushed.fetch_add(report.pages_written, Ordering::Relaxed);
+        self.flushed
+            .fetch_add(report.pages_written, Ordering::Relaxed);
         report
     }
 
@@ -444,9 +484,9 @@ impl BufferPool {
         for shard in &self.shards {
             let s = shard.lock();
             for (key, f) in &s.frames {
-                // I1: only versions whose log records are durable.
+                // I1: only versions whose whole batch, Commit included, is durable.
                 let eligible = f.dirty
-                    && f.page_lsn <= upto
+                    && f.flush_after <= upto
                     && only.is_none_or(|o| o == key.0)
                     && !failed.contains(&key.0);
                 if eligible {
@@ -533,6 +573,14 @@ mod tests {
     use crate::PageKind;
     use std::path::Path;
 
+    fn at(lsn: u64) -> Stamp {
+        Stamp {
+            page_lsn: Lsn(lsn),
+            batch_start: Lsn(lsn - 1),
+            batch_end: Lsn(lsn + 5),
+        }
+    }
+
     fn page_with(byte: u8) -> Arc<PageBuf> {
         let mut p = PageBuf::new(PageKind::Overflow);
         p.body_mut()[0] = byte;
@@ -542,7 +590,9 @@ mod tests {
     fn setup() -> (MemBackend, Arc<BufferPool>, FileId) {
         let be = MemBackend::new();
         be.create_dir_all(Path::new("/d")).unwrap();
-        let h = be.open(Path::new("/d/a.fdb"), OpenMode::CreateOrOpen).unwrap();
+        let h = be
+            .open(Path::new("/d/a.fdb"), OpenMode::CreateOrOpen)
+            .unwrap();
         let pool = BufferPool::new(64 * PAGE_SIZE);
         let f = pool.register(h, "a.fdb");
         (be, pool, f)
@@ -551,12 +601,15 @@ mod tests {
     #[test]
     fn flush_respects_durable_lsn_and_marks_clean() {
         let (be, pool, f) = setup();
-        pool.install(f, PageId(1), page_with(1), Lsn(10), false);
-        pool.install(f, PageId(2), page_with(2), Lsn(20), false);
-        let r = pool.flush(Lsn(15), None);
-        assert_eq!(r.pages_written, 1, "I1: page at lsn 20 is not durable yet");
-        assert_eq!(pool.min_rec_lsn(), Some(Lsn(20)));
-        pool.flush(Lsn(20), None);
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        pool.install(f, PageId(2), page_with(2), at(20), false);
+        let r = pool.flush(Lsn(24), None);
+        assert_eq!(
+            r.pages_written, 1,
+            "I1: the batch of the page at lsn 20 is not durable yet"
+        );
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(19)));
+        pool.flush(Lsn(25), None);
         assert_eq!(pool.min_rec_lsn(), None);
         let bytes = be.file_bytes(Path::new("/d/a.fdb")).unwrap();
         let on_disk = PageBuf::from_bytes(&bytes[PAGE_SIZE..2 * PAGE_SIZE]).unwrap();
@@ -568,11 +621,15 @@ mod tests {
     #[test]
     fn delta_pin_keeps_frame_dirty_through_a_flush() {
         let (_be, pool, f) = setup();
-        pool.install(f, PageId(1), page_with(1), Lsn(10), false);
+        pool.install(f, PageId(1), page_with(1), at(10), false);
         assert!(matches!(pool.prepare(f, PageId(1)), Prepared::Delta(_)));
         pool.flush(Lsn(100), None);
-        assert_eq!(pool.min_rec_lsn(), Some(Lsn(10)), "I6: pinned frame stays dirty");
-        pool.install(f, PageId(1), page_with(2), Lsn(30), true);
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(9)),
+            "I6: pinned frame stays dirty"
+        );
+        pool.install(f, PageId(1), page_with(2), at(30), true);
         pool.flush(Lsn(100), None);
         assert_eq!(pool.min_rec_lsn(), None);
         assert!(matches!(pool.prepare(f, PageId(1)), Prepared::FullImage));
@@ -615,7 +672,10 @@ mod tests {
             pool.read(f, PageId(i)).unwrap();
         }
         assert!(after_scan > misses_before);
-        assert!(pool.stats().misses - after_scan <= 2, "hot pages survived the scan");
+        assert!(
+            pool.stats().misses - after_scan <= 2,
+            "hot pages survived the scan"
+        );
         assert!(pool.stats().resident_pages <= 64 + SHARDS as u64);
     }
 
@@ -641,12 +701,15 @@ mod tests {
         }
         let pool = BufferPool::new(0);
         let f = pool.register(Arc::new(FailingWrites), "bad.fdb");
-        pool.install(f, PageId(1), page_with(1), Lsn(1), false);
+        pool.install(f, PageId(1), page_with(1), at(1), false);
         let r = pool.flush(Lsn(10), None);
         assert_eq!(r.failures.len(), 1);
         assert!(pool.failure(f).is_some());
         let r2 = pool.flush(Lsn(10), None);
-        assert!(r2.failures.is_empty() && r2.pages_written == 0, "I11: not retried");
-        assert_eq!(pool.min_rec_lsn(), Some(Lsn(1)), "dirty page kept");
+        assert!(
+            r2.failures.is_empty() && r2.pages_written == 0,
+            "I11: not retried"
+        );
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(0)), "dirty page kept");
     }
 }

@@ -14,7 +14,10 @@ pub(crate) struct MemStore {
 
 impl MemStore {
     pub fn new() -> Self {
-        MemStore { next: 1, ..Default::default() }
+        MemStore {
+            next: 1,
+            ..Default::default()
+        }
     }
     pub fn live_pages(&self) -> usize {
         self.pages.len() - self.free.len()
@@ -26,7 +29,10 @@ impl PageStore for MemStore {
         if self.free.contains(&id) {
             return Err(StorageError::corrupt("mem", id, "read of a freed page"));
         }
-        self.pages.get(&id).cloned().ok_or_else(|| StorageError::corrupt("mem", id, "no such page"))
+        self.pages
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| StorageError::corrupt("mem", id, "no such page"))
     }
     fn name(&self) -> &str {
         "mem"

@@ -70,7 +70,11 @@ impl Backend for FsBackend {
         path.is_dir()
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
         File::open(dir)?.sync_all()
     }
 }
