@@ -87,6 +87,11 @@ fn run_child(dir: &Path, cfg: &Path, seed: u64, kill_after: Duration, model: &mu
         );
     }
     std::thread::sleep(kill_after);
+    if let Some(status) = child.try_wait().unwrap() {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+        panic!("the workload stopped by itself before the kill ({status}): {err}");
+    }
     child.kill().expect("SIGKILL");
     let status = child.wait().unwrap();
     reader.join().unwrap();

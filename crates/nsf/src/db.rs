@@ -827,10 +827,11 @@ fn store_note(txn: &mut Txn<'_>, note: &mut Note, existing: Option<NoteId>) -> N
     if existing.is_some() {
         let old = btree::get(txn, txn.header.note_root, &key)?;
         if let Some(old) = old {
+            // Decode before freeing: the old note may live in the chain.
+            let old_note = decode_note_value(txn, &old)?;
             if let Some(first) = overflow_of(&old) {
                 overflow::free(txn, first)?;
             }
-            let old_note = decode_note_value(txn, &old)?;
             let mut seq_root = txn.header.seq_root;
             btree::remove(txn, &mut seq_root, &old_note.change_seq.0.to_be_bytes())?;
             txn.header.seq_root = seq_root;
