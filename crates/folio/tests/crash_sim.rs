@@ -67,12 +67,21 @@ fn run(backend: Arc<dyn Backend>, model: &mut Model) {
 }
 
 fn recover_and_verify(image: MemBackend, model: &mut Model, what: &str) {
-    let (engine, report) = Engine::open(Arc::new(image), config()).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+    let (engine, report) = Engine::open(Arc::new(image), config())
+        .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     if let Some(r) = report {
-        assert!(r.failed_databases.is_empty(), "{what}: {:?}", r.failed_databases);
+        assert!(
+            r.failed_databases.is_empty(),
+            "{what}: {:?}",
+            r.failed_databases
+        );
     }
-    model.verify(&engine, DBS).unwrap_or_else(|e| panic!("{what}: {e}"));
-    engine.close().unwrap_or_else(|e| panic!("{what}: clean close after recovery failed: {e}"));
+    model
+        .verify(&engine, DBS)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    engine
+        .close()
+        .unwrap_or_else(|e| panic!("{what}: clean close after recovery failed: {e}"));
 }
 
 fn cut_everywhere(mode: fn(u64) -> CrashMode, name: &str) {
@@ -80,18 +89,30 @@ fn cut_everywhere(mode: fn(u64) -> CrashMode, name: &str) {
     let mut model = Model::default();
     run(dry.clone(), &mut model);
     let points = dry.sync_count();
-    assert!(points > OPS as u64, "the workload syncs at least once per commit ({points} sync points)");
+    assert!(
+        points > OPS as u64,
+        "the workload syncs at least once per commit ({points} sync points)"
+    );
     let mut cut = 0;
     for k in 1..=points {
         let disk = Arc::new(CrashBackend::new());
         disk.arm_crash(k, mode(k));
         let mut model = Model::default();
         run(disk.clone(), &mut model);
-        let Some(image) = disk.crashed_image() else { continue };
+        let Some(image) = disk.crashed_image() else {
+            continue;
+        };
         cut += 1;
-        recover_and_verify(image, &mut model, &format!("{name} at sync point {k} of {points}"));
+        recover_and_verify(
+            image,
+            &mut model,
+            &format!("{name} at sync point {k} of {points}"),
+        );
     }
-    assert!(cut as u64 >= points - 2, "{name}: only {cut} of {points} sync points were reached");
+    assert!(
+        cut as u64 >= points - 2,
+        "{name}: only {cut} of {points} sync points were reached"
+    );
     eprintln!("{name}: cut at {cut} of {points} sync points; every cut recovered to the acknowledged state");
 }
 
