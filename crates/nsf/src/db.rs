@@ -38,7 +38,7 @@ use storage::pool::{BufferPool, FileId, Prepared, Stamp};
 use storage::{
     btree, overflow, FileHandle, Lsn, PageBuf, PageId, PageStore, PageStoreMut, StorageResult,
 };
-use translog::{Batch, PageChange, TransLog};
+use translog::{Batch, LogError, PageChange, TransLog};
 
 /// Largest encoded note stored inside the note table entry; larger notes
 /// go to an overflow chain.
@@ -549,10 +549,58 @@ impl Database {
         pages: Vec<(PageId, Arc<PageBuf>)>,
     ) -> NsfResult<Lsn> {
         let c = &self.core;
-        // I6: a page clean in the pool is logged whole, a dirty one as a delta.
+        let mut attempts = 0;
+        let appended = loop {
+            // Wait for log space before pinning anything: a checkpoint
+            // must never wait on pins held by a commit that waits on it.
+            log.wait_for_room(pages.len() + 2)?;
+            let (batch, pinned) = self.prepare_batch(&header, &pages);
+            // I8: register before appending so a checkpoint cannot pass this batch.
+            let ticket = inflight.register(log.end_lsn());
+            match log.try_append(&batch) {
+                Ok(a) => break (a, pinned, ticket),
+                Err(e) => {
+                    inflight.deregister(ticket);
+                    for id in pinned {
+                        c.pool.unpin(c.file, id);
+                    }
+                    attempts += 1;
+                    if !matches!(e, LogError::Full { .. }) || attempts >= 5 {
+                        return Err(e.into());
+                    }
+                }
+            }
+        };
+        let (appended, pinned, ticket) = appended;
+        {
+            // I13: readers see all of the transaction or none of it.
+            let mut state = self.state.write();
+            for ((id, page), lsn) in pages.into_iter().zip(&appended.page_lsns) {
+                let delta = pinned.contains(&id);
+                let stamp = Stamp {
+                    page_lsn: *lsn,
+                    batch_start: appended.start_lsn,
+                    batch_end: appended.end_lsn,
+                };
+                c.pool.install(c.file, id, page, stamp, delta);
+            }
+            *state = header;
+        }
+        inflight.deregister(ticket);
+        Ok(appended.end_lsn)
+    }
+
+    /// Builds the log batch for `pages`, choosing a full image or a delta
+    /// for each (I6); returns the pages pinned for deltas.
+    fn prepare_batch(
+        &self,
+        header: &DbHeader,
+        pages: &[(PageId, Arc<PageBuf>)],
+    ) -> (Batch, Vec<PageId>) {
+        let c = &self.core;
         let mut changes = Vec::with_capacity(pages.len());
         let mut pinned = Vec::new();
-        for (id, page) in &pages {
+        for (id, page) in pages {
             match c.pool.prepare(c.file, *id) {
                 Prepared::FullImage => changes.push((*id, PageChange::Image((**page).clone()))),
                 Prepared::Delta(base) => {
@@ -570,34 +618,7 @@ impl Database {
             pages: changes,
             time_micros: Timestamp::now().0,
         };
-        // I8: register before appending so a checkpoint cannot pass this batch.
-        let ticket = inflight.register(log.end_lsn());
-        let appended = match log.append(&batch) {
-            Ok(a) => a,
-            Err(e) => {
-                inflight.deregister(ticket);
-                for id in pinned {
-                    c.pool.unpin(c.file, id);
-                }
-                return Err(e.into());
-            }
-        };
-        {
-            // I13: readers see all of the transaction or none of it.
-            let mut state = self.state.write();
-            for ((id, page), lsn) in pages.into_iter().zip(&appended.page_lsns) {
-                let delta = pinned.contains(&id);
-                let stamp = Stamp {
-                    page_lsn: *lsn,
-                    batch_start: appended.start_lsn,
-                    batch_end: appended.end_lsn,
-                };
-                c.pool.install(c.file, id, page, stamp, delta);
-            }
-            *state = header;
-        }
-        inflight.deregister(ticket);
-        Ok(appended.end_lsn)
+        (batch, pinned)
     }
 
     /// I12: pages go to the file and are synced before the commit returns.

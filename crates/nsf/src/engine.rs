@@ -336,6 +336,7 @@ fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
         .flatten()
         .min()
         .unwrap_or(end);
+    tracing::debug!(end = end.0, inflight = ?inflight, dirty = ?dirty, pages_written = report.pages_written, left_dirty = report.left_dirty, not_durable = report.not_durable, durable = upto.0, "checkpoint");
     log.checkpoint(redo)?;
     Ok(Some(redo))
 }

@@ -80,6 +80,12 @@ struct Frame {
     /// Commits that logged a delta against this frame and have not yet
     /// installed (I6).
     delta_pins: u32,
+    /// A flush pass is writing this frame right now.
+    flushing: bool,
+    /// The last flush could not clean this frame (replaced while written,
+    /// pinned, or its batch not yet durable): its next change is logged as
+    /// a full image so that its rec LSN moves forward (I6).
+    fpi_due: bool,
     credit: u8,
 }
 
@@ -110,6 +116,11 @@ pub enum Prepared {
 pub struct FlushReport {
     pub pages_written: u64,
     pub files_synced: u64,
+    /// Written frames left dirty because a newer version or a pending delta
+    /// appeared during the flush.
+    pub left_dirty: u64,
+    /// Dirty frames not written because their batch is not durable yet.
+    pub not_durable: u64,
     /// Files that failed during this pass: (file, name, error).
     pub failures: Vec<(FileId, String, String)>,
 }
@@ -276,6 +287,8 @@ impl BufferPool {
                 dirty: false,
                 version: self.next_version.fetch_add(1, Ordering::Relaxed),
                 delta_pins: 0,
+                flushing: false,
+                fpi_due: false,
                 credit: 0,
             },
         );
@@ -312,12 +325,15 @@ impl BufferPool {
         }
     }
 
-    /// Decides how a commit logs its new version of `page` (I6).
+    /// Decides how a commit logs its new version of `page` (I6): a full
+    /// image when the frame is absent, clean, being flushed right now, or
+    /// left dirty by the last flush; otherwise a delta against the current
+    /// version.
     pub fn prepare(&self, file: FileId, page: PageId) -> Prepared {
         let key = (file, page);
         let mut s = self.shards[shard_of(&key)].lock();
         match s.frames.get_mut(&key) {
-            Some(f) if f.dirty => {
+            Some(f) if f.dirty && !f.flushing && !f.fpi_due => {
                 f.delta_pins += 1;
                 Prepared::Delta(f.data.clone())
             }
@@ -335,9 +351,9 @@ impl BufferPool {
     }
 
     /// Installs a committed version logged at `stamp`. `delta` says whether
-    /// `prepare` returned `Delta` for it (then the pin is released). A frame
-    /// that was clean becomes dirty with `rec_lsn = stamp.batch_start` (its
-    /// record is a full image, I6).
+    /// `prepare` returned `Delta` for it (then the pin is released). A full
+    /// image holds the whole page, so redo from its batch rebuilds the page
+    /// whatever the disk holds: it becomes the frame's rec LSN (I6).
     pub fn install(
         &self,
         file: FileId,
@@ -353,9 +369,13 @@ impl BufferPool {
             if delta {
                 f.delta_pins = f.delta_pins.saturating_sub(1);
             }
-            if !f.dirty {
-                debug_assert!(!delta, "I6: a delta was logged against a clean frame");
+            debug_assert!(
+                f.dirty || !delta,
+                "I6: a delta was logged against a clean frame"
+            );
+            if !delta {
                 f.rec_lsn = stamp.batch_start;
+                f.fpi_due = false;
             }
             f.data = data;
             f.page_lsn = stamp.page_lsn;
@@ -377,6 +397,8 @@ impl BufferPool {
                 dirty: true,
                 version,
                 delta_pins: 0,
+                flushing: false,
+                fpi_due: false,
                 credit: 1,
             },
         );
@@ -405,6 +427,8 @@ impl BufferPool {
                 dirty: false,
                 version,
                 delta_pins: 0,
+                flushing: false,
+                fpi_due: false,
                 credit: 1,
             },
         );
@@ -445,9 +469,12 @@ impl BufferPool {
     /// file. No lock is held while the disk works.
     pub fn flush(&self, upto: Lsn, only: Option<FileId>) -> FlushReport {
         let _one_flusher = self.flush_lock.lock();
-        let mut work = self.collect_dirty(upto, only);
+        let (mut work, not_durable) = self.collect_dirty(upto, only);
         work.sort_by_key(|w| (w.key.0, w.key.1));
-        let mut report = FlushReport::default();
+        let mut report = FlushReport {
+            not_durable,
+            ..FlushReport::default()
+        };
         let mut start = 0;
         while start < work.len() {
             let file = work[start].key.0;
@@ -456,9 +483,10 @@ impl BufferPool {
                 Ok(()) => {
                     report.pages_written += (end - start) as u64;
                     report.files_synced += 1;
-                    self.mark_clean(&work[start..end]);
+                    report.left_dirty += self.end_flush(&work[start..end], true);
                 }
                 Err(e) => {
+                    self.end_flush(&work[start..end], false);
                     let name = self.name_of(file);
                     // I11: never retried; the file stays failed until reopened.
                     self.mark_failed(file, e.to_string());
@@ -472,7 +500,8 @@ impl BufferPool {
         report
     }
 
-    fn collect_dirty(&self, upto: Lsn, only: Option<FileId>) -> Vec<FlushItem> {
+    fn collect_dirty(&self, upto: Lsn, only: Option<FileId>) -> (Vec<FlushItem>, u64) {
+        let mut not_durable = 0;
         let failed: Vec<FileId> = self
             .files
             .read()
@@ -482,14 +511,22 @@ impl BufferPool {
             .collect();
         let mut work = Vec::new();
         for shard in &self.shards {
-            let s = shard.lock();
-            for (key, f) in &s.frames {
+            let mut s = shard.lock();
+            for (key, f) in s.frames.iter_mut() {
                 // I1: only versions whose whole batch, Commit included, is durable.
                 let eligible = f.dirty
                     && f.flush_after <= upto
                     && only.is_none_or(|o| o == key.0)
                     && !failed.contains(&key.0);
+                if f.dirty && f.flush_after > upto {
+                    // A hot page may never be durable at flush time; its
+                    // next change is logged whole so its rec LSN still
+                    // moves (I6).
+                    not_durable += 1;
+                    f.fpi_due = true;
+                }
                 if eligible {
+                    f.flushing = true;
                     work.push(FlushItem {
                         key: *key,
                         data: f.data.clone(),
@@ -499,7 +536,7 @@ impl BufferPool {
                 }
             }
         }
-        work
+        (work, not_durable)
     }
 
     fn flush_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
@@ -527,17 +564,26 @@ impl BufferPool {
         handle.sync_data()
     }
 
-    fn mark_clean(&self, items: &[FlushItem]) {
+    /// Ends the flush of `items`. A written version nobody replaced (and
+    /// with no pending delta) is clean. Any other frame stays dirty and its
+    /// next change is logged as a full image, which moves its rec LSN
+    /// forward (I6): hot pages never pin the redo LSN.
+    fn end_flush(&self, items: &[FlushItem], written: bool) -> u64 {
+        let mut left = 0;
         for it in items {
             let mut s = self.shards[shard_of(&it.key)].lock();
-            if let Some(f) = s.frames.get_mut(&it.key) {
-                // A newer install or a pending delta keeps the frame dirty,
-                // with its rec_lsn unchanged (I6).
-                if f.version == it.version && f.delta_pins == 0 {
-                    f.dirty = false;
-                }
+            let Some(f) = s.frames.get_mut(&it.key) else {
+                continue;
+            };
+            f.flushing = false;
+            if written && f.version == it.version && f.delta_pins == 0 {
+                f.dirty = false;
+            } else {
+                f.fpi_due = true;
+                left += 1;
             }
         }
+        left
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -677,6 +723,112 @@ mod tests {
             "hot pages survived the scan"
         );
         assert!(pool.stats().resident_pages <= 64 + SHARDS as u64);
+    }
+
+    /// A file whose first write runs a hook, to act during a flush.
+    struct HookFile {
+        inner: Arc<dyn FileHandle>,
+        hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    }
+
+    impl FileHandle for HookFile {
+        fn read_at(&self, b: &mut [u8], o: u64) -> io::Result<usize> {
+            self.inner.read_at(b, o)
+        }
+        fn write_at(&self, b: &[u8], o: u64) -> io::Result<usize> {
+            if let Some(h) = self.hook.lock().take() {
+                h();
+            }
+            self.inner.write_at(b, o)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            self.inner.sync_data()
+        }
+        fn len(&self) -> io::Result<u64> {
+            self.inner.len()
+        }
+        fn set_len(&self, l: u64) -> io::Result<()> {
+            self.inner.set_len(l)
+        }
+    }
+
+    #[test]
+    fn change_during_flush_is_a_full_image_and_advances_rec_lsn() {
+        let (be, pool, _) = setup();
+        let inner = be.open(Path::new("/d/a.fdb"), OpenMode::Existing).unwrap();
+        let hooked = Arc::new(HookFile {
+            inner,
+            hook: Mutex::new(None),
+        });
+        let f = pool.register(hooked.clone(), "h.fdb");
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::Delta(_)));
+        pool.install(f, PageId(1), page_with(2), at(20), true);
+        let p2 = pool.clone();
+        *hooked.hook.lock() = Some(Box::new(move || {
+            // I6: a page being flushed is logged whole.
+            assert!(matches!(p2.prepare(f, PageId(1)), Prepared::FullImage));
+            p2.install(f, PageId(1), page_with(3), at(40), false);
+        }));
+        pool.flush(Lsn(100), None);
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(39)),
+            "rec LSN moved to the full image written during the flush"
+        );
+        assert!(
+            matches!(pool.prepare(f, PageId(1)), Prepared::FullImage),
+            "left dirty by the flush: next change is whole"
+        );
+        pool.flush(Lsn(100), None);
+        assert_eq!(pool.min_rec_lsn(), None);
+    }
+
+    #[test]
+    fn delta_installed_during_flush_keeps_the_old_rec_lsn() {
+        let (be, pool, _) = setup();
+        let inner = be.open(Path::new("/d/a.fdb"), OpenMode::Existing).unwrap();
+        let hooked = Arc::new(HookFile {
+            inner,
+            hook: Mutex::new(None),
+        });
+        let f = pool.register(hooked.clone(), "h.fdb");
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::Delta(_)));
+        let p2 = pool.clone();
+        *hooked.hook.lock() = Some(Box::new(move || {
+            p2.install(f, PageId(1), page_with(2), at(30), true)
+        }));
+        pool.flush(Lsn(100), None);
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(9)),
+            "a delta prepared before the flush is not a safe redo start"
+        );
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::FullImage));
+        pool.install(f, PageId(1), page_with(3), at(50), false);
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(49)),
+            "the next full image moves the rec LSN"
+        );
+    }
+
+    #[test]
+    fn page_not_yet_durable_at_flush_gets_a_full_image_next() {
+        let (_be, pool, f) = setup();
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::Delta(_)));
+        pool.install(f, PageId(1), page_with(2), at(20), true);
+        let r = pool.flush(Lsn(12), None);
+        assert_eq!((r.pages_written, r.not_durable), (0, 1));
+        assert!(matches!(pool.prepare(f, PageId(1)), Prepared::FullImage));
+        pool.install(f, PageId(1), page_with(3), at(30), false);
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(29)),
+            "rec LSN advanced without a flush"
+        );
     }
 
     #[test]

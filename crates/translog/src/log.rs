@@ -79,7 +79,21 @@ impl TransLog {
     /// extent or a batch larger than half the log, and
     /// [`LogError::Invalid`] for a bad path or delta.
     pub fn append(&self, batch: &Batch) -> Result<Appended, LogError> {
-        self.shared.append_batch(batch)
+        self.shared.append_batch(batch, true)
+    }
+
+    /// Like [`Self::append`] but fails with `Full` at once instead of
+    /// waiting for space.
+    pub fn try_append(&self, batch: &Batch) -> Result<Appended, LogError> {
+        self.shared.append_batch(batch, false)
+    }
+
+    /// Waits (up to `full_wait`) until a batch of `records` records, each
+    /// at most a full page image, would fit; appends nothing. Callers that
+    /// hold resources a checkpoint needs while appending wait here first,
+    /// then use [`Self::try_append`].
+    pub fn wait_for_room(&self, records: usize) -> Result<(), LogError> {
+        self.shared.wait_for_room(records)
     }
 
     /// Blocks until every record below `lsn` is durable. Concurrent callers

@@ -33,6 +33,8 @@ use storage::{Lsn, PageId, PAGE_SIZE};
 pub(crate) const RECORD_HEADER: usize = 32;
 /// Total length of a Checkpoint record.
 pub(crate) const CHECKPOINT_LEN: u64 = RECORD_HEADER as u64 + 24;
+/// The longest page record: header, page id and a full page image.
+pub(crate) const MAX_PAGE_RECORD_LEN: u64 = RECORD_HEADER as u64 + 4 + storage::PAGE_SIZE as u64;
 
 const OFF_CRC: usize = 4;
 const OFF_LSN: usize = 8;

@@ -169,8 +169,20 @@ impl Shared {
         }
     }
 
-    /// Appends a batch as one contiguous run of records (I3).
-    pub(crate) fn append_batch(&self, batch: &Batch) -> Result<Appended, LogError> {
+    /// Waits (up to `full_wait`) until `records` records of up to a full
+    /// page image each would fit, without appending anything. Lets a
+    /// caller wait for space *before* it pins pages for a batch, so that a
+    /// full log never waits on a checkpoint that is waiting on it.
+    pub(crate) fn wait_for_room(&self, records: usize) -> Result<(), LogError> {
+        let lens = vec![crate::record::MAX_PAGE_RECORD_LEN; records.max(1)];
+        let mut st = self.state.lock();
+        self.reserve(&mut st, &lens, Reserve::Batch, true)
+            .map(|_| ())
+    }
+
+    /// Appends a batch as one contiguous run of records (I3), waiting for
+    /// space up to `full_wait` if `wait`, else failing with `Full` at once.
+    pub(crate) fn append_batch(&self, batch: &Batch, wait: bool) -> Result<Appended, LogError> {
         let bodies = batch.records(self.geo)?;
         let lens: Vec<u64> = bodies.iter().map(Body::encoded_len).collect();
         let size = lens.iter().sum();
@@ -182,7 +194,7 @@ impl Shared {
             });
         }
         let mut st = self.state.lock();
-        let places = self.reserve(&mut st, &lens, Reserve::Batch, true)?;
+        let places = self.reserve(&mut st, &lens, Reserve::Batch, wait)?;
         let txn = st.next_txn;
         st.next_txn = txn
             .checked_add(1)
