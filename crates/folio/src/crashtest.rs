@@ -135,7 +135,7 @@ fn mix(mut x: u64) -> u64 {
 /// one in eight is large enough to need an overflow chain.
 pub fn body(key: u64, version: u32) -> String {
     let h = mix(key ^ (u64::from(version) << 48));
-    let len = if h % 8 == 0 {
+    let len = if h.is_multiple_of(8) {
         4_000 + (h >> 8) % 30_000
     } else {
         (h >> 8) % 1_500

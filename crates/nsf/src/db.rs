@@ -272,7 +272,7 @@ impl Database {
     /// Reads a document by note id (stubs included).
     pub fn get_by_id(&self, id: NoteId) -> NsfResult<Option<Note>> {
         let h = self.state.read();
-        Ok(load_note(&Committed(&self.core), &h, id)?)
+        load_note(&Committed(&self.core), &h, id)
     }
 
     fn missing(&self, unid: Unid) -> NsfError {

@@ -68,7 +68,7 @@ impl PageWrite for Txn<'_> {
 
 impl PageStoreMut for Txn<'_> {
     fn allocate(&mut self) -> StorageResult<PageId> {
-        let mut free = self.header.free.clone();
+        let mut free = self.header.free;
         let popped = free.pop(self)?;
         self.header.free = free;
         Ok(match popped {
@@ -79,7 +79,7 @@ impl PageStoreMut for Txn<'_> {
 
     fn free(&mut self, id: PageId) -> StorageResult<()> {
         self.staged.remove(&id);
-        let mut free = self.header.free.clone();
+        let mut free = self.header.free;
         free.push(self, id)?;
         self.header.free = free;
         Ok(())

@@ -776,7 +776,6 @@ impl<S: PageStore> Range<'_, S> {
                     }
                     (Bound::Excluded(k), false) => v.lower_bound(s, k)?.0,
                 };
-                drop(v);
                 self.stack.push((id, page, pos));
                 return Ok(());
             }
@@ -786,7 +785,6 @@ impl<S: PageStore> Range<'_, S> {
                 Bound::Included(k) | Bound::Excluded(k) => v.child_for(s, k)?,
             };
             let child = v.child(s, c)?.0;
-            drop(v);
             self.stack.push((id, page, c));
             id = child;
         }
@@ -808,7 +806,6 @@ impl<S: PageStore> Range<'_, S> {
             };
             let Some(next) = next else { continue };
             let mut child = v.child(s, next)?.0;
-            drop(v);
             self.stack.push((id, page, next));
             loop {
                 if self.stack.len() > 64 {
@@ -825,7 +822,6 @@ impl<S: PageStore> Range<'_, S> {
                 };
                 let leaf = v.leaf;
                 let grandchild = if leaf { None } else { Some(v.child(s, c)?.0) };
-                drop(v);
                 self.stack.push((child, page, c));
                 match grandchild {
                     None => return Ok(true),
@@ -848,7 +844,6 @@ impl<S: PageStore> Range<'_, S> {
             let v = View::new(s, id, &page)?;
             let has = if self.forward { pos < v.n } else { pos > 0 };
             if !has {
-                drop(v);
                 if !self.advance_leaf()? {
                     return Ok(None);
                 }
@@ -873,7 +868,6 @@ impl<S: PageStore> Range<'_, S> {
                 return Ok(None);
             }
             let entry = (k.to_vec(), val.to_vec());
-            drop(v);
             if let Some(top) = self.stack.last_mut() {
                 top.2 = if self.forward { pos + 1 } else { pos - 1 };
             }

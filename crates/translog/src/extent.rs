@@ -198,12 +198,22 @@ impl ExtentSet {
         Ok(h)
     }
 
-    /// Gives the file its exact size and this log's header for `seq`.
+    /// Gives the file its exact size and this log's header for `seq`. A new
+    /// file is written with zeros end to end rather than left sparse: later
+    /// log writes then overwrite allocated blocks, so each group commit's
+    /// fdatasync flushes data only, with no block-allocation metadata.
     fn init(&self, seq: u64, h: &dyn FileHandle) -> Result<(), LogError> {
         let path = self.path(seq);
         let io = |e| LogError::io(&path, e);
-        if h.len().map_err(io)? != self.geo.extent_size() {
-            h.set_len(self.geo.extent_size()).map_err(io)?;
+        let size = self.geo.extent_size();
+        if h.len().map_err(io)? != size {
+            let zeros = vec![0u8; (1 << 20).min(size as usize)];
+            let mut off = 0;
+            while off < size {
+                let n = zeros.len().min((size - off) as usize);
+                write_all_at(h, &zeros[..n], off).map_err(io)?;
+                off += n as u64;
+            }
         }
         let header = ExtentHeader {
             log_id: self.log_id,
