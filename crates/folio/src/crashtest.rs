@@ -640,6 +640,10 @@ pub fn workers(seed: u64, threads: usize, dbs: usize, found: &[FoundDoc]) -> Vec
 /// The child process: open the directory (recovering it), then run the
 /// workload until killed, one line per event, flushed as it happens.
 pub fn run_child(c: &ChildArgs, args: &crate::cli::Args) -> Result<(), String> {
+    // The workload runs until killed; if the harness itself dies, take the
+    // child with it rather than leave it writing forever.
+    // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let cfg = crate::datadir::settings(&args.data, args.config.as_deref())?;
     let dd = crate::datadir::open(&args.data, cfg)?;
     let engine = Arc::new(dd.engine);

@@ -158,6 +158,72 @@ pub struct NoteMeta {
     pub change_seq: Seq,
 }
 
+/// A write, queued until the writer lock's holder runs it.
+enum WriteOp {
+    Create(Vec<Item>),
+    Update {
+        unid: Unid,
+        updates: Vec<ItemUpdate>,
+        based_on: Option<u32>,
+        force: bool,
+    },
+    Delete {
+        unid: Unid,
+        based_on: Option<u32>,
+        force: bool,
+    },
+    Attach {
+        unid: Unid,
+        blob: AttachmentRef,
+    },
+    Release(Vec<(u32, u32)>),
+}
+
+/// Where a queued write's result is left for its caller.
+#[derive(Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+    ready: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct SlotState {
+    result: Option<NsfResult<Option<NoteMeta>>>,
+    /// The writer lock was released while this write was still queued:
+    /// its caller should try to take the lock itself.
+    kicked: bool,
+}
+
+impl Slot {
+    fn take(&self) -> Option<NsfResult<Option<NoteMeta>>> {
+        self.state.lock().result.take()
+    }
+    fn fill(&self, r: NsfResult<Option<NoteMeta>>) {
+        self.state.lock().result = Some(r);
+        self.ready.notify_one();
+    }
+    fn kick(&self) {
+        self.state.lock().kicked = true;
+        self.ready.notify_one();
+    }
+    /// Sleeps until filled or kicked. The timeout is only a safety net.
+    fn wait(&self) {
+        let mut st = self.state.lock();
+        if st.result.is_none() && !st.kicked {
+            self.ready
+                .wait_for(&mut st, std::time::Duration::from_millis(50));
+        }
+        st.kicked = false;
+    }
+}
+
+/// Document writes always produce metadata; only `Release` does not.
+fn expect_meta(m: Option<NoteMeta>) -> NsfResult<NoteMeta> {
+    m.ok_or_else(|| {
+        NsfError::Invalid("internal error: a document write returned no metadata".into())
+    })
+}
+
 /// `folio db info` output.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DbInfo {
@@ -188,6 +254,8 @@ pub struct CheckReport {
 pub struct Database {
     core: DbCore,
     writer: Mutex<()>,
+    /// Writes waiting for the writer lock's holder to run them.
+    queue: Mutex<Vec<(WriteOp, Arc<Slot>)>>,
     state: RwLock<DbHeader>,
     /// Header flags seen at open (I12 "unlogged and not closed cleanly").
     opened_unclean: bool,
@@ -215,6 +283,7 @@ impl Database {
                 refused,
             },
             writer: Mutex::new(()),
+            queue: Mutex::new(Vec::new()),
             state: RwLock::new(header),
         }
     }
@@ -362,31 +431,7 @@ impl Database {
     /// Creates a document; returns once it is durable (I2).
     pub fn create(&self, items: Vec<Item>) -> NsfResult<NoteMeta> {
         validate_items(&items)?;
-        self.write(|txn| {
-            let now = Timestamp::now();
-            let unid = fresh_unid(txn)?;
-            let note_id = NoteId(txn.header.next_note_id);
-            txn.header.next_note_id += 1;
-            let mut note = Note {
-                note_id,
-                oid: OriginatorId {
-                    unid,
-                    seq_num: 1,
-                    seq_time: now,
-                },
-                created: now,
-                modified: now,
-                added: now,
-                change_seq: Seq(0),
-                deleted: false,
-                items,
-            };
-            let meta = store_note(txn, &mut note, None)?;
-            let mut root = txn.header.unid_root;
-            btree::insert(txn, &mut root, &unid.0, &note_id.0.to_be_bytes())?;
-            txn.header.unid_root = root;
-            Ok(meta)
-        })
+        self.submit(WriteOp::Create(items)).and_then(expect_meta)
     }
 
     /// Updates a document's items (JSON `null` removes an item). With
@@ -399,39 +444,24 @@ impl Database {
         based_on: Option<u32>,
         force: bool,
     ) -> NsfResult<NoteMeta> {
-        self.write(|txn| {
-            let (id, mut note) = self.load_for_write(txn, unid)?;
-            check_conflict(&note, based_on, force)?;
-            let before: Vec<AttachmentRef> = note.attachments().cloned().collect();
-            for u in updates {
-                match u {
-                    ItemUpdate::Set(item) => note.set_item(item),
-                    ItemUpdate::Remove(name) => {
-                        note.remove_item(&name);
-                    }
-                }
-            }
-            validate_items(&note.items)?;
-            free_dropped_attachments(txn, &before, &note)?;
-            bump(&mut note);
-            store_note(txn, &mut note, Some(id))
+        self.submit(WriteOp::Update {
+            unid,
+            updates,
+            based_on,
+            force,
         })
+        .and_then(expect_meta)
     }
 
     /// Deletes a document, leaving a deletion stub (UNID, originator id,
     /// time) so replication can carry the deletion.
     pub fn delete(&self, unid: Unid, based_on: Option<u32>, force: bool) -> NsfResult<NoteMeta> {
-        self.write(|txn| {
-            let (id, mut note) = self.load_for_write(txn, unid)?;
-            check_conflict(&note, based_on, force)?;
-            for a in note.attachments().cloned().collect::<Vec<_>>() {
-                attach::free_blob(txn, &a)?;
-            }
-            note.items.clear();
-            note.deleted = true;
-            bump(&mut note);
-            store_note(txn, &mut note, Some(id))
+        self.submit(WriteOp::Delete {
+            unid,
+            based_on,
+            force,
         })
+        .and_then(expect_meta)
     }
 
     /// Streams `content` into the database and attaches it to the document
@@ -449,33 +479,17 @@ impl Database {
         self.core.check_writable()?;
         self.get(unid)?;
         let mut w = BlobWriter::new(&self.core, name, mime);
-        let blob = w.write_all_from(content).and_then(|()| w.finish());
-        let blob = match blob {
+        let blob = match w.write_all_from(content).and_then(|()| w.finish()) {
             Ok(b) => b,
             Err(e) => {
                 self.release_blob(w.reserved());
                 return Err(e);
             }
         };
-        let attached = blob.clone();
-        let result = self.write(|txn| {
-            let (id, mut note) = self.load_for_write(txn, unid)?;
-            let item_name = format!("{ATTACHMENT_PREFIX}{name}");
-            if let Some(Item {
-                value: ItemValue::Attachment(old),
-                ..
-            }) = note.remove_item(&item_name)
-            {
-                attach::free_blob(txn, &old)?;
-            }
-            note.set_item(Item {
-                name: item_name,
-                value: ItemValue::Attachment(attached.clone()),
-            });
-            bump(&mut note);
-            store_note(txn, &mut note, Some(id))
-        });
-        if let Err(e) = result {
+        if let Err(e) = self.submit(WriteOp::Attach {
+            unid,
+            blob: blob.clone(),
+        }) {
             self.release_blob(blob.extents.clone());
             return Err(e);
         }
@@ -489,15 +503,7 @@ impl Database {
         if extents.is_empty() {
             return;
         }
-        let r = self.write(|txn| {
-            for (first, count) in &extents {
-                for p in *first..first + count {
-                    txn.free(PageId(p))?;
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = r {
+        if let Err(e) = self.submit(WriteOp::Release(extents)) {
             tracing::warn!(db = %self.core.path, error = %e, "could not return unused attachment pages");
         }
     }
@@ -514,31 +520,189 @@ impl Database {
         Ok((id, note))
     }
 
-    /// Runs `f` as one transaction and commits it durably. If `f` fails,
-    /// nothing has changed (I4).
-    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Txn<'_>) -> NsfResult<T>) -> NsfResult<T> {
-        let writer = self.writer.lock();
+    /// The body of each kind of write, run inside its own transaction.
+    fn apply(&self, txn: &mut Txn<'_>, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
+        match op {
+            WriteOp::Create(items) => self.apply_create(txn, items).map(Some),
+            WriteOp::Update {
+                unid,
+                updates,
+                based_on,
+                force,
+            } => {
+                let (id, mut note) = self.load_for_write(txn, unid)?;
+                check_conflict(&note, based_on, force)?;
+                let before: Vec<AttachmentRef> = note.attachments().cloned().collect();
+                for u in updates {
+                    match u {
+                        ItemUpdate::Set(item) => note.set_item(item),
+                        ItemUpdate::Remove(name) => {
+                            note.remove_item(&name);
+                        }
+                    }
+                }
+                validate_items(&note.items)?;
+                free_dropped_attachments(txn, &before, &note)?;
+                bump(&mut note);
+                store_note(txn, &mut note, Some(id)).map(Some)
+            }
+            WriteOp::Delete {
+                unid,
+                based_on,
+                force,
+            } => {
+                let (id, mut note) = self.load_for_write(txn, unid)?;
+                check_conflict(&note, based_on, force)?;
+                for a in note.attachments().cloned().collect::<Vec<_>>() {
+                    attach::free_blob(txn, &a)?;
+                }
+                note.items.clear();
+                note.deleted = true;
+                bump(&mut note);
+                store_note(txn, &mut note, Some(id)).map(Some)
+            }
+            WriteOp::Attach { unid, blob } => {
+                let (id, mut note) = self.load_for_write(txn, unid)?;
+                let item_name = format!("{ATTACHMENT_PREFIX}{}", blob.name);
+                if let Some(Item {
+                    value: ItemValue::Attachment(old),
+                    ..
+                }) = note.remove_item(&item_name)
+                {
+                    attach::free_blob(txn, &old)?;
+                }
+                note.set_item(Item {
+                    name: item_name,
+                    value: ItemValue::Attachment(blob),
+                });
+                bump(&mut note);
+                store_note(txn, &mut note, Some(id)).map(Some)
+            }
+            WriteOp::Release(extents) => {
+                for (first, count) in &extents {
+                    for p in *first..first + count {
+                        txn.free(PageId(p))?;
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    fn apply_create(&self, txn: &mut Txn<'_>, items: Vec<Item>) -> NsfResult<NoteMeta> {
+        let now = Timestamp::now();
+        let unid = fresh_unid(txn)?;
+        let note_id = NoteId(txn.header.next_note_id);
+        txn.header.next_note_id += 1;
+        let mut note = Note {
+            note_id,
+            oid: OriginatorId {
+                unid,
+                seq_num: 1,
+                seq_time: now,
+            },
+            created: now,
+            modified: now,
+            added: now,
+            change_seq: Seq(0),
+            deleted: false,
+            items,
+        };
+        let meta = store_note(txn, &mut note, None)?;
+        let mut root = txn.header.unid_root;
+        btree::insert(txn, &mut root, &unid.0, &note_id.0.to_be_bytes())?;
+        txn.header.unid_root = root;
+        Ok(meta)
+    }
+
+    /// Queues a write and returns once it is durable (I2). Writes to one
+    /// database are combined: whichever caller takes the writer lock runs
+    /// every queued write, each as its own transaction, releases the lock,
+    /// waits once for the log to make them all durable, and hands each
+    /// caller its result. Callers therefore sleep once per write instead
+    /// of once for the lock and again for the fsync.
+    fn submit(&self, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
+        let slot = Arc::new(Slot::default());
+        self.queue.lock().push((op, slot.clone()));
+        loop {
+            if let Some(done) = slot.take() {
+                return done;
+            }
+            if let Some(guard) = self.writer.try_lock() {
+                self.combine(guard);
+                continue;
+            }
+            // The lock holder runs this write, or kicks it if it released
+            // the lock without seeing it.
+            slot.wait();
+        }
+    }
+
+    /// Runs every queued write, then waits for durability outside the lock.
+    fn combine(&self, guard: parking_lot::MutexGuard<'_, ()>) {
+        let mut done: Vec<(Arc<Slot>, NsfResult<Option<NoteMeta>>)> = Vec::new();
+        let mut durable_to = None;
+        loop {
+            let queued = std::mem::take(&mut *self.queue.lock());
+            if queued.is_empty() {
+                break;
+            }
+            for (op, slot) in queued {
+                let r = self.execute(op).map(|(meta, end)| {
+                    durable_to = durable_to.max(end);
+                    meta
+                });
+                done.push((slot, r));
+            }
+        }
+        drop(guard);
+        // A write queued after the last drain but before the unlock would
+        // otherwise wait for a combiner that is not coming.
+        if let Some((_, next)) = self.queue.lock().first() {
+            next.kick();
+        }
+        let durable = match (&self.core.durability, durable_to) {
+            // I2: acknowledged only once the commit records are durable.
+            (Durability::Logged { log, .. }, Some(end)) => {
+                log.wait_durable(end).map_err(|e| match e {
+                    LogError::Failed { reason } => reason,
+                    other => other.to_string(),
+                })
+            }
+            _ => Ok(()),
+        };
+        for (slot, r) in done {
+            let r = match (&durable, r) {
+                (Err(reason), Ok(_)) => Err(NsfError::LogFailed(reason.clone())),
+                (_, r) => r,
+            };
+            slot.fill(r);
+        }
+    }
+
+    /// Runs one write as a transaction and appends it (logged) or forces it
+    /// (unlogged). If the write fails, nothing has changed (I4). Returns
+    /// the end of its log batch, which must be durable before it is
+    /// acknowledged.
+    fn execute(&self, op: WriteOp) -> NsfResult<(Option<NoteMeta>, Option<Lsn>)> {
         self.core.check_writable()?;
         let committed = self.state.read().clone();
         let mut txn = Txn::new(&self.core, committed.clone());
-        let out = f(&mut txn)?;
+        let out = self.apply(&mut txn, op)?;
         let (header, pages) = txn.into_pages(&committed);
         if pages.is_empty() {
-            return Ok(out);
+            return Ok((out, None));
         }
         match &self.core.durability {
             Durability::Logged { log, inflight } => {
-                let batch_end = self.commit_logged(log, inflight, header, pages)?;
-                drop(writer);
-                // I2: acknowledged only once the commit record is durable.
-                log.wait_durable(batch_end)?;
+                let end = self.commit_logged(log, inflight, header, pages)?;
+                Ok((out, Some(end)))
             }
             Durability::Unlogged => {
                 self.commit_unlogged(header, pages)?;
-                drop(writer);
+                Ok((out, None))
             }
         }
-        Ok(out)
     }
 
     fn commit_logged(

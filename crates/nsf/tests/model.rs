@@ -173,3 +173,46 @@ fn stale_update_is_a_save_conflict_unless_forced() {
     );
     engine.close().unwrap();
 }
+
+#[test]
+fn concurrent_writers_on_one_database_each_get_their_own_result() {
+    let disk = MemBackend::new();
+    let (engine, _) = Engine::open(Arc::new(disk.clone()), config()).unwrap();
+    let db = engine.create_database("c.fdb", "").unwrap();
+    let per_thread: Vec<Vec<(Unid, u8)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16u8)
+            .map(|t| {
+                let db = db.clone();
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    for i in 0..60u8 {
+                        let m = db.create(items(t, usize::from(i) * 10)).unwrap();
+                        assert_eq!(
+                            db.get(m.unid).unwrap().items,
+                            items(t, usize::from(i) * 10),
+                            "a writer reads its own create"
+                        );
+                        let upd = items(t.wrapping_add(100), 7)
+                            .into_iter()
+                            .map(ItemUpdate::Set)
+                            .collect();
+                        let m2 = db.update(m.unid, upd, Some(m.seq_num), false).unwrap();
+                        assert_eq!((m2.unid, m2.seq_num), (m.unid, 2));
+                        mine.push((m.unid, t));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    drop(db);
+    drop(engine);
+    let (engine, _) = Engine::open(Arc::new(disk), config()).unwrap();
+    let db = engine.open_database("c.fdb").unwrap();
+    assert_eq!(db.check().unwrap().notes, 16 * 60);
+    for (u, t) in per_thread.into_iter().flatten() {
+        assert_eq!(db.get(u).unwrap().items, items(t.wrapping_add(100), 7));
+    }
+    engine.close().unwrap();
+}
