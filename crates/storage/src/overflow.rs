@@ -36,20 +36,26 @@ pub fn write(s: &mut impl PageStoreMut, data: &[u8]) -> StorageResult<PageId> {
     Ok(ids[0])
 }
 
+/// Reads one link of a chain, which must be an overflow page.
+fn read_link(s: &impl PageStore, at: PageId) -> StorageResult<std::sync::Arc<PageBuf>> {
+    let p = s.read(at)?;
+    if p.kind() != Some(PageKind::Overflow) {
+        return Err(StorageError::corrupt(
+            s.name(),
+            at,
+            "expected an overflow page",
+        ));
+    }
+    Ok(p)
+}
+
 /// Reads a chain of exactly `len` bytes.
 pub fn read(s: &impl PageStore, first: PageId, len: u64) -> StorageResult<Vec<u8>> {
     let mut out = Vec::with_capacity(len.min(64 << 20) as usize);
     let mut at = first;
     let limit = len / OVERFLOW_DATA as u64 + 1;
     for _ in 0..limit {
-        let p = s.read(at)?;
-        if p.kind() != Some(PageKind::Overflow) {
-            return Err(StorageError::corrupt(
-                s.name(),
-                at,
-                "expected an overflow page",
-            ));
-        }
+        let p = read_link(s, at)?;
         let used = get_u32(p.body(), 4) as usize;
         if used > OVERFLOW_DATA || out.len() as u64 + used as u64 > len {
             return Err(StorageError::corrupt(
@@ -85,14 +91,7 @@ pub fn free(s: &mut impl PageStoreMut, first: PageId) -> StorageResult<()> {
     let mut seen = std::collections::HashSet::new();
     let mut at = first;
     while !at.is_none() {
-        let p = s.read(at)?;
-        if p.kind() != Some(PageKind::Overflow) {
-            return Err(StorageError::corrupt(
-                s.name(),
-                at,
-                "expected an overflow page",
-            ));
-        }
+        let p = read_link(s, at)?;
         if !seen.insert(at) {
             return Err(StorageError::corrupt(
                 s.name(),
