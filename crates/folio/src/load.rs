@@ -51,6 +51,10 @@ pub struct CommitArgs {
     /// Where result.json is written.
     #[arg(long, default_value = "folio-load-commit")]
     pub out: PathBuf,
+    /// Also run PostgreSQL's pgbench (single-row 1 KiB inserts, same client
+    /// counts, default durable settings) in a throwaway cluster.
+    #[arg(long)]
+    pub pgbench: bool,
 }
 
 pub fn run(cmd: &LoadCmd, _args: &Args) -> Result<(), String> {
@@ -114,8 +118,27 @@ fn commit(a: &CommitArgs) -> Result<(), String> {
         rows.push(json!({"clients": c, "log_on": l, "log_off": u, "rounds_on": logged, "rounds_off": unlogged,
             "ratio_on_off": l.commits_per_sec / u.commits_per_sec.max(1e-9)}));
     }
+    let pg = if a.pgbench {
+        Some(pgbench::run(&a.clients, a.seconds, base.path())?)
+    } else {
+        None
+    };
+    if let Some(pg) = &pg {
+        for (c, tps) in pg {
+            let ours = rows
+                .iter()
+                .find(|r| r["clients"] == *c)
+                .and_then(|r| r["log_on"]["commits_per_sec"].as_f64())
+                .unwrap_or(0.0);
+            println!(
+                "{c:>7} pgbench inserts/s {tps:.0}; Folio log on / PostgreSQL: {:.2}x",
+                ours / tps.max(1e-9)
+            );
+        }
+    }
     let result = json!({
         "workload": "commit",
+        "pgbench": pg.map(|v| v.into_iter().map(|(c, tps)| json!({"clients": c, "tps": tps})).collect::<Vec<_>>()),
         "settings": {"clients": a.clients, "seconds": a.seconds, "rounds": a.rounds, "databases": a.databases, "doc_size": a.doc_size},
         "machine": machine(),
         "disk": {"write4k_fdatasync_per_sec": disk4, "write64k_fdatasync_per_sec": disk64},
@@ -298,4 +321,113 @@ fn run_variant(
             0.0
         },
     })
+}
+
+/// PostgreSQL's pgbench, run side by side with the commit workload.
+mod pgbench {
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs `program args` as the `postgres` user when we are root (the
+    /// server refuses to run as root), else as ourselves.
+    fn as_postgres(program: &str, args: &[&str]) -> Command {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--", program]).args(args);
+            c
+        } else {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    }
+
+    fn check(cmd: &mut Command, what: &str) -> Result<String, String> {
+        let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{what} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// inserts/s for each client count.
+    pub fn run(clients: &[usize], seconds: f64, base: &Path) -> Result<Vec<(usize, f64)>, String> {
+        let dir = base.join("pg");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let d = dir
+            .to_str()
+            .ok_or("temporary path is not UTF-8")?
+            .to_string();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            check(Command::new("chown").args(["-R", "postgres", &d]), "chown")?;
+        }
+        let data = format!("{d}/data");
+        check(
+            &mut as_postgres("initdb", &["-D", &data, "-A", "trust", "-U", "postgres"]),
+            "initdb",
+        )?;
+        let opts = format!("-p 55432 -k {d} -c listen_addresses=''");
+        check(
+            &mut as_postgres(
+                "pg_ctl",
+                &[
+                    "-D",
+                    &data,
+                    "-o",
+                    &opts,
+                    "-w",
+                    "-l",
+                    &format!("{d}/log"),
+                    "start",
+                ],
+            ),
+            "pg_ctl start",
+        )?;
+        let result = measure(clients, seconds, &d);
+        let _ = check(
+            &mut as_postgres("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"]),
+            "pg_ctl stop",
+        );
+        result
+    }
+
+    fn measure(clients: &[usize], seconds: f64, d: &str) -> Result<Vec<(usize, f64)>, String> {
+        let conn = ["-h", d, "-p", "55432", "-U", "postgres"];
+        let mut psql = Command::new("psql");
+        psql.args(conn).args([
+            "-q",
+            "-c",
+            "CREATE TABLE t (id bigserial PRIMARY KEY, body text)",
+            "postgres",
+        ]);
+        check(&mut psql, "create table")?;
+        let script = format!("{d}/insert.sql");
+        std::fs::write(
+            &script,
+            "INSERT INTO t (body) VALUES (repeat('x', 1024));\n",
+        )
+        .map_err(|e| e.to_string())?;
+        let secs = (seconds.ceil() as u64).max(1).to_string();
+        let mut out = Vec::new();
+        for &c in clients {
+            let (cs, js) = (c.to_string(), c.min(2).to_string());
+            let mut cmd = Command::new("pgbench");
+            cmd.args(conn).args([
+                "-n", "-f", &script, "-c", &cs, "-j", &js, "-T", &secs, "postgres",
+            ]);
+            let text = check(&mut cmd, "pgbench")?;
+            let tps = text
+                .lines()
+                .find(|l| l.starts_with("tps ="))
+                .and_then(|l| l.split_whitespace().nth(2)?.parse::<f64>().ok())
+                .ok_or_else(|| format!("no tps line in pgbench output: {text}"))?;
+            out.push((c, tps));
+        }
+        Ok(out)
+    }
 }
