@@ -271,7 +271,12 @@ impl Parser {
             Tok::Func(name) => return self.call(name, pos),
             Tok::Sym(Sym::LParen) => return self.parenthesized(),
             Tok::End => return Err(pos.syntax("unexpected end of formula")),
-            other => return Err(pos.syntax(format!("unexpected {}", describe(&other)))),
+            Tok::Select => {
+                return Err(
+                    pos.syntax("unexpected SELECT (only allowed at the start of a statement)")
+                )
+            }
+            Tok::Sym(sym) => return Err(pos.syntax(format!("unexpected '{}'", sym.text()))),
         };
         Ok(Node { expr, height: 1 })
     }
@@ -334,12 +339,4 @@ fn check_arity(func: Func, name: &str, found: usize, pos: Pos) -> Result<()> {
         expected: func.expected(),
         found,
     })
-}
-
-fn describe(tok: &Tok) -> String {
-    match tok {
-        Tok::Select => "SELECT (only allowed at the start of a statement)".to_string(),
-        Tok::Sym(sym) => format!("'{}'", sym.text()),
-        other => format!("{other:?}"),
-    }
 }
