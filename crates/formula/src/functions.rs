@@ -283,17 +283,33 @@ fn adjust(dt: &Value, parts: &[Value]) -> Value {
     let Value::DateTime(ts) = dt else {
         return needs(Func::Adjust, "a date-time", dt);
     };
-    let amounts = match parts
-        .iter()
-        .map(integer)
-        .collect::<Result<Vec<i64>, String>>()
-    {
-        Ok(amounts) => amounts,
+    let (months, delta) = match adjustment(parts) {
+        Ok(adjustment) => adjustment,
         Err(e) => return Value::Error(e),
     };
+    ts.iter()
+        .map(|t| adjust_one(*t, months, delta))
+        .collect::<Option<Vec<i64>>>()
+        .map_or_else(
+            || Value::Error("date-time out of range".to_string()),
+            Value::DateTime,
+        )
+}
+
+/// The six `@Adjust` amounts as whole months plus a fixed duration.
+fn adjustment(parts: &[Value]) -> Result<(i64, TimeDelta), String> {
+    let amounts = parts
+        .iter()
+        .map(integer)
+        .collect::<Result<Vec<i64>, String>>()?;
     let [years, months, days, hours, minutes, seconds] = amounts.as_slice() else {
-        return Value::Error("@Adjust takes 7 arguments".to_string());
+        return Err("@Adjust takes 7 arguments".to_string());
     };
+    let out_of_range = || "@Adjust amount out of range".to_string();
+    let total_months = years
+        .checked_mul(12)
+        .and_then(|y| y.checked_add(*months))
+        .ok_or_else(out_of_range)?;
     let delta = [
         TimeDelta::try_days(*days),
         TimeDelta::try_hours(*hours),
@@ -301,18 +317,9 @@ fn adjust(dt: &Value, parts: &[Value]) -> Value {
         TimeDelta::try_seconds(*seconds),
     ]
     .into_iter()
-    .try_fold(TimeDelta::zero(), |acc, d| acc.checked_add(&d?));
-    let total_months = years.checked_mul(12).and_then(|y| y.checked_add(*months));
-    let (Some(delta), Some(total_months)) = (delta, total_months) else {
-        return Value::Error("@Adjust amount out of range".to_string());
-    };
-    ts.iter()
-        .map(|t| adjust_one(*t, total_months, delta))
-        .collect::<Option<Vec<i64>>>()
-        .map_or_else(
-            || Value::Error("date-time out of range".to_string()),
-            Value::DateTime,
-        )
+    .try_fold(TimeDelta::zero(), |acc, d| acc.checked_add(&d?))
+    .ok_or_else(out_of_range)?;
+    Ok((total_months, delta))
 }
 
 fn adjust_one(t: i64, months: i64, delta: TimeDelta) -> Option<i64> {
