@@ -196,7 +196,15 @@ fn decode(s: &impl PageStore, id: PageId, page: &PageBuf) -> StorageResult<Node>
         let mut out = Vec::with_capacity(v.n);
         for i in 0..v.n {
             let (k, val) = v.leaf_cell(s, i)?;
+            if k.len() > MAX_KEY || k.len() + val.len() > MAX_ENTRY {
+                return Err(corrupt(s, id, format!("entry {i} exceeds the size limits")));
+            }
             out.push((k.to_vec(), val.to_vec()));
+        }
+        // Overlapping cells could decode to more than a page holds; such a
+        // node could not be re-encoded even after a split.
+        if leaf_size(&out) > PAGE_BODY {
+            return Err(corrupt(s, id, "cells overlap"));
         }
         return Ok(Node::Leaf(out));
     }
@@ -209,11 +217,21 @@ fn decode(s: &impl PageStore, id: PageId, page: &PageBuf) -> StorageResult<Node>
     });
     for i in 0..v.n {
         let (k, p, c) = v.int_cell(s, i)?;
+        if k.len() > MAX_KEY {
+            return Err(corrupt(
+                s,
+                id,
+                format!("separator {i} exceeds the key limit"),
+            ));
+        }
         out.push(Child {
             key: k.to_vec(),
             page: p,
             count: c,
         });
+    }
+    if int_size(&out) > PAGE_BODY {
+        return Err(corrupt(s, id, "cells overlap"));
     }
     Ok(Node::Internal(out))
 }
