@@ -126,6 +126,20 @@ impl DbCore {
         }
     }
 
+    /// Unlogged writes (I12): seals each page, writes it in place and
+    /// fdatasyncs the file; any failure fails the database (I11).
+    fn force_pages(&self, pages: &[(PageId, Arc<PageBuf>)]) -> NsfResult<()> {
+        for (id, page) in pages {
+            let mut sealed = (**page).clone();
+            sealed.seal(*id, Lsn::ZERO);
+            write_all_at(self.handle.as_ref(), sealed.bytes(), id.offset())
+                .map_err(|e| self.fail("write", e))?;
+        }
+        self.handle
+            .sync_data()
+            .map_err(|e| self.fail("fdatasync", e))
+    }
+
     pub fn fail(&self, what: &str, e: std::io::Error) -> NsfError {
         let reason = format!("{what}: {e}");
         // I11: sticky; never retried.
@@ -802,13 +816,7 @@ impl Database {
         if let Some(p) = pages.iter_mut().find(|(id, _)| id.0 == 0) {
             p.1 = Arc::new(header.encode());
         }
-        for (id, page) in &pages {
-            let mut sealed = (**page).clone();
-            sealed.seal(*id, Lsn::ZERO);
-            write_all_at(c.handle.as_ref(), sealed.bytes(), id.offset())
-                .map_err(|e| c.fail("write", e))?;
-        }
-        c.handle.sync_data().map_err(|e| c.fail("fdatasync", e))?;
+        c.force_pages(&pages)?;
         let mut state = self.state.write();
         for (id, page) in pages {
             c.pool.install_clean(c.file, id, page);
@@ -821,10 +829,7 @@ impl Database {
     pub(crate) fn write_header_direct(&self, header: &DbHeader) -> NsfResult<()> {
         let c = &self.core;
         let page = Arc::new(header.encode());
-        let mut sealed = (*page).clone();
-        sealed.seal(PageId(0), Lsn::ZERO);
-        write_all_at(c.handle.as_ref(), sealed.bytes(), 0).map_err(|e| c.fail("write", e))?;
-        c.handle.sync_data().map_err(|e| c.fail("fdatasync", e))?;
+        c.force_pages(&[(PageId(0), page.clone())])?;
         c.pool.install_clean(c.file, PageId(0), page);
         Ok(())
     }
