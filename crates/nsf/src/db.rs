@@ -522,16 +522,24 @@ impl Database {
         }
     }
 
-    fn load_for_write(&self, txn: &Txn<'_>, unid: Unid) -> NsfResult<(NoteId, Note)> {
+    /// Loads a live document for rewriting, with what `store_note` needs
+    /// to replace its stored version.
+    fn load_for_write(&self, txn: &Txn<'_>, unid: Unid) -> NsfResult<(Note, Stored)> {
         let id = lookup_unid(txn, &txn.header, unid)?.ok_or_else(|| self.missing(unid))?;
-        let note = load_note(txn, &txn.header, id)?.ok_or_else(|| self.missing(unid))?;
+        let value = btree::get(txn, txn.header.note_root, &id.0.to_be_bytes())?
+            .ok_or_else(|| self.missing(unid))?;
+        let note = decode_note_value(txn, &value)?;
         if note.deleted {
             return Err(NsfError::Deleted {
                 db: self.core.path.clone(),
                 unid,
             });
         }
-        Ok((id, note))
+        let stored = Stored {
+            overflow: overflow_of(&value),
+            change_seq: note.change_seq,
+        };
+        Ok((note, stored))
     }
 
     /// The body of each kind of write, run inside its own transaction.
@@ -544,7 +552,7 @@ impl Database {
                 based_on,
                 force,
             } => {
-                let (id, mut note) = self.load_for_write(txn, unid)?;
+                let (mut note, stored) = self.load_for_write(txn, unid)?;
                 check_conflict(&note, based_on, force)?;
                 let before: Vec<AttachmentRef> = note.attachments().cloned().collect();
                 for u in updates {
@@ -558,14 +566,14 @@ impl Database {
                 validate_items(&note.items)?;
                 free_dropped_attachments(txn, &before, &note)?;
                 bump(&mut note);
-                store_note(txn, &mut note, Some(id)).map(Some)
+                store_note(txn, &mut note, Some(stored)).map(Some)
             }
             WriteOp::Delete {
                 unid,
                 based_on,
                 force,
             } => {
-                let (id, mut note) = self.load_for_write(txn, unid)?;
+                let (mut note, stored) = self.load_for_write(txn, unid)?;
                 check_conflict(&note, based_on, force)?;
                 for a in note.attachments().cloned().collect::<Vec<_>>() {
                     attach::free_blob(txn, &a)?;
@@ -573,10 +581,10 @@ impl Database {
                 note.items.clear();
                 note.deleted = true;
                 bump(&mut note);
-                store_note(txn, &mut note, Some(id)).map(Some)
+                store_note(txn, &mut note, Some(stored)).map(Some)
             }
             WriteOp::Attach { unid, blob } => {
-                let (id, mut note) = self.load_for_write(txn, unid)?;
+                let (mut note, stored) = self.load_for_write(txn, unid)?;
                 let item_name = format!("{ATTACHMENT_PREFIX}{}", blob.name);
                 if let Some(Item {
                     value: ItemValue::Attachment(old),
@@ -590,7 +598,7 @@ impl Database {
                     value: ItemValue::Attachment(blob),
                 });
                 bump(&mut note);
-                store_note(txn, &mut note, Some(id)).map(Some)
+                store_note(txn, &mut note, Some(stored)).map(Some)
             }
             WriteOp::Release(extents) => {
                 for (first, count) in &extents {
@@ -1010,22 +1018,25 @@ fn overflow_of(v: &[u8]) -> Option<PageId> {
         .then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
 }
 
+/// Where the version of a note that a write replaces is stored.
+struct Stored {
+    /// Its overflow chain, freed when the new version is written.
+    overflow: Option<PageId>,
+    /// Its change-sequence index entry, replaced by the new one.
+    change_seq: Seq,
+}
+
 /// Writes `note` (new change seq assigned here) into the note table and the
-/// seq index; `existing` is its note id when it replaces a stored version.
-fn store_note(txn: &mut Txn<'_>, note: &mut Note, existing: Option<NoteId>) -> NsfResult<NoteMeta> {
+/// seq index; `replaces` describes the stored version it supersedes.
+fn store_note(txn: &mut Txn<'_>, note: &mut Note, replaces: Option<Stored>) -> NsfResult<NoteMeta> {
     let key = note.note_id.0.to_be_bytes();
-    if existing.is_some() {
-        let old = btree::get(txn, txn.header.note_root, &key)?;
-        if let Some(old) = old {
-            // Decode before freeing: the old note may live in the chain.
-            let old_note = decode_note_value(txn, &old)?;
-            if let Some(first) = overflow_of(&old) {
-                overflow::free(txn, first)?;
-            }
-            let mut seq_root = txn.header.seq_root;
-            btree::remove(txn, &mut seq_root, &old_note.change_seq.0.to_be_bytes())?;
-            txn.header.seq_root = seq_root;
+    if let Some(old) = replaces {
+        if let Some(first) = old.overflow {
+            overflow::free(txn, first)?;
         }
+        let mut seq_root = txn.header.seq_root;
+        btree::remove(txn, &mut seq_root, &old.change_seq.0.to_be_bytes())?;
+        txn.header.seq_root = seq_root;
     }
     txn.header.last_seq.0 += 1;
     note.change_seq = txn.header.last_seq;
