@@ -22,7 +22,8 @@
 
 use crate::attach::{self, AttachmentReader, BlobWriter};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
-use crate::txn::Txn;
+use crate::index::{BulkWriter, IndexRead, IndexTxn};
+use crate::txn::{Txn, TxnPages};
 use crate::{
     decode_note, encode_note, validate_items, AttachmentRef, Item, ItemUpdate, ItemValue, Note,
     NoteId, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid, ATTACHMENT_PREFIX,
@@ -191,7 +192,13 @@ enum WriteOp {
         blob: AttachmentRef,
     },
     Release(Vec<(u32, u32)>),
+    /// An index transaction from the layer above (views).
+    Index(IndexFn),
 }
+
+/// The body of an index transaction; it leaves its result in a place the
+/// caller captured.
+type IndexFn = Box<dyn FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<()> + Send>;
 
 /// Where a queued write's result is left for its caller.
 #[derive(Default)]
@@ -608,10 +615,14 @@ impl Database {
                 }
                 Ok(None)
             }
+            WriteOp::Index(f) => {
+                f(&mut IndexTxn { db: self, txn })?;
+                Ok(None)
+            }
         }
     }
 
-    fn apply_create(&self, txn: &mut Txn<'_>, items: Vec<Item>) -> NsfResult<NoteMeta> {
+    pub(crate) fn apply_create(&self, txn: &mut Txn<'_>, items: Vec<Item>) -> NsfResult<NoteMeta> {
         let now = Timestamp::now();
         let unid = fresh_unid(txn)?;
         let note_id = NoteId(txn.header.next_note_id);
@@ -711,17 +722,24 @@ impl Database {
         let committed = self.state.read().clone();
         let mut txn = Txn::new(&self.core, committed.clone());
         let out = self.apply(&mut txn, op)?;
-        let (header, pages) = txn.into_pages(&committed);
+        let pages = txn.into_pages(&committed);
         if pages.is_empty() {
             return Ok((out, None));
         }
         match &self.core.durability {
             Durability::Logged { log, inflight } => {
-                let end = self.commit_logged(log, inflight, header, pages)?;
-                Ok((out, Some(end)))
+                let end = self.commit_logged(log, inflight, pages)?;
+                Ok((out, end))
             }
             Durability::Unlogged => {
-                self.commit_unlogged(header, pages)?;
+                let TxnPages {
+                    header,
+                    mut logged,
+                    unlogged,
+                } = pages;
+                logged.extend(unlogged);
+                logged.sort_by_key(|(id, _)| *id);
+                self.commit_unlogged(header, logged)?;
                 Ok((out, None))
             }
         }
@@ -731,10 +749,24 @@ impl Database {
         &self,
         log: &TransLog,
         inflight: &Inflight,
-        header: DbHeader,
-        pages: Vec<(PageId, Arc<PageBuf>)>,
-    ) -> NsfResult<Lsn> {
+        pages: TxnPages,
+    ) -> NsfResult<Option<Lsn>> {
         let c = &self.core;
+        let TxnPages {
+            header,
+            logged: pages,
+            unlogged,
+        } = pages;
+        if pages.is_empty() {
+            // Only unlogged pages: nothing to append (I14).
+            let mut state = self.state.write();
+            let lsn = log.end_lsn();
+            for (id, page) in unlogged {
+                c.pool.install_unlogged(c.file, id, page, lsn);
+            }
+            *state = header;
+            return Ok(None);
+        }
         let mut attempts = 0;
         let appended = loop {
             // Wait for log space before pinning anything: a checkpoint
@@ -770,10 +802,13 @@ impl Database {
                 };
                 c.pool.install(c.file, id, page, stamp, delta);
             }
+            for (id, page) in unlogged {
+                c.pool.install_unlogged(c.file, id, page, appended.end_lsn);
+            }
             *state = header;
         }
         inflight.deregister(ticket);
-        Ok(appended.end_lsn)
+        Ok(Some(appended.end_lsn))
     }
 
     /// Builds the log batch for `pages`, choosing a full image or a delta
@@ -852,6 +887,93 @@ impl Database {
             *self.state.write() = h;
         }
         Ok(())
+    }
+
+    // ---------------------------------------------------------- index hooks
+
+    /// Runs `f` as a transaction in the writer queue, like a document
+    /// write, and returns its result once the transaction is durable (I2).
+    /// If `f` fails, nothing it did is kept (I4).
+    pub fn index_write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<R> + Send + 'static,
+    ) -> NsfResult<R> {
+        let out: Arc<Mutex<Option<R>>> = Arc::new(Mutex::new(None));
+        let place = out.clone();
+        self.submit(WriteOp::Index(Box::new(move |tx| {
+            let r = f(tx)?;
+            *place.lock() = Some(r);
+            Ok(())
+        })))?;
+        let r = out.lock().take();
+        r.ok_or_else(|| NsfError::Invalid("internal error: an index write left no result".into()))
+    }
+
+    /// Runs `f` over the committed state under the shared lock (one short
+    /// read, I13).
+    pub fn index_read<R>(&self, f: impl FnOnce(&IndexRead<'_>) -> R) -> R {
+        let h = self.state.read();
+        f(&IndexRead {
+            core: &self.core,
+            header: &h,
+        })
+    }
+
+    /// A writer for a freshly built tree (see [`BulkWriter`]).
+    pub fn bulk_writer(self: &Arc<Self>) -> NsfResult<BulkWriter> {
+        self.core.check_writable()?;
+        let db = self.clone();
+        Ok(BulkWriter::new(
+            self.core.path.clone(),
+            self.core.handle.clone(),
+            Box::new(move || db.core.reserve_pages(1)),
+        ))
+    }
+
+    /// Returns pages that were reserved but never referenced by a commit
+    /// (an abandoned bulk build) to the free list.
+    pub fn release_pages(&self, pages: &[PageId]) -> NsfResult<()> {
+        let extents: Vec<(u32, u32)> = pages.iter().map(|p| (p.0, 1)).collect();
+        if extents.is_empty() {
+            return Ok(());
+        }
+        self.submit(WriteOp::Release(extents)).map(|_| ())
+    }
+
+    /// Writes every page of this database that was installed before the
+    /// call and syncs the file, so that what was in memory is also on disk
+    /// (used before marking an unlogged index clean, I14). Pages installed
+    /// by commits that run meanwhile may stay dirty: the caller must hold
+    /// off changes to whatever it needs flushed.
+    pub fn flush_pages(&self) -> NsfResult<()> {
+        let Durability::Logged { log, .. } = &self.core.durability else {
+            return Ok(()); // unlogged mode writes pages at commit (I12)
+        };
+        log.wait_durable(log.end_lsn())?;
+        let r = self.core.pool.flush(log.durable_lsn(), Some(self.core.file));
+        match r.failures.into_iter().next() {
+            Some((_, _, reason)) => Err(NsfError::DatabaseFailed {
+                path: self.core.path.clone(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the database was found written in unlogged mode and not
+    /// closed cleanly (its indexes cannot be trusted, I12).
+    pub fn opened_unclean(&self) -> bool {
+        self.opened_unclean
+    }
+
+    /// Whether commits go through the transaction log.
+    pub fn is_logged(&self) -> bool {
+        matches!(self.core.durability, Durability::Logged { .. })
+    }
+
+    /// The database's last change sequence.
+    pub fn last_seq(&self) -> Seq {
+        self.state.read().last_seq
     }
 
     // ---------------------------------------------------------------- check
@@ -980,7 +1102,7 @@ fn note_id_from(v: &[u8], path: &str) -> NsfResult<NoteId> {
     Ok(NoteId(u32::from_be_bytes(b)))
 }
 
-fn load_note(store: &impl PageStore, h: &DbHeader, id: NoteId) -> NsfResult<Option<Note>> {
+pub(crate) fn load_note(store: &impl PageStore, h: &DbHeader, id: NoteId) -> NsfResult<Option<Note>> {
     match btree::get(store, h.note_root, &id.0.to_be_bytes())? {
         Some(v) => Ok(Some(decode_note_value(store, &v)?)),
         None => Ok(None),

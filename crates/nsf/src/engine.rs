@@ -438,6 +438,7 @@ fn new_database_image(title: &str) -> NsfResult<Vec<u8>> {
         note_root,
         unid_root,
         seq_root,
+        design_root: PageId::NONE,
         next_note_id: 1,
         last_seq: Seq(0),
         flags: 0,

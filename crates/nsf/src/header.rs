@@ -10,7 +10,8 @@
 //!  16  replica id u64        24  instance id u64     32 created i64 (µs)
 //!  40  page count u32        44  free-list head u32  48 free count u64
 //!  56  note root u32         60  unid root u32       64 seq root u32
-//!  68  reserved roots 5×u32  88  next note id u32    92 last seq u64
+//!  68  design root u32    72  reserved roots 4×u32  88 next note id u32
+//!  92  last seq u64
 //! 100  flags u32            104  title len u16      106 title utf8 (≤ 256)
 //! ```
 
@@ -37,6 +38,9 @@ pub struct DbHeader {
     pub note_root: PageId,
     pub unid_root: PageId,
     pub seq_root: PageId,
+    /// Root of the design catalog (view index states), or page 0 if the
+    /// database has no views yet. Owned by the `views` crate.
+    pub design_root: PageId,
     pub next_note_id: u32,
     pub last_seq: Seq,
     pub flags: u32,
@@ -59,6 +63,7 @@ impl DbHeader {
         put_u32(b, 56, self.note_root.0);
         put_u32(b, 60, self.unid_root.0);
         put_u32(b, 64, self.seq_root.0);
+        put_u32(b, 68, self.design_root.0);
         put_u32(b, 88, self.next_note_id);
         put_u64(b, 92, self.last_seq.0);
         put_u32(b, 100, self.flags);
@@ -106,6 +111,7 @@ impl DbHeader {
             note_root: PageId(get_u32(b, 56)),
             unid_root: PageId(get_u32(b, 60)),
             seq_root: PageId(get_u32(b, 64)),
+            design_root: PageId(get_u32(b, 68)),
             next_note_id: get_u32(b, 88),
             last_seq: Seq(get_u64(b, 92)),
             flags: get_u32(b, 100),
@@ -132,6 +138,7 @@ mod tests {
             note_root: PageId(1),
             unid_root: PageId(2),
             seq_root: PageId(3),
+            design_root: PageId(6),
             next_note_id: 10,
             last_seq: Seq(11),
             flags: 0,

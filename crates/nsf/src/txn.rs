@@ -22,6 +22,23 @@ pub(crate) struct Txn<'a> {
     /// Working copy of the header; staged as page 0 at commit if changed.
     pub header: DbHeader,
     staged: BTreeMap<PageId, Arc<PageBuf>>,
+    /// Pages written without logging (unlogged view indexes, I14).
+    unlogged: BTreeMap<PageId, Arc<PageBuf>>,
+}
+
+/// What a finished transaction changed.
+pub(crate) struct TxnPages {
+    pub header: DbHeader,
+    /// Pages to log, in page order (page 0 included if the header changed).
+    pub logged: Vec<(PageId, Arc<PageBuf>)>,
+    /// Pages to install without logging (I14).
+    pub unlogged: Vec<(PageId, Arc<PageBuf>)>,
+}
+
+impl TxnPages {
+    pub fn is_empty(&self) -> bool {
+        self.logged.is_empty() && self.unlogged.is_empty()
+    }
 }
 
 impl<'a> Txn<'a> {
@@ -30,27 +47,37 @@ impl<'a> Txn<'a> {
             core,
             header,
             staged: BTreeMap::new(),
+            unlogged: BTreeMap::new(),
         }
+    }
+
+    /// Stages a page that will not be logged (I14).
+    pub fn write_unlogged(&mut self, id: PageId, page: PageBuf) {
+        self.staged.remove(&id);
+        self.unlogged.insert(id, Arc::new(page));
     }
 
     /// Finishes the transaction: stages the header if it changed and returns
     /// every staged page in page order (empty if nothing changed).
-    pub fn into_pages(mut self, committed: &DbHeader) -> (DbHeader, Vec<(PageId, Arc<PageBuf>)>) {
-        self.header.page_count = self.header.page_count.max(self.core.high_water());
-        if self.staged.is_empty() && self.header == *committed {
-            return (self.header, Vec::new());
+    pub fn into_pages(mut self, committed: &DbHeader) -> TxnPages {
+        if !self.staged.is_empty() || self.header != *committed {
+            self.header.page_count = self.header.page_count.max(self.core.high_water());
         }
         if self.header != *committed {
             self.staged
                 .insert(PageId(0), Arc::new(self.header.encode()));
         }
-        (self.header, self.staged.into_iter().collect())
+        TxnPages {
+            header: self.header,
+            logged: self.staged.into_iter().collect(),
+            unlogged: self.unlogged.into_iter().collect(),
+        }
     }
 }
 
 impl PageStore for Txn<'_> {
     fn read(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {
-        match self.staged.get(&id) {
+        match self.staged.get(&id).or_else(|| self.unlogged.get(&id)) {
             Some(p) => Ok(p.clone()),
             None => self.core.read_page(id),
         }
@@ -62,6 +89,7 @@ impl PageStore for Txn<'_> {
 
 impl PageWrite for Txn<'_> {
     fn write(&mut self, id: PageId, page: PageBuf) {
+        self.unlogged.remove(&id);
         self.staged.insert(id, Arc::new(page));
     }
 }
@@ -79,6 +107,7 @@ impl PageStoreMut for Txn<'_> {
 
     fn free(&mut self, id: PageId) -> StorageResult<()> {
         self.staged.remove(&id);
+        self.unlogged.remove(&id);
         let mut free = self.header.free;
         free.push(self, id)?;
         self.header.free = free;

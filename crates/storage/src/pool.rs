@@ -405,6 +405,48 @@ impl BufferPool {
         s.clock.push(key);
     }
 
+    /// Installs a version that is *not* in the log (an unlogged view
+    /// index page, I14). It is sealed with `lsn` — the log's end when it
+    /// was made, above every record that ever touched the page, so redo
+    /// never overwrites it with an older logged version (I5) — and may be
+    /// flushed once the log is durable to `lsn`. Its next logged change is
+    /// a full image (I6): the page's on-disk state is unknown to the log.
+    pub fn install_unlogged(&self, file: FileId, page: PageId, data: Arc<PageBuf>, lsn: Lsn) {
+        let key = (file, page);
+        let version = self.next_version.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.shards[shard_of(&key)].lock();
+        if let Some(f) = s.frames.get_mut(&key) {
+            if !f.dirty {
+                f.rec_lsn = lsn;
+            }
+            f.data = data;
+            f.page_lsn = f.page_lsn.max(lsn);
+            f.flush_after = f.flush_after.max(lsn);
+            f.dirty = true;
+            f.fpi_due = true;
+            f.version = version;
+            f.credit = (f.credit + 1).min(MAX_CREDIT);
+            return;
+        }
+        self.make_room(&mut s);
+        s.frames.insert(
+            key,
+            Frame {
+                data,
+                page_lsn: lsn,
+                flush_after: lsn,
+                rec_lsn: lsn,
+                dirty: true,
+                version,
+                delta_pins: 0,
+                flushing: false,
+                fpi_due: true,
+                credit: 1,
+            },
+        );
+        s.clock.push(key);
+    }
+
     /// Installs a version that is already on disk (unlogged mode writes
     /// pages itself before installing them).
     pub fn install_clean(&self, file: FileId, page: PageId, data: Arc<PageBuf>) {
