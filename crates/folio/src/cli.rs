@@ -4,6 +4,7 @@
 //! line on stderr and a non-zero exit, and changes nothing.
 
 use crate::datadir::{self, OpenDataDir};
+use crate::viewcli::{self, FolderCmd, ViewCmd};
 use crate::{crashtest, load};
 use clap::{Parser, Subcommand};
 use nsf::{items_from_json, note_to_json, Engine, ItemUpdate, Unid};
@@ -39,6 +40,20 @@ pub enum Cmd {
     /// Attachments.
     #[command(subcommand)]
     Attach(AttachCmd),
+    /// Views and folders.
+    #[command(subcommand)]
+    View(ViewCmd),
+    /// Folder membership.
+    #[command(subcommand)]
+    Folder(FolderCmd),
+    /// Print every document a formula selects, as JSON lines.
+    Search {
+        path: String,
+        formula: String,
+        /// Only documents modified at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+    },
     /// The transaction log.
     #[command(subcommand)]
     Log(LogCmd),
@@ -57,6 +72,10 @@ pub enum DbCmd {
         path: String,
         #[arg(long, default_value = "")]
         title: String,
+        /// Give it a mail file's design: an Inbox folder and an
+        /// All Documents view.
+        #[arg(long)]
+        mail: bool,
     },
     /// List databases.
     List,
@@ -150,15 +169,23 @@ pub fn run(args: Args) -> CliResult {
         _ => {}
     }
     let dd = open(&args)?;
-    let result = dispatch(&args, &dd.engine);
+    let result = dispatch(&args, &dd.engine, &dd.views);
+    let views_closed = dd.views.close().map_err(|e| e.to_string());
     let closed = dd.engine.close().map_err(|e| e.to_string());
-    result.and(closed)
+    result.and(views_closed).and(closed)
 }
 
-fn dispatch(args: &Args, engine: &Engine) -> CliResult {
+fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
     match &args.cmd {
         Cmd::Serve => serve(engine),
-        Cmd::Db(c) => db_cmd(engine, c),
+        Cmd::Db(c) => db_cmd(engine, views, c),
+        Cmd::View(c) => viewcli::view_cmd(engine, views, c),
+        Cmd::Folder(c) => viewcli::folder_cmd(engine, views, c),
+        Cmd::Search {
+            path,
+            formula,
+            since,
+        } => viewcli::search_cmd(engine, path, formula, since.as_deref()),
         Cmd::Doc(c) => doc_cmd(engine, c),
         Cmd::Attach(c) => attach_cmd(engine, c),
         Cmd::Log(LogCmd::Info) => {
@@ -193,10 +220,13 @@ fn read_stdin_json() -> Result<serde_json::Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("malformed JSON on stdin: {e}"))
 }
 
-fn db_cmd(engine: &Engine, c: &DbCmd) -> CliResult {
+fn db_cmd(engine: &Engine, views: &views::Views, c: &DbCmd) -> CliResult {
     match c {
-        DbCmd::Create { path, title } => {
+        DbCmd::Create { path, title, mail } => {
             let db = engine.create_database(path, title).map_err(err)?;
+            if *mail {
+                viewcli::create_mail_design(views, &db)?;
+            }
             print_json(&serde_json::to_value(db.info().map_err(err)?).map_err(err)?)
         }
         DbCmd::List => {

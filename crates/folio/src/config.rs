@@ -17,6 +17,11 @@ pub struct FileConfig {
     pub buffer_pool_size: Option<Size>,
     /// Seconds between background flush/checkpoint passes.
     pub flush_interval_secs: Option<f64>,
+    /// Where view rebuilds put temporary sort files (default: the system
+    /// temporary directory).
+    pub view_rebuild_dir: Option<PathBuf>,
+    /// Memory one view rebuild may use for sorting.
+    pub view_rebuild_memory: Option<Size>,
     #[serde(default)]
     pub translog: TranslogSection,
 }
@@ -106,6 +111,22 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
 }
 
 impl FileConfig {
+    /// The views layer's settings, validated.
+    pub fn view_config(&self) -> Result<views::ViewConfig, String> {
+        let mut v = views::ViewConfig::default();
+        if let Some(d) = &self.view_rebuild_dir {
+            v.rebuild_dir = d.clone();
+        }
+        if let Some(Size(n)) = self.view_rebuild_memory {
+            if n < 1 << 20 {
+                return Err(setting("view_rebuild_memory", "must be at least 1MiB"));
+            }
+            v.rebuild_memory =
+                usize::try_from(n).map_err(|_| setting("view_rebuild_memory", "too large"))?;
+        }
+        Ok(v)
+    }
+
     /// Turns the file into engine settings, validating every value.
     pub fn engine_config(&self, data_dir: &Path) -> Result<EngineConfig, String> {
         let mut cfg = EngineConfig::new(data_dir);

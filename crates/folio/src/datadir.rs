@@ -16,18 +16,26 @@ use translog::RecoveryReport;
 /// An engine plus the lock that makes it the only one on its directory.
 pub struct OpenDataDir {
     pub engine: Engine,
+    pub views: views::Views,
     pub recovery: Option<RecoveryReport>,
     _lock: File,
 }
 
 /// Reads the settings for `data_dir` (from `config_path` or
 /// `<data>/folio.toml`).
-pub fn settings(data_dir: &Path, config_path: Option<&Path>) -> Result<EngineConfig, String> {
-    config::load(data_dir, config_path)?.engine_config(data_dir)
+pub fn settings(
+    data_dir: &Path,
+    config_path: Option<&Path>,
+) -> Result<(EngineConfig, views::ViewConfig), String> {
+    let file = config::load(data_dir, config_path)?;
+    Ok((file.engine_config(data_dir)?, file.view_config()?))
 }
 
 /// Locks and opens `data_dir`, creating it if needed.
-pub fn open(data_dir: &Path, cfg: EngineConfig) -> Result<OpenDataDir, String> {
+pub fn open(
+    data_dir: &Path,
+    (cfg, view_cfg): (EngineConfig, views::ViewConfig),
+) -> Result<OpenDataDir, String> {
     std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("cannot create data directory {}: {e}", data_dir.display()))?;
     let lock_path = data_dir.join("folio.lock");
@@ -44,8 +52,10 @@ pub fn open(data_dir: &Path, cfg: EngineConfig) -> Result<OpenDataDir, String> {
         )
     })?;
     let (engine, recovery) = Engine::open(Arc::new(FsBackend), cfg).map_err(|e| e.to_string())?;
+    let views = views::Views::new(engine.backend(), view_cfg);
     Ok(OpenDataDir {
         engine,
+        views,
         recovery,
         _lock: lock,
     })

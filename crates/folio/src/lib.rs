@@ -2,8 +2,11 @@
 //! the load tools and the crash-test workload. Kept as a library so the
 //! end-to-end tests drive exactly the code the binary runs.
 
+pub mod bigview;
 pub mod cli;
 pub mod config;
 pub mod crashtest;
 pub mod datadir;
 pub mod load;
+pub mod report;
+pub mod viewcli;

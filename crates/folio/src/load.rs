@@ -26,6 +26,9 @@ use translog::LogConfig;
 pub enum LoadCmd {
     /// Raw commit rate: concurrent single-document updates, log on vs off.
     Commit(CommitArgs),
+    /// Very large folders and views: folder operations against size, and a
+    /// rebuild of a sorted view over every document.
+    Bigview(crate::bigview::BigviewArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -60,6 +63,7 @@ pub struct CommitArgs {
 pub fn run(cmd: &LoadCmd, _args: &Args) -> Result<(), String> {
     match cmd {
         LoadCmd::Commit(a) => commit(a),
+        LoadCmd::Bigview(a) => crate::bigview::run(a),
     }
 }
 
@@ -161,7 +165,7 @@ fn median(ms: &[Measured]) -> Measured {
     v[v.len() / 2].clone()
 }
 
-fn machine() -> serde_json::Value {
+pub(crate) fn machine() -> serde_json::Value {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let mem_kib: u64 = read("/proc/meminfo")
         .lines()

@@ -1084,7 +1084,7 @@ fn fresh_unid(txn: &Txn<'_>) -> NsfResult<Unid> {
     }
 }
 
-fn lookup_unid(store: &impl PageStore, h: &DbHeader, unid: Unid) -> NsfResult<Option<NoteId>> {
+pub(crate) fn lookup_unid(store: &impl PageStore, h: &DbHeader, unid: Unid) -> NsfResult<Option<NoteId>> {
     match btree::get(store, h.unid_root, &unid.0)? {
         Some(v) => Ok(Some(note_id_from(&v, store.name())?)),
         None => Ok(None),

@@ -134,6 +134,12 @@ impl Engine {
         Ok((Engine { shared, background }, report))
     }
 
+    /// The storage backend every file goes through (for temporary files
+    /// of the layers above).
+    pub fn backend(&self) -> Arc<dyn Backend> {
+        self.shared.backend.clone()
+    }
+
     pub fn data_dir(&self) -> &Path {
         &self.shared.cfg.data_dir
     }

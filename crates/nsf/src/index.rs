@@ -61,6 +61,11 @@ impl IndexTxn<'_, '_> {
         crate::db::load_note(&*self.txn, &self.txn.header, id)
     }
 
+    /// Finds a live note's id by UNID as this transaction sees it.
+    pub fn note_id_of(&self, unid: crate::Unid) -> NsfResult<Option<NoteId>> {
+        crate::db::lookup_unid(&*self.txn, &self.txn.header, unid)
+    }
+
     /// Stages a page that is installed but never logged (I14): after a
     /// crash its content on disk is whatever the flusher last wrote, so
     /// only structures that are rebuilt after a crash may use it.
@@ -110,6 +115,11 @@ impl IndexRead<'_> {
 
     pub fn last_seq(&self) -> Seq {
         self.header.last_seq
+    }
+
+    /// Finds a note's id by UNID.
+    pub fn note_id_of(&self, unid: crate::Unid) -> NsfResult<Option<NoteId>> {
+        crate::db::lookup_unid(self, self.header, unid)
     }
 
     /// A committed note (or stub) by id.

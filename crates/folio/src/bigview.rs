@@ -1,0 +1,388 @@
+//! `folio load bigview`: very large folders and views (WORKLOADS.md).
+//!
+//! One mail-like database grows through the folder sizes of the sweep
+//! (1k, 10k, 80k, 200k, 1M by default); at each size the Inbox folder is
+//! timed for: open collection, read the first and a middle page of 40
+//! entries, find by key, add one document and update the collection, and
+//! remove one — each repeated `--reps` times into HDR histograms. Then a
+//! sorted 3-column view over all the documents is rebuilt, with the sort's
+//! temporary files on the data disk and on tmpfs. The claim to check is
+//! that every folder operation at 1M entries stays within 2× of its time
+//! at 1k: medians from the same run.
+
+use crate::report::{self, Series};
+use hdrhistogram::Histogram;
+use nsf::{Engine, EngineConfig, Item, ItemValue, Unid};
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use storage::backend::FsBackend;
+use translog::LogConfig;
+use views::{ColumnDef, Start, ViewConfig, ViewDef, Views};
+
+#[derive(clap::Args, Debug)]
+pub struct BigviewArgs {
+    /// Folder sizes to sweep, ascending.
+    #[arg(long, default_value = "1000,10000,80000,200000,1000000", value_delimiter = ',')]
+    pub sizes: Vec<u64>,
+    /// Repetitions of each timed operation at each size.
+    #[arg(long, default_value_t = 1000)]
+    pub reps: usize,
+    /// Documents the rebuild runs over (0: skip; default: the largest size).
+    #[arg(long)]
+    pub rebuild_docs: Option<u64>,
+    /// `view_rebuild_memory` for the rebuild.
+    #[arg(long, default_value = "64MiB")]
+    pub rebuild_memory: String,
+    /// A tmpfs directory for the second rebuild (skipped if absent).
+    #[arg(long, default_value = "/dev/shm")]
+    pub tmpfs: PathBuf,
+    /// Directory for the temporary data (default: the system temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long, default_value = "folio-load-bigview")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+const OPS: [&str; 6] = [
+    "open",
+    "read_first_page",
+    "read_middle_page",
+    "find_by_key",
+    "add_and_update",
+    "remove",
+];
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// A ~2 KiB mail message (stored inline in the note table).
+fn message(rng: &mut impl Rng, i: u64) -> Vec<Item> {
+    const WORDS: [&str; 12] = [
+        "budget", "meeting", "report", "lunch", "release", "server", "folder", "review",
+        "quarter", "travel", "invoice", "design",
+    ];
+    let subject: Vec<&str> = (0..4).map(|_| WORDS[rng.gen_range(0..WORDS.len())]).collect();
+    let body: String = (0..1500)
+        .map(|_| char::from(b'a' + rng.gen_range(0..26u8)))
+        .collect();
+    vec![
+        text("Form", "Memo"),
+        text("From", &format!("user{:04}@example.com", rng.gen_range(0..5000))),
+        text("SendTo", "owner@example.com"),
+        text("Subject", &format!("{} #{i}", subject.join(" "))),
+        text("Body", &body),
+    ]
+}
+
+fn text(name: &str, v: &str) -> Item {
+    Item {
+        name: name.into(),
+        value: ItemValue::Text(v.into()),
+    }
+}
+
+fn col(s: &str) -> Result<ColumnDef, String> {
+    ColumnDef::parse(s).map_err(err)
+}
+
+pub fn run(a: &BigviewArgs) -> Result<(), String> {
+    let base = match &a.dir {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let rebuild_memory = crate::config::parse_size(&a.rebuild_memory)? as usize;
+    let mut cfg = EngineConfig::new(base.path().join("data"));
+    cfg.buffer_pool_size = 512 << 20;
+    let mut lc = LogConfig::new(&base.path().join("data/translog"));
+    lc.max_size = 4 << 30;
+    cfg.log = Some(lc);
+    let (engine, _) = Engine::open(Arc::new(FsBackend), cfg).map_err(err)?;
+    let sort_dir = base.path().join("sort");
+    std::fs::create_dir_all(&sort_dir).map_err(err)?;
+    let views = Views::new(
+        engine.backend(),
+        ViewConfig {
+            rebuild_dir: sort_dir.clone(),
+            rebuild_memory,
+        },
+    );
+    let db = engine.create_database("bigview.fdb", "bigview").map_err(err)?;
+    views
+        .create(
+            &db,
+            ViewDef::folder(
+                "Inbox",
+                vec![col("Date=@Created:desc")?, col("From=From")?, col("Subject=Subject")?],
+            ),
+        )
+        .map_err(err)?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
+    let mut members: Vec<Unid> = Vec::new();
+    let mut rows = Vec::new();
+    println!(
+        "{:>9} {:>18} {:>9} {:>9} {:>9} {:>9}",
+        "entries", "operation", "p50 µs", "p95 µs", "p99 µs", "max µs"
+    );
+    for &size in &a.sizes {
+        let t = Instant::now();
+        grow(&db, &views, &mut rng, &mut members, size)?;
+        let grow_secs = t.elapsed().as_secs_f64();
+        let h = measure(&db, &views, &mut rng, &mut members, a.reps)?;
+        let mut ops = serde_json::Map::new();
+        for (name, hh) in OPS.iter().zip(&h) {
+            println!(
+                "{:>9} {:>18} {:>9} {:>9} {:>9} {:>9}",
+                size,
+                name,
+                hh.value_at_quantile(0.5),
+                hh.value_at_quantile(0.95),
+                hh.value_at_quantile(0.99),
+                hh.max()
+            );
+            ops.insert(
+                (*name).into(),
+                json!({"p50_us": hh.value_at_quantile(0.5), "p95_us": hh.value_at_quantile(0.95),
+                       "p99_us": hh.value_at_quantile(0.99), "max_us": hh.max(), "count": hh.len()}),
+            );
+        }
+        rows.push(json!({"entries": size, "populate_seconds": grow_secs, "operations": ops}));
+    }
+    let ratios = ratio_table(&rows);
+    let rebuild_docs = a.rebuild_docs.unwrap_or(*a.sizes.last().unwrap_or(&0));
+    let mut rebuilds = Vec::new();
+    if rebuild_docs > 0 {
+        grow_docs(&db, &mut rng, rebuild_docs)?;
+        views
+            .create(
+                &db,
+                ViewDef::view(
+                    "By Author",
+                    "SELECT Form = \"Memo\"",
+                    vec![col("From=From:asc")?, col("Subject=Subject:asc")?, col("Date=@Created:desc")?],
+                ),
+            )
+            .map_err(err)?;
+        let mut dirs = vec![("data disk", sort_dir.clone())];
+        if a.tmpfs.is_dir() {
+            let d = tempfile::tempdir_in(&a.tmpfs).map_err(err)?.keep();
+            dirs.push(("tmpfs", d));
+        }
+        for (label, dir) in dirs {
+            let v = Views::new(
+                engine.backend(),
+                ViewConfig {
+                    rebuild_dir: dir.clone(),
+                    rebuild_memory,
+                },
+            );
+            reset_peak_rss();
+            let rss0 = rss_kib("VmRSS");
+            let r = v.rebuild(&db, "By Author").map_err(err)?;
+            let peak = rss_kib("VmHWM");
+            println!(
+                "rebuild ({label}): {} documents in {:.2} s = {:.0} documents/s; sort runs {}, temp {} MiB, sort memory peak {} MiB, RSS peak {} MiB (+{} MiB)",
+                r.documents, r.seconds, r.documents_per_sec, r.sort_runs, r.temp_bytes >> 20,
+                r.sort_peak_memory >> 20, peak >> 10, peak.saturating_sub(rss0) >> 10
+            );
+            rebuilds.push(json!({"sort_dir": label, "report": r, "rss_peak_kib": peak, "rss_before_kib": rss0,
+                "rebuild_memory": rebuild_memory}));
+            v.close().map_err(err)?;
+            if label == "tmpfs" {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+    let result = json!({
+        "workload": "bigview",
+        "settings": {"sizes": a.sizes, "reps": a.reps, "rebuild_docs": rebuild_docs,
+                     "rebuild_memory": rebuild_memory, "seed": a.seed, "page_rows": 40},
+        "machine": crate::load::machine(),
+        "results": rows,
+        "ratio_largest_to_smallest_p50": ratios,
+        "rebuilds": rebuilds,
+    });
+    views.close().map_err(err)?;
+    drop(db);
+    engine.close().map_err(err)?;
+    write_outputs(&a.out, &result)
+}
+
+/// Creates documents in batches (one transaction each) and adds them to
+/// the Inbox until it holds `size` entries.
+fn grow(
+    db: &Arc<nsf::Database>,
+    views: &Views,
+    rng: &mut impl Rng,
+    members: &mut Vec<Unid>,
+    size: u64,
+) -> Result<(), String> {
+    while (members.len() as u64) < size {
+        let n = (size - members.len() as u64).min(500);
+        let unids = create_batch(db, rng, members.len() as u64, n)?;
+        views.folder_add(db, "Inbox", &unids).map_err(err)?;
+        members.extend(unids);
+    }
+    Ok(())
+}
+
+/// Adds documents outside the folder until the database holds `total`.
+fn grow_docs(db: &Arc<nsf::Database>, rng: &mut impl Rng, total: u64) -> Result<(), String> {
+    let mut have = db.info().map_err(err)?.note_count;
+    while have < total {
+        let n = (total - have).min(500);
+        create_batch(db, rng, have, n)?;
+        have += n;
+    }
+    Ok(())
+}
+
+fn create_batch(db: &Arc<nsf::Database>, rng: &mut impl Rng, first: u64, n: u64) -> Result<Vec<Unid>, String> {
+    let docs: Vec<Vec<Item>> = (0..n).map(|i| message(rng, first + i)).collect();
+    db.index_write(move |tx| {
+        docs.into_iter()
+            .map(|items| tx.create_note(items).map(|m| m.unid))
+            .collect::<nsf::NsfResult<Vec<_>>>()
+    })
+    .map_err(err)
+}
+
+/// Times each operation `reps` times against the Inbox at its current size.
+fn measure(
+    db: &Arc<nsf::Database>,
+    views: &Views,
+    rng: &mut impl Rng,
+    members: &mut Vec<Unid>,
+    reps: usize,
+) -> Result<Vec<Histogram<u64>>, String> {
+    let mut h: Vec<Histogram<u64>> = OPS.iter().map(|_| hist()).collect();
+    let mut rec = |i: usize, t: Instant| {
+        let _ = h[i].record(t.elapsed().as_micros().max(1) as u64);
+    };
+    let coll = views.open(db, "Inbox").map_err(err)?;
+    let n = coll.count().map_err(err)?;
+    // Keys to find: the Date column of random entries.
+    let mut keys = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let rows = coll.read(&Start::Position(rng.gen_range(0..n)), 1, false, false).map_err(err)?;
+        if let Some(views::Row::Entry { columns, .. }) = rows.first() {
+            if let Some(serde_json::Value::String(s)) = Some(views::value_json(&columns[0])) {
+                keys.push(s);
+            }
+        }
+    }
+    for i in 0..reps {
+        let t = Instant::now();
+        let c = views.open(db, "Inbox").map_err(err)?;
+        rec(0, t);
+        let t = Instant::now();
+        let first = c.read(&Start::Position(0), 40, false, false).map_err(err)?;
+        rec(1, t);
+        let t = Instant::now();
+        let mid = c.read(&Start::Position(n / 2), 40, false, false).map_err(err)?;
+        rec(2, t);
+        if first.len() != 40.min(n as usize) || mid.is_empty() {
+            return Err(format!("short read at {n} entries: {} and {}", first.len(), mid.len()));
+        }
+        let t = Instant::now();
+        let found = c.find(&keys[i % keys.len().max(1)], false).map_err(err)?;
+        rec(3, t);
+        if found.is_none() {
+            return Err(format!("key {:?} not found", keys[i % keys.len()]));
+        }
+        // Add one new document to the folder and bring the index up to date.
+        let unid = create_batch(db, rng, 10_000_000 + i as u64, 1)?[0];
+        let t = Instant::now();
+        views.folder_add(db, "Inbox", &[unid]).map_err(err)?;
+        views.update(db, "Inbox").map_err(err)?;
+        rec(4, t);
+        // Remove one (a random older member), keeping the size steady.
+        let k = rng.gen_range(0..members.len());
+        let victim = members.swap_remove(k);
+        let t = Instant::now();
+        views.folder_remove(db, "Inbox", &[victim]).map_err(err)?;
+        rec(5, t);
+        members.push(unid);
+    }
+    Ok(h)
+}
+
+fn ratio_table(rows: &[serde_json::Value]) -> serde_json::Value {
+    let (Some(lo), Some(hi)) = (rows.first(), rows.last()) else {
+        return json!({});
+    };
+    let mut m = serde_json::Map::new();
+    println!("ratio of p50 at {} entries to p50 at {} entries:", hi["entries"], lo["entries"]);
+    for op in OPS {
+        let a = lo["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
+        let b = hi["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
+        let r = b / a.max(1.0);
+        println!("  {op:>18}: {r:.2}x");
+        m.insert(op.into(), json!(r));
+    }
+    serde_json::Value::Object(m)
+}
+
+fn write_outputs(out: &std::path::Path, result: &serde_json::Value) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let path = out.join("result.json");
+    std::fs::write(&path, serde_json::to_string_pretty(result).unwrap_or_default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let series: Vec<Series> = OPS
+        .iter()
+        .map(|op| Series {
+            name: (*op).into(),
+            points: result["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    (
+                        r["entries"].as_f64().unwrap_or(0.0),
+                        r["operations"][op]["p50_us"].as_f64().unwrap_or(0.0) / 1000.0,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let chart = report::line_chart(
+        "Inbox folder: median operation time against folder size",
+        "entries in the folder (log scale)",
+        "p50 ms",
+        &series,
+        true,
+    );
+    let html = report::page(
+        "Folio bigview",
+        &[chart],
+        &serde_json::to_string_pretty(result).unwrap_or_default(),
+    );
+    let hpath = out.join("report.html");
+    std::fs::write(&hpath, html).map_err(|e| format!("{}: {e}", hpath.display()))?;
+    println!("wrote {} and {}", path.display(), hpath.display());
+    Ok(())
+}
+
+fn rss_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets the peak-RSS counter so the rebuild's own peak is measured.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}

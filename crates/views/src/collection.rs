@@ -1,0 +1,366 @@
+//! An open collection: reading a view's index.
+//!
+//! Every read runs under the database's short shared lock against the
+//! committed trees, so it sees one consistent state of the index and never
+//! waits for a writer's fsync; a writer waits at most for one read of a
+//! page of rows. Positions count document entries from 0 in collation
+//! order; category rows (for a categorized first column) are synthesized
+//! while reading and carry the number of entries under them, counted in
+//! O(log n) from the counted B+tree.
+
+use crate::catalog::{self, ViewState};
+use crate::collate::{decode_summary, key_note_id, search_prefix};
+use crate::def::{Compiled, Sort};
+use crate::entries::decode_docmap;
+use crate::views::{UpdateReport, Views};
+use crate::{ViewError, ViewResult};
+use formula::Value;
+use nsf::{Database, IndexRead, NoteId, Unid};
+use std::ops::Bound;
+use std::sync::Arc;
+use storage::btree;
+
+/// Where a read starts.
+#[derive(Clone, Debug)]
+pub enum Start {
+    /// At this entry position (0-based).
+    Position(u64),
+    /// At the first entry whose first sorted column equals (or, with
+    /// `prefix`, starts with) this text.
+    Key { key: String, prefix: bool },
+}
+
+/// A row read from a view.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Row {
+    Entry {
+        position: u64,
+        note_id: u32,
+        unid: String,
+        columns: Vec<Value>,
+    },
+    Category {
+        category: Value,
+        count: u64,
+    },
+}
+
+impl Row {
+    /// The row as JSON: entries name their columns by title.
+    pub fn to_json(&self, titles: &[String]) -> serde_json::Value {
+        match self {
+            Row::Entry {
+                position,
+                note_id,
+                unid,
+                columns,
+            } => {
+                let mut cols = serde_json::Map::new();
+                for (i, v) in columns.iter().enumerate() {
+                    let t = titles.get(i).cloned().unwrap_or_else(|| format!("${i}"));
+                    cols.insert(t, value_json(v));
+                }
+                serde_json::json!({"position": position, "note_id": note_id, "unid": unid, "columns": cols})
+            }
+            Row::Category { category, count } => {
+                serde_json::json!({"category": value_json(category), "count": count})
+            }
+        }
+    }
+}
+
+/// A formula value as JSON: a single value as itself, a list as an array,
+/// date-times as RFC 3339 text, errors as null.
+pub fn value_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    let list: Vec<J> = match v {
+        Value::Text(l) => l.iter().map(|s| J::from(s.as_str())).collect(),
+        Value::Number(l) => l.iter().map(|n| J::from(*n)).collect(),
+        Value::DateTime(l) => l
+            .iter()
+            .map(|t| J::from(nsf::Timestamp(*t).to_rfc3339()))
+            .collect(),
+        Value::Error(_) => return J::Null,
+    };
+    if list.len() == 1 {
+        list.into_iter().next().unwrap_or(J::Null)
+    } else {
+        J::Array(list)
+    }
+}
+
+/// Result of a find by key: where the matches start and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Found {
+    pub position: u64,
+    pub count: u64,
+}
+
+/// A handle on a view's index (see the module docs).
+pub struct Collection<'v> {
+    views: &'v Views,
+    db: Arc<Database>,
+    compiled: Arc<Compiled>,
+    /// The index's sequence when opened (or last updated through this handle).
+    pub seq: u64,
+    /// Why the index was rebuilt when opened, if it was.
+    pub rebuilt: Option<String>,
+}
+
+impl<'v> Collection<'v> {
+    pub(crate) fn new(
+        views: &'v Views,
+        db: Arc<Database>,
+        compiled: Arc<Compiled>,
+        seq: u64,
+        rebuilt: Option<String>,
+    ) -> Self {
+        Collection {
+            views,
+            db,
+            compiled,
+            seq,
+            rebuilt,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.compiled.def.name
+    }
+
+    pub fn definition(&self) -> &crate::ViewDef {
+        &self.compiled.def
+    }
+
+    /// Column titles, in order.
+    pub fn titles(&self) -> Vec<String> {
+        self.compiled.def.columns.iter().map(|c| c.title.clone()).collect()
+    }
+
+    /// Applies changes made since the index's last sequence.
+    pub fn update(&mut self) -> ViewResult<UpdateReport> {
+        let r = self.views.update(&self.db, self.name())?;
+        self.seq = r.last_seq;
+        Ok(r)
+    }
+
+    fn with_state<R>(&self, f: impl FnOnce(&IndexRead<'_>, &ViewState) -> ViewResult<R>) -> ViewResult<R> {
+        let name = self.name().to_string();
+        self.db.index_read(|r| {
+            let st = catalog::get(r, r.design_root(), self.db.path(), &name)?
+                .ok_or_else(|| Views::no_such(&self.db, &name))?;
+            f(r, &st)
+        })
+    }
+
+    /// Number of document entries.
+    pub fn count(&self) -> ViewResult<u64> {
+        self.with_state(|r, st| Ok(btree::len(r, st.entries_root)?))
+    }
+
+    /// Reads up to `count` rows starting at `start`, forward or backward,
+    /// with category rows if `categories` and the view is categorized.
+    pub fn read(&self, start: &Start, count: usize, backward: bool, categories: bool) -> ViewResult<Vec<Row>> {
+        let categories = categories && self.compiled.categorized();
+        self.with_state(|r, st| {
+            let root = st.entries_root;
+            let first_key = match start {
+                Start::Position(p) => match btree::nth(r, root, *p)? {
+                    Some((k, _)) => k,
+                    None => return Ok(Vec::new()),
+                },
+                Start::Key { key, prefix } => {
+                    let p = self.search_prefix(key, *prefix)?;
+                    if backward {
+                        // Start at the last entry matching the prefix.
+                        let hi = successor(&p);
+                        match btree::range_rev(r, root, Bound::Unbounded, bound_of(&hi)).next() {
+                            Some(kv) => kv?.0,
+                            None => return Ok(Vec::new()),
+                        }
+                    } else {
+                        match btree::range(r, root, Bound::Included(&p[..]), Bound::Unbounded).next() {
+                            Some(kv) => kv?.0,
+                            None => return Ok(Vec::new()),
+                        }
+                    }
+                }
+            };
+            let mut pos = btree::rank(r, root, &first_key)?;
+            let iter: Box<dyn Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>> = if backward {
+                Box::new(btree::range_rev(r, root, Bound::Unbounded, Bound::Included(&first_key[..])))
+            } else {
+                Box::new(btree::range(r, root, Bound::Included(&first_key[..]), Bound::Unbounded))
+            };
+            let mut rows = Vec::with_capacity(count);
+            let mut last_cat: Option<Vec<u8>> = None;
+            let mut entries = 0;
+            for kv in iter {
+                if entries >= count {
+                    break;
+                }
+                let (k, v) = kv?;
+                if categories {
+                    let cat = category_prefix(&k).to_vec();
+                    if last_cat.as_ref() != Some(&cat) {
+                        let n = btree::rank(r, root, &successor(&cat))? - btree::rank(r, root, &cat)?;
+                        let (_, cols) = self.decode(&v)?;
+                        rows.push(Row::Category {
+                            category: cols.into_iter().next().unwrap_or(Value::Text(vec![])),
+                            count: n,
+                        });
+                        last_cat = Some(cat);
+                    }
+                }
+                rows.push(self.entry_row(pos, &k, &v)?);
+                entries += 1;
+                if backward {
+                    pos = pos.saturating_sub(1);
+                } else {
+                    pos += 1;
+                }
+            }
+            Ok(rows)
+        })
+    }
+
+    /// Finds the entries whose first sorted column equals (or starts with)
+    /// `key`: the position of the first and how many there are.
+    pub fn find(&self, key: &str, prefix: bool) -> ViewResult<Option<Found>> {
+        let p = self.search_prefix(key, prefix)?;
+        self.with_state(|r, st| {
+            let lo = btree::rank(r, st.entries_root, &p)?;
+            let hi = btree::rank(r, st.entries_root, &successor(&p))?;
+            Ok((hi > lo).then_some(Found {
+                position: lo,
+                count: hi - lo,
+            }))
+        })
+    }
+
+    /// The position of a document's (first) entry, if it is in the view.
+    pub fn position(&self, unid: Unid) -> ViewResult<Option<u64>> {
+        self.with_state(|r, st| {
+            let Some(id) = r.note_id_of(unid)? else {
+                return Ok(None);
+            };
+            let Some(v) = btree::get(r, st.docmap_root, &id.0.to_be_bytes())? else {
+                return Ok(None);
+            };
+            let keys = decode_docmap(&v).ok_or_else(|| self.corrupt(format!("docmap entry of note {id}")))?;
+            match keys.first() {
+                Some(k) => Ok(Some(btree::rank(r, st.entries_root, k)?)),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn search_prefix(&self, key: &str, prefix: bool) -> ViewResult<Vec<u8>> {
+        let sorted = self.compiled.sorted_columns();
+        let Some(&first) = sorted.first() else {
+            return Err(ViewError::NotSorted {
+                db: self.db.path().to_string(),
+                name: self.name().to_string(),
+            });
+        };
+        let col = &self.compiled.def.columns[first];
+        Ok(search_prefix(key, col.case_sensitive, col.sort == Sort::Desc, prefix))
+    }
+
+    fn decode(&self, v: &[u8]) -> ViewResult<(Unid, Vec<Value>)> {
+        decode_summary(v).ok_or_else(|| self.corrupt("undecodable entry summary".into()))
+    }
+
+    fn entry_row(&self, position: u64, k: &[u8], v: &[u8]) -> ViewResult<Row> {
+        let (unid, columns) = self.decode(v)?;
+        let id = key_note_id(k).unwrap_or(NoteId(0));
+        Ok(Row::Entry {
+            position,
+            note_id: id.0,
+            unid: unid.to_string(),
+            columns,
+        })
+    }
+
+    fn corrupt(&self, reason: String) -> ViewError {
+        ViewError::Corrupt {
+            db: self.db.path().to_string(),
+            name: self.name().to_string(),
+            reason,
+        }
+    }
+}
+
+/// The smallest byte string greater than every string starting with `p`
+/// (empty: unbounded).
+fn successor(p: &[u8]) -> Vec<u8> {
+    let mut s = p.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xFF {
+            s.push(last + 1);
+            return s;
+        }
+    }
+    s
+}
+
+fn bound_of(hi: &[u8]) -> Bound<&[u8]> {
+    if hi.is_empty() {
+        Bound::Unbounded
+    } else {
+        Bound::Excluded(hi)
+    }
+}
+
+/// The bytes of a key that encode its first column (the category).
+fn category_prefix(key: &[u8]) -> &[u8] {
+    let body = &key[..key.len().saturating_sub(4)];
+    // The first column's encoding ends at its list terminator. It may be
+    // inverted (descending): detect by the first byte's tag range.
+    let inverted = body.first().is_some_and(|&b| b >= 0x80);
+    let norm = |b: u8| if inverted { !b } else { b };
+    let mut i = 0;
+    while i < body.len() {
+        match norm(body[i]) {
+            0x00 => return &body[..i + 1],
+            0x10 => i += 1,
+            0x20 | 0x30 => i += 9,
+            0x40 => {
+                i += 1;
+                while i + 1 < body.len() && !(norm(body[i]) == 0 && norm(body[i + 1]) == 1) {
+                    i += if norm(body[i]) == 0 { 2 } else { 1 };
+                }
+                i += 2;
+            }
+            _ => return body,
+        }
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collate::{encode_value, invert_from};
+
+    #[test]
+    fn category_prefix_finds_the_first_column() {
+        for desc in [false, true] {
+            let mut k = Vec::new();
+            encode_value(&mut k, &Value::Text(vec!["a\0b".into()]), false);
+            let n = k.len();
+            if desc {
+                invert_from(&mut k, 0);
+            }
+            encode_value(&mut k, &Value::number(3.0), false);
+            k.extend_from_slice(&7u32.to_be_bytes());
+            assert_eq!(category_prefix(&k).len(), n, "desc {desc}");
+        }
+    }
+
+    #[test]
+    fn successor_bounds_a_prefix() {
+        assert_eq!(successor(&[1, 0xFF]), vec![2]);
+        assert!(successor(&[0xFF]).is_empty());
+    }
+}

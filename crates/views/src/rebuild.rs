@@ -1,0 +1,198 @@
+//! Rebuilding an index from scratch in bounded memory.
+//!
+//! Every selected document's entries go through an external merge sort
+//! (temporary runs in `view_rebuild_dir`, memory bounded by
+//! `view_rebuild_memory`), then the sorted stream is bulk-loaded bottom-up
+//! into brand-new pages written straight to the file and synced (like
+//! attachment content, I7). One small logged transaction then frees the
+//! old trees and points the catalog at the new ones, so a crash at any
+//! point leaves either the old index or the new one, never a mixture.
+//! The rebuilt index reflects every change up to the sequence read before
+//! the scan began; changes made during the scan are applied again by the
+//! next update, which is idempotent.
+
+use crate::catalog::{ViewState, FLAG_BUILT};
+use crate::def::Compiled;
+use crate::entries::{encode_docmap, entries_of, selects};
+use crate::views::{with_state, Views};
+use crate::ViewResult;
+use formula::EvalContext;
+use nsf::{Database, Note, NoteId, Timestamp};
+use std::sync::Arc;
+use std::time::Instant;
+use storage::bulk::bulk_load;
+use storage::extsort::ExternalSorter;
+use storage::{btree, PageId, PageStoreMut};
+
+/// Leaves are filled to this fraction so later inserts rarely split.
+const FILL: f32 = 0.9;
+
+/// What a rebuild did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RebuildReport {
+    pub documents: u64,
+    pub entries: u64,
+    pub seconds: f64,
+    pub documents_per_sec: f64,
+    /// Sorted runs written to temporary files (0: sorted in memory).
+    pub sort_runs: u64,
+    pub temp_bytes: u64,
+    /// Most bytes the sorters held in memory at once.
+    pub sort_peak_memory: u64,
+    pub pages: u64,
+}
+
+pub(crate) fn rebuild(
+    views: &Views,
+    db: &Arc<Database>,
+    name: &str,
+    st: &ViewState,
+    c: &Compiled,
+) -> ViewResult<RebuildReport> {
+    let t0 = Instant::now();
+    let seq = db.last_seq().0;
+    let ctx = EvalContext {
+        now: Timestamp::now().0,
+    };
+    let mem = views.config.rebuild_memory.max(1 << 20);
+    let dir = views.config.rebuild_dir.clone();
+    let mut entries = ExternalSorter::new(views.backend.clone(), dir.clone(), mem / 4 * 3);
+    let mut docmap = ExternalSorter::new(views.backend.clone(), dir, mem / 4);
+    let mut report = RebuildReport::default();
+    let mut add = |n: &Note| -> ViewResult<()> {
+        if !selects(c, n, &ctx) {
+            return Ok(());
+        }
+        let e = entries_of(c, n, &ctx);
+        docmap.push(&n.note_id.0.to_be_bytes(), &encode_docmap(&e))?;
+        for (k, v) in &e {
+            entries.push(k, v)?;
+        }
+        report.documents += 1;
+        report.entries += e.len() as u64;
+        Ok(())
+    };
+    if st.folder {
+        for_each_member(db, st.members_root, &mut add)?;
+    } else {
+        let mut failed = None;
+        db.for_each_note(|n| match add(&n) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                failed = Some(e);
+                Err(nsf::NsfError::Invalid("rebuild stopped".into()))
+            }
+        })
+        .or_else(|e| match failed.take() {
+            Some(f) => Err(f),
+            None => Err(e.into()),
+        })?;
+    }
+    let (es, ds) = (entries.stats(), docmap.stats());
+    report.sort_peak_memory = es.peak_memory + ds.peak_memory;
+    let sorted_entries = entries.finish()?;
+    let sorted_docmap = docmap.finish()?;
+    let mut w = db.bulk_writer()?;
+    let built = (|| -> ViewResult<(PageId, PageId)> {
+        let e = bulk_load(&mut w, sorted_entries, FILL)?;
+        let d = bulk_load(&mut w, sorted_docmap, FILL)?;
+        w.finish()?;
+        Ok((e, d))
+    })();
+    let (entries_root, docmap_root) = match built {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = db.release_pages(w.pages());
+            return Err(e);
+        }
+    };
+    let pages = w.pages().to_vec();
+    report.pages = pages.len() as u64;
+    let (path, vname) = (db.path().to_string(), name.to_string());
+    let switched = db.index_write({
+        let pages = pages.clone();
+        move |tx| -> nsf::NsfResult<ViewResult<()>> {
+            Ok(with_state(tx, &path, &vname, |tx, st| {
+                if st.logged() {
+                    btree::free_all(tx, st.entries_root)?;
+                    btree::free_all(tx, st.docmap_root)?;
+                } else {
+                    let owned: Vec<PageId> = btree::range(
+                        &*tx,
+                        st.owned_root,
+                        std::ops::Bound::Unbounded,
+                        std::ops::Bound::Unbounded,
+                    )
+                    .map(|kv| kv.map(|(k, _)| PageId(u32::from_be_bytes(k[..4].try_into().unwrap_or_default()))))
+                    .collect::<Result<_, _>>()?;
+                    for p in owned {
+                        tx.free(p)?;
+                    }
+                    btree::free_all(tx, st.owned_root)?;
+                    let mut owned_root = btree::create(tx)?;
+                    for p in &pages {
+                        btree::insert(tx, &mut owned_root, &p.0.to_be_bytes(), &[])?;
+                    }
+                    st.owned_root = owned_root;
+                }
+                st.entries_root = entries_root;
+                st.docmap_root = docmap_root;
+                st.last_seq = seq;
+                st.flags |= FLAG_BUILT;
+                st.dirty_session = 0;
+                st.last_update = Timestamp::now().0;
+                Ok(())
+            }))
+        }
+    });
+    match switched {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let _ = db.release_pages(&pages);
+            return Err(e);
+        }
+        Err(e) => {
+            let _ = db.release_pages(&pages);
+            return Err(e.into());
+        }
+    }
+    report.sort_runs = es.runs + ds.runs;
+    report.temp_bytes = es.bytes_written + ds.bytes_written;
+    report.seconds = t0.elapsed().as_secs_f64();
+    report.documents_per_sec = report.documents as f64 / report.seconds.max(1e-9);
+    Ok(report)
+}
+
+/// Calls `f` for every live member of a folder, reading the membership in
+/// chunks so writers are not held off.
+fn for_each_member(
+    db: &Database,
+    root: PageId,
+    f: &mut impl FnMut(&Note) -> ViewResult<()>,
+) -> ViewResult<()> {
+    let mut after: Option<[u8; 4]> = None;
+    loop {
+        let chunk: Vec<Note> = db.index_read(|r| -> ViewResult<Vec<Note>> {
+            let lo = match &after {
+                Some(k) => std::ops::Bound::Excluded(&k[..]),
+                None => std::ops::Bound::Unbounded,
+            };
+            let mut out = Vec::new();
+            for kv in btree::range(r, root, lo, std::ops::Bound::Unbounded).take(256) {
+                let (k, _) = kv?;
+                let id = NoteId(u32::from_be_bytes(k[..4].try_into().unwrap_or_default()));
+                after = Some(id.0.to_be_bytes());
+                if let Some(n) = r.note(id)? {
+                    out.push(n);
+                }
+            }
+            Ok(out)
+        })?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        for n in &chunk {
+            f(n)?;
+        }
+    }
+}

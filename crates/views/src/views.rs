@@ -1,0 +1,468 @@
+//! The views of every open database: creating, opening, updating,
+//! rebuilding and closing view indexes.
+//!
+//! One [`Views`] serves a whole server. It serializes changes to each
+//! index (one updater per view; readers never wait for it: they read the
+//! committed trees under the database's short shared lock), remembers the
+//! unlogged indexes this session has changed, and at [`Views::close`]
+//! flushes them and marks them clean (I14).
+
+use crate::catalog::{self, ViewState, FLAG_LOGGED};
+use crate::collection::Collection;
+use crate::def::{Compiled, Kind, Refresh, ViewDef};
+use crate::entries::{apply_note, entries_of, selects, Entry, IndexStore};
+use crate::rebuild::{self, RebuildReport};
+use crate::{ViewError, ViewResult};
+use formula::EvalContext;
+use nsf::{Database, IndexTxn, Note, NoteId, Seq, Timestamp, Unid};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use storage::{btree, Backend, PageId};
+
+/// Notes read and applied per index transaction during an update.
+const UPDATE_CHUNK: usize = 512;
+
+/// Settings of the views layer.
+#[derive(Clone, Debug)]
+pub struct ViewConfig {
+    /// Where rebuilds put their temporary sort files (`view_rebuild_dir`).
+    pub rebuild_dir: PathBuf,
+    /// Memory a rebuild may use for sorting (`view_rebuild_memory`).
+    pub rebuild_memory: usize,
+}
+
+impl Default for ViewConfig {
+    fn default() -> Self {
+        ViewConfig {
+            rebuild_dir: std::env::temp_dir(),
+            rebuild_memory: 64 << 20,
+        }
+    }
+}
+
+type ViewKey = (String, String);
+
+/// Every view of every database (see the module docs).
+pub struct Views {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) config: ViewConfig,
+    /// Identifies this process's changes to unlogged indexes (I14).
+    session: u64,
+    locks: Mutex<HashMap<ViewKey, Arc<Mutex<()>>>>,
+    /// Unlogged indexes changed in this session, to mark clean at close.
+    dirtied: Mutex<HashMap<ViewKey, Arc<Database>>>,
+    /// Indexes of databases opened unclean, rebuilt in this session.
+    rebuilt_unclean: Mutex<std::collections::HashSet<ViewKey>>,
+    defs: Mutex<HashMap<(String, NoteId), Arc<Compiled>>>,
+}
+
+/// What an update did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct UpdateReport {
+    pub notes_seen: u64,
+    pub last_seq: u64,
+}
+
+impl Views {
+    pub fn new(backend: Arc<dyn Backend>, config: ViewConfig) -> Views {
+        Views {
+            backend,
+            config,
+            session: rand::random::<u64>() | 1,
+            locks: Mutex::new(HashMap::new()),
+            dirtied: Mutex::new(HashMap::new()),
+            rebuilt_unclean: Mutex::new(Default::default()),
+            defs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn key(db: &Database, name: &str) -> ViewKey {
+        (db.path().to_string(), name.to_lowercase())
+    }
+
+    pub(crate) fn lock(&self, db: &Database, name: &str) -> Arc<Mutex<()>> {
+        self.locks
+            .lock()
+            .entry(Self::key(db, name))
+            .or_default()
+            .clone()
+    }
+
+    pub(crate) fn no_such(db: &Database, name: &str) -> ViewError {
+        ViewError::NoSuchView {
+            db: db.path().to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    /// Reads a view's catalog state.
+    pub(crate) fn state(&self, db: &Database, name: &str) -> ViewResult<ViewState> {
+        db.index_read(|r| catalog::get(r, r.design_root(), db.path(), name))?
+            .ok_or_else(|| Self::no_such(db, name))
+    }
+
+    /// Names of every view and folder in `db`, with their kind.
+    pub fn list(&self, db: &Database) -> ViewResult<Vec<(String, Kind)>> {
+        let entries = db.index_read(|r| catalog::list(r, r.design_root()))?;
+        let mut out = Vec::new();
+        for (_, st) in entries {
+            let c = self.compiled(db, &st)?;
+            out.push((c.def.name.clone(), c.def.kind));
+        }
+        Ok(out)
+    }
+
+    /// The parsed definition of a view, cached.
+    pub(crate) fn compiled(&self, db: &Database, st: &ViewState) -> ViewResult<Arc<Compiled>> {
+        let k = (db.path().to_string(), st.design_note);
+        if let Some(c) = self.defs.lock().get(&k) {
+            return Ok(c.clone());
+        }
+        let note = db.index_read(|r| r.note(st.design_note))?.ok_or_else(|| {
+            ViewError::BadDefinition(format!("design note {} is missing", st.design_note))
+        })?;
+        let c = Arc::new(ViewDef::from_note(&note)?.compile()?);
+        self.defs.lock().insert(k, c.clone());
+        Ok(c)
+    }
+
+    /// Creates a view or folder. Bad formulas and duplicate names change
+    /// nothing. `Auto` views are built at once.
+    pub fn create(&self, db: &Arc<Database>, def: ViewDef) -> ViewResult<()> {
+        let compiled = def.compile()?;
+        let items = def.to_items()?;
+        let name = def.name.clone();
+        let path = db.path().to_string();
+        let logged = def.logged;
+        let folder = def.kind == Kind::Folder;
+        db.index_write(move |tx| -> nsf::NsfResult<Result<(), ViewError>> {
+            Ok(create_in(tx, &path, &name, items, logged, folder))
+        })??;
+        if compiled.def.refresh == Refresh::Auto {
+            self.rebuild(db, &def.name)?;
+        }
+        Ok(())
+    }
+
+    /// Opens a view for reading, bringing its index up to date as its
+    /// refresh option says, and rebuilding it first if it was never built
+    /// or a crash left it untrustworthy.
+    pub fn open<'v>(&'v self, db: &Arc<Database>, name: &str) -> ViewResult<Collection<'v>> {
+        let st = self.state(db, name)?;
+        let compiled = self.compiled(db, &st)?;
+        let mut rebuilt = None;
+        if let Some(why) = self.rebuild_reason(db, name, &st) {
+            tracing::warn!(db = %db.path(), view = %compiled.def.name, "rebuilding view index: {why}");
+            self.rebuild(db, name)?;
+            rebuilt = Some(why);
+        } else {
+            let stale = match compiled.def.refresh {
+                Refresh::Auto | Refresh::AutoAfterFirstUse => true,
+                Refresh::Manual => false,
+                Refresh::EveryHours(h) => {
+                    Timestamp::now().0 - st.last_update > i64::from(h) * 3_600_000_000
+                }
+            };
+            if stale {
+                self.update(db, name)?;
+            }
+        }
+        let st = self.state(db, name)?;
+        Ok(Collection::new(self, db.clone(), compiled, st.last_seq, rebuilt))
+    }
+
+    /// Why the index must be rebuilt before use, if it must.
+    fn rebuild_reason(&self, db: &Database, name: &str, st: &ViewState) -> Option<String> {
+        if !st.built() {
+            return Some("first use".into());
+        }
+        if st.dirty_session != 0 && st.dirty_session != self.session {
+            return Some(
+                "the server stopped without writing this unlogged index to disk".into(),
+            );
+        }
+        if db.opened_unclean() && !self.rebuilt_unclean.lock().contains(&Self::key(db, name)) {
+            return Some("the database was written unlogged and not closed cleanly".into());
+        }
+        None
+    }
+
+    /// Applies every change since the index's last sequence.
+    pub fn update(&self, db: &Arc<Database>, name: &str) -> ViewResult<UpdateReport> {
+        let lock = self.lock(db, name);
+        let _g = lock.lock();
+        let st = self.state(db, name)?;
+        let compiled = self.compiled(db, &st)?;
+        let mut report = UpdateReport {
+            last_seq: st.last_seq,
+            ..Default::default()
+        };
+        let mut since = st.last_seq;
+        loop {
+            let notes = db.modified_since(Seq(since), UPDATE_CHUNK)?;
+            let Some(last) = notes.last().map(|n| n.change_seq.0) else {
+                break;
+            };
+            self.mark_dirty(db, name)?;
+            let ctx = EvalContext {
+                now: Timestamp::now().0,
+            };
+            let changes: Vec<(NoteId, Vec<Entry>, bool)> = notes
+                .iter()
+                .map(|n| {
+                    let e = if selects(&compiled, n, &ctx) {
+                        entries_of(&compiled, n, &ctx)
+                    } else {
+                        Vec::new()
+                    };
+                    (n.note_id, e, n.deleted)
+                })
+                .collect();
+            report.notes_seen += changes.len() as u64;
+            let (path, vname) = (db.path().to_string(), name.to_string());
+            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+                Ok(apply_changes(tx, &path, &vname, changes, last))
+            })??;
+            since = last;
+            report.last_seq = last;
+        }
+        Ok(report)
+    }
+
+    /// Before an unlogged index's pages change for the first time in this
+    /// session, durably records that this session may change them (I14).
+    pub(crate) fn mark_dirty(&self, db: &Arc<Database>, name: &str) -> ViewResult<()> {
+        let st = self.state(db, name)?;
+        if st.logged() || !db.is_logged() || st.dirty_session == self.session {
+            return Ok(());
+        }
+        let (path, vname, session) = (db.path().to_string(), name.to_string(), self.session);
+        db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+            Ok(with_state(tx, &path, &vname, |_, st| {
+                st.dirty_session = session;
+                Ok(())
+            }))
+        })??;
+        self.dirtied.lock().insert(Self::key(db, name), db.clone());
+        Ok(())
+    }
+
+    /// Rebuilds a view's index from scratch (external sort, bulk load).
+    pub fn rebuild(&self, db: &Arc<Database>, name: &str) -> ViewResult<RebuildReport> {
+        let lock = self.lock(db, name);
+        let _g = lock.lock();
+        let st = self.state(db, name)?;
+        let compiled = self.compiled(db, &st)?;
+        let report = rebuild::rebuild(self, db, name, &st, &compiled)?;
+        if db.opened_unclean() {
+            self.rebuilt_unclean.lock().insert(Self::key(db, name));
+        }
+        Ok(report)
+    }
+
+    /// Adds documents to a folder.
+    pub fn folder_add(&self, db: &Arc<Database>, name: &str, unids: &[Unid]) -> ViewResult<()> {
+        self.folder_change(db, name, unids, true)
+    }
+
+    /// Removes documents from a folder (the documents stay in the database).
+    pub fn folder_remove(&self, db: &Arc<Database>, name: &str, unids: &[Unid]) -> ViewResult<()> {
+        self.folder_change(db, name, unids, false)
+    }
+
+    fn folder_change(&self, db: &Arc<Database>, name: &str, unids: &[Unid], add: bool) -> ViewResult<()> {
+        let lock = self.lock(db, name);
+        let _g = lock.lock();
+        let st = self.state(db, name)?;
+        let compiled = self.compiled(db, &st)?;
+        if compiled.def.kind != Kind::Folder {
+            return Err(ViewError::NotAFolder {
+                name: name.to_string(),
+            });
+        }
+        // Every UNID must name a live document: no half-applied change.
+        for u in unids {
+            db.get(*u)?;
+        }
+        self.mark_dirty(db, name)?;
+        for chunk in unids.chunks(UPDATE_CHUNK) {
+            let (path, vname, chunk) = (db.path().to_string(), name.to_string(), chunk.to_vec());
+            let c = compiled.clone();
+            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+                Ok(change_members(tx, &path, &vname, &c, &chunk, add))
+            })??;
+        }
+        Ok(())
+    }
+
+    /// Writes every unlogged index changed in this session to disk and
+    /// marks it clean, so a later start trusts it without a rebuild (I14).
+    pub fn close(&self) -> ViewResult<()> {
+        let dirtied: Vec<(ViewKey, Arc<Database>)> = self.dirtied.lock().drain().collect();
+        for ((_, name), db) in dirtied {
+            let lock = self.lock(&db, &name);
+            let _g = lock.lock();
+            db.flush_pages()?;
+            let (path, session) = (db.path().to_string(), self.session);
+            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+                Ok(with_state(tx, &path, &name, |_, st| {
+                    if st.dirty_session == session {
+                        st.dirty_session = 0;
+                    }
+                    Ok(())
+                }))
+            })??;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `f` on a view's state inside an index transaction and writes the
+/// state back.
+pub(crate) fn with_state(
+    tx: &mut IndexTxn<'_, '_>,
+    path: &str,
+    name: &str,
+    f: impl FnOnce(&mut IndexTxn<'_, '_>, &mut ViewState) -> ViewResult<()>,
+) -> ViewResult<()> {
+    let mut st = catalog::get(&*tx, tx.design_root(), path, name)?.ok_or_else(|| {
+        ViewError::NoSuchView {
+            db: path.to_string(),
+            name: name.to_string(),
+        }
+    })?;
+    f(tx, &mut st)?;
+    let root = catalog::put(tx, tx.design_root(), name, &st)?;
+    tx.set_design_root(root);
+    Ok(())
+}
+
+fn create_in(
+    tx: &mut IndexTxn<'_, '_>,
+    path: &str,
+    name: &str,
+    items: Vec<nsf::Item>,
+    logged: bool,
+    folder: bool,
+) -> ViewResult<()> {
+    if catalog::get(&*tx, tx.design_root(), path, name)?.is_some() {
+        return Err(ViewError::ViewExists {
+            db: path.to_string(),
+            name: name.to_string(),
+        });
+    }
+    let meta = tx.create_note(items)?;
+    let owned_root = if logged {
+        PageId::NONE
+    } else {
+        btree::create(tx)?
+    };
+    let mut s = IndexStore {
+        tx,
+        unlogged: !logged,
+        owned_root,
+    };
+    let entries_root = btree::create(&mut s)?;
+    let docmap_root = btree::create(&mut s)?;
+    let owned_root = s.owned_root;
+    let members_root = if folder {
+        btree::create(tx)?
+    } else {
+        PageId::NONE
+    };
+    let st = ViewState {
+        design_note: meta.note_id,
+        folder,
+        flags: if logged { FLAG_LOGGED } else { 0 },
+        entries_root,
+        docmap_root,
+        members_root,
+        owned_root,
+        last_seq: 0,
+        dirty_session: 0,
+        last_update: 0,
+    };
+    let root = catalog::put(tx, tx.design_root(), name, &st)?;
+    tx.set_design_root(root);
+    Ok(())
+}
+
+/// Applies computed entries for changed notes and advances the index's
+/// sequence to `last`.
+fn apply_changes(
+    tx: &mut IndexTxn<'_, '_>,
+    path: &str,
+    name: &str,
+    changes: Vec<(NoteId, Vec<Entry>, bool)>,
+    last: u64,
+) -> ViewResult<()> {
+    with_state(tx, path, name, |tx, st| {
+        for (id, entries, deleted) in changes {
+            let member = if st.folder {
+                let key = id.0.to_be_bytes();
+                if deleted {
+                    btree::remove(tx, &mut st.members_root, &key)?;
+                }
+                btree::get(&*tx, st.members_root, &key)?.is_some()
+            } else {
+                true
+            };
+            let entries = if member { entries } else { Vec::new() };
+            let mut s = IndexStore {
+                unlogged: !st.logged(),
+                owned_root: st.owned_root,
+                tx: &mut *tx,
+            };
+            apply_note(&mut s, st, id, &entries, path, name)?;
+            st.owned_root = s.owned_root;
+        }
+        st.last_seq = st.last_seq.max(last);
+        st.last_update = Timestamp::now().0;
+        Ok(())
+    })
+}
+
+fn change_members(
+    tx: &mut IndexTxn<'_, '_>,
+    path: &str,
+    name: &str,
+    c: &Compiled,
+    unids: &[Unid],
+    add: bool,
+) -> ViewResult<()> {
+    let ctx = EvalContext {
+        now: Timestamp::now().0,
+    };
+    with_state(tx, path, name, |tx, st| {
+        for u in unids {
+            let Some(id) = tx.note_id_of(*u)? else {
+                continue;
+            };
+            let key = id.0.to_be_bytes();
+            let note: Option<Note> = tx.note(id)?;
+            let entries = match (&note, add) {
+                (Some(n), true) if selects(c, n, &ctx) => {
+                    btree::insert(tx, &mut st.members_root, &key, &[])?;
+                    entries_of(c, n, &ctx)
+                }
+                _ => {
+                    btree::remove(tx, &mut st.members_root, &key)?;
+                    Vec::new()
+                }
+            };
+            if st.built() {
+                let mut s = IndexStore {
+                    unlogged: !st.logged(),
+                    owned_root: st.owned_root,
+                    tx: &mut *tx,
+                };
+                apply_note(&mut s, st, id, &entries, path, name)?;
+                st.owned_root = s.owned_root;
+            }
+        }
+        Ok(())
+    })
+}
+
