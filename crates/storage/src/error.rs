@@ -27,6 +27,11 @@ pub enum StorageError {
     TooLarge { size: usize, limit: usize },
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// Input that must arrive in strictly increasing key order (a B+tree
+    /// bulk load) did not: entry `index` (0-based) is not greater than the
+    /// one before it.
+    #[error("input out of order: entry {index} is not greater than the entry before it")]
+    OutOfOrder { index: u64 },
 }
 
 impl StorageError {

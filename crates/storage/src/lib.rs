@@ -9,6 +9,7 @@
 
 pub mod backend;
 pub mod btree;
+pub mod bulk;
 mod error;
 pub mod freelist;
 mod ids;
