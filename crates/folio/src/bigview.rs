@@ -25,7 +25,11 @@ use views::{ColumnDef, Start, ViewConfig, ViewDef, Views};
 #[derive(clap::Args, Debug)]
 pub struct BigviewArgs {
     /// Folder sizes to sweep, ascending.
-    #[arg(long, default_value = "1000,10000,80000,200000,1000000", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_value = "1000,10000,80000,200000,1000000",
+        value_delimiter = ','
+    )]
     pub sizes: Vec<u64>,
     /// Repetitions of each timed operation at each size.
     #[arg(long, default_value_t = 1000)]
@@ -68,16 +72,21 @@ fn err(e: impl std::fmt::Display) -> String {
 /// A ~2 KiB mail message (stored inline in the note table).
 fn message(rng: &mut impl Rng, i: u64) -> Vec<Item> {
     const WORDS: [&str; 12] = [
-        "budget", "meeting", "report", "lunch", "release", "server", "folder", "review",
-        "quarter", "travel", "invoice", "design",
+        "budget", "meeting", "report", "lunch", "release", "server", "folder", "review", "quarter",
+        "travel", "invoice", "design",
     ];
-    let subject: Vec<&str> = (0..4).map(|_| WORDS[rng.gen_range(0..WORDS.len())]).collect();
+    let subject: Vec<&str> = (0..4)
+        .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+        .collect();
     let body: String = (0..1500)
         .map(|_| char::from(b'a' + rng.gen_range(0..26u8)))
         .collect();
     vec![
         text("Form", "Memo"),
-        text("From", &format!("user{:04}@example.com", rng.gen_range(0..5000))),
+        text(
+            "From",
+            &format!("user{:04}@example.com", rng.gen_range(0..5000)),
+        ),
         text("SendTo", "owner@example.com"),
         text("Subject", &format!("{} #{i}", subject.join(" "))),
         text("Body", &body),
@@ -117,13 +126,19 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
             rebuild_memory,
         },
     );
-    let db = engine.create_database("bigview.fdb", "bigview").map_err(err)?;
+    let db = engine
+        .create_database("bigview.fdb", "bigview")
+        .map_err(err)?;
     views
         .create(
             &db,
             ViewDef::folder(
                 "Inbox",
-                vec![col("Date=@Created:desc")?, col("From=From")?, col("Subject=Subject")?],
+                vec![
+                    col("Date=@Created:desc")?,
+                    col("From=From")?,
+                    col("Subject=Subject")?,
+                ],
             ),
         )
         .map_err(err)?;
@@ -169,7 +184,11 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
                 ViewDef::view(
                     "By Author",
                     "SELECT Form = \"Memo\"",
-                    vec![col("From=From:asc")?, col("Subject=Subject:asc")?, col("Date=@Created:desc")?],
+                    vec![
+                        col("From=From:asc")?,
+                        col("Subject=Subject:asc")?,
+                        col("Date=@Created:desc")?,
+                    ],
                 ),
             )
             .map_err(err)?;
@@ -195,8 +214,10 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
                 r.documents, r.seconds, r.documents_per_sec, r.sort_runs, r.temp_bytes >> 20,
                 r.sort_peak_memory >> 20, peak >> 10, peak.saturating_sub(rss0) >> 10
             );
-            rebuilds.push(json!({"sort_dir": label, "report": r, "rss_peak_kib": peak, "rss_before_kib": rss0,
-                "rebuild_memory": rebuild_memory}));
+            rebuilds.push(
+                json!({"sort_dir": label, "report": r, "rss_peak_kib": peak, "rss_before_kib": rss0,
+                "rebuild_memory": rebuild_memory}),
+            );
             v.close().map_err(err)?;
             if label == "tmpfs" {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -247,7 +268,12 @@ fn grow_docs(db: &Arc<nsf::Database>, rng: &mut impl Rng, total: u64) -> Result<
     Ok(())
 }
 
-fn create_batch(db: &Arc<nsf::Database>, rng: &mut impl Rng, first: u64, n: u64) -> Result<Vec<Unid>, String> {
+fn create_batch(
+    db: &Arc<nsf::Database>,
+    rng: &mut impl Rng,
+    first: u64,
+    n: u64,
+) -> Result<Vec<Unid>, String> {
     let docs: Vec<Vec<Item>> = (0..n).map(|i| message(rng, first + i)).collect();
     db.index_write(move |tx| {
         docs.into_iter()
@@ -274,7 +300,9 @@ fn measure(
     // Keys to find: the Date column of random entries.
     let mut keys = Vec::with_capacity(reps);
     for _ in 0..reps {
-        let rows = coll.read(&Start::Position(rng.gen_range(0..n)), 1, false, false).map_err(err)?;
+        let rows = coll
+            .read(&Start::Position(rng.gen_range(0..n)), 1, false, false)
+            .map_err(err)?;
         if let Some(views::Row::Entry { columns, .. }) = rows.first() {
             if let Some(serde_json::Value::String(s)) = Some(views::value_json(&columns[0])) {
                 keys.push(s);
@@ -289,10 +317,16 @@ fn measure(
         let first = c.read(&Start::Position(0), 40, false, false).map_err(err)?;
         rec(1, t);
         let t = Instant::now();
-        let mid = c.read(&Start::Position(n / 2), 40, false, false).map_err(err)?;
+        let mid = c
+            .read(&Start::Position(n / 2), 40, false, false)
+            .map_err(err)?;
         rec(2, t);
         if first.len() != 40.min(n as usize) || mid.is_empty() {
-            return Err(format!("short read at {n} entries: {} and {}", first.len(), mid.len()));
+            return Err(format!(
+                "short read at {n} entries: {} and {}",
+                first.len(),
+                mid.len()
+            ));
         }
         let t = Instant::now();
         let found = c.find(&keys[i % keys.len().max(1)], false).map_err(err)?;
@@ -322,7 +356,10 @@ fn ratio_table(rows: &[serde_json::Value]) -> serde_json::Value {
         return json!({});
     };
     let mut m = serde_json::Map::new();
-    println!("ratio of p50 at {} entries to p50 at {} entries:", hi["entries"], lo["entries"]);
+    println!(
+        "ratio of p50 at {} entries to p50 at {} entries:",
+        hi["entries"], lo["entries"]
+    );
     for op in OPS {
         let a = lo["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
         let b = hi["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
@@ -336,8 +373,11 @@ fn ratio_table(rows: &[serde_json::Value]) -> serde_json::Value {
 fn write_outputs(out: &std::path::Path, result: &serde_json::Value) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let path = out.join("result.json");
-    std::fs::write(&path, serde_json::to_string_pretty(result).unwrap_or_default())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(result).unwrap_or_default(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     let series: Vec<Series> = OPS
         .iter()
         .map(|op| Series {

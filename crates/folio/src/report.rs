@@ -20,7 +20,13 @@ fn escape(s: &str) -> String {
 }
 
 /// A line chart; with `log_x` the x axis is logarithmic.
-pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series], log_x: bool) -> String {
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    log_x: bool,
+) -> String {
     let (w, h, l, r, t, b) = (720.0, 400.0, 70.0, 170.0, 40.0, 50.0);
     let fx = |x: f64| if log_x { x.max(1e-9).log10() } else { x };
     let pts = series.iter().flat_map(|s| s.points.iter());
@@ -41,30 +47,94 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series], 
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
     );
-    let _ = write!(s, r#"<text x="{}" y="20" font-size="15" text-anchor="middle">{}</text>"#, (w - r + l) / 2.0, escape(title));
-    let _ = write!(s, r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#, h - b, w - r, h - b);
-    let _ = write!(s, r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#, h - b);
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="20" font-size="15" text-anchor="middle">{}</text>"#,
+        (w - r + l) / 2.0,
+        escape(title)
+    );
+    let _ = write!(
+        s,
+        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#,
+        h - b,
+        w - r,
+        h - b
+    );
+    let _ = write!(
+        s,
+        r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
+        h - b
+    );
     for i in 0..=4 {
         let y = y1 * f64::from(i) / 4.0;
-        let _ = write!(s, r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{0}" text-anchor="end" dy="4">{3:.3}</text>"##, py(y), w - r, l - 6.0, y);
+        let _ = write!(
+            s,
+            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{0}" text-anchor="end" dy="4">{3:.3}</text>"##,
+            py(y),
+            w - r,
+            l - 6.0,
+            y
+        );
     }
-    let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+    let mut xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
     for x in xs {
-        let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, px(x), h - b + 16.0, x);
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            px(x),
+            h - b + 16.0,
+            x
+        );
     }
-    let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, (w - r + l) / 2.0, h - 10.0, escape(x_label));
-    let _ = write!(s, r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">{}</text>"#, h / 2.0, h / 2.0, escape(y_label));
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (w - r + l) / 2.0,
+        h - 10.0,
+        escape(x_label)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">{}</text>"#,
+        h / 2.0,
+        h / 2.0,
+        escape(y_label)
+    );
     for (i, se) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let path: Vec<String> = se.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
-        let _ = write!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#, path.join(" "));
+        let path: Vec<String> = se
+            .points
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            path.join(" ")
+        );
         for &(x, y) in &se.points {
-            let _ = write!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#, px(x), py(y));
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#,
+                px(x),
+                py(y)
+            );
         }
         let ly = t + 18.0 * i as f64;
-        let _ = write!(s, r#"<rect x="{}" y="{}" width="12" height="12" fill="{c}"/><text x="{}" y="{}">{}</text>"#, w - r + 12.0, ly, w - r + 30.0, ly + 10.0, escape(&se.name));
+        let _ = write!(
+            s,
+            r#"<rect x="{}" y="{}" width="12" height="12" fill="{c}"/><text x="{}" y="{}">{}</text>"#,
+            w - r + 12.0,
+            ly,
+            w - r + 30.0,
+            ly + 10.0,
+            escape(&se.name)
+        );
     }
     s.push_str("</svg>");
     s

@@ -253,7 +253,11 @@ pub fn create_mail_design(views: &Views, db: &Arc<Database>) -> CliResult {
     let col = |s: &str| ColumnDef::parse(s).map_err(err);
     let inbox = ViewDef::folder(
         "Inbox",
-        vec![col("Date=@Created:desc")?, col("From=From")?, col("Subject=Subject")?],
+        vec![
+            col("Date=@Created:desc")?,
+            col("From=From")?,
+            col("Subject=Subject")?,
+        ],
     );
     let all = ViewDef::view(
         "All Documents",

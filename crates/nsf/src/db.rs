@@ -950,7 +950,10 @@ impl Database {
             return Ok(()); // unlogged mode writes pages at commit (I12)
         };
         log.wait_durable(log.end_lsn())?;
-        let r = self.core.pool.flush(log.durable_lsn(), Some(self.core.file));
+        let r = self
+            .core
+            .pool
+            .flush(log.durable_lsn(), Some(self.core.file));
         match r.failures.into_iter().next() {
             Some((_, _, reason)) => Err(NsfError::DatabaseFailed {
                 path: self.core.path.clone(),
@@ -1084,7 +1087,11 @@ fn fresh_unid(txn: &Txn<'_>) -> NsfResult<Unid> {
     }
 }
 
-pub(crate) fn lookup_unid(store: &impl PageStore, h: &DbHeader, unid: Unid) -> NsfResult<Option<NoteId>> {
+pub(crate) fn lookup_unid(
+    store: &impl PageStore,
+    h: &DbHeader,
+    unid: Unid,
+) -> NsfResult<Option<NoteId>> {
     match btree::get(store, h.unid_root, &unid.0)? {
         Some(v) => Ok(Some(note_id_from(&v, store.name())?)),
         None => Ok(None),
@@ -1102,7 +1109,11 @@ fn note_id_from(v: &[u8], path: &str) -> NsfResult<NoteId> {
     Ok(NoteId(u32::from_be_bytes(b)))
 }
 
-pub(crate) fn load_note(store: &impl PageStore, h: &DbHeader, id: NoteId) -> NsfResult<Option<Note>> {
+pub(crate) fn load_note(
+    store: &impl PageStore,
+    h: &DbHeader,
+    id: NoteId,
+) -> NsfResult<Option<Note>> {
     match btree::get(store, h.note_root, &id.0.to_be_bytes())? {
         Some(v) => Ok(Some(decode_note_value(store, &v)?)),
         None => Ok(None),

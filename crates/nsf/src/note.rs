@@ -249,9 +249,14 @@ pub fn decode_note(b: &[u8]) -> Result<Note, CodecError> {
 }
 
 /// Checks each name and that no two are equal ignoring case.
-/// Item name prefix of attachment items. Attachments are the one kind of
-/// item the engine names itself, so only they may use a `$` name.
+/// Item name prefix of attachment items. Attachments and the items of
+/// design notes are the items the system names itself, so only they may
+/// use a `$` name.
 pub const ATTACHMENT_PREFIX: &str = "$FILE:";
+
+/// Text items that mark and define a design note (a view or folder
+/// definition, written by the views layer).
+pub const DESIGN_ITEMS: [&str; 3] = ["$DesignType", "$Title", "$ViewDef"];
 
 /// Checks names (and case-insensitive uniqueness); `system` marks names the
 /// engine chose (attachment items), which may carry `ATTACHMENT_PREFIX`.
@@ -268,6 +273,15 @@ pub(crate) fn check_names<'a>(
     Ok(())
 }
 
+/// Whether the system named this item (see [`ATTACHMENT_PREFIX`]).
+fn is_system_item(i: &Item) -> bool {
+    match i.value {
+        ItemValue::Attachment(_) => i.name.starts_with(ATTACHMENT_PREFIX),
+        ItemValue::Text(_) => DESIGN_ITEMS.contains(&i.name.as_str()),
+        _ => false,
+    }
+}
+
 fn check_name(name: &str, system: bool) -> Result<(), CodecError> {
     let reason = if name.is_empty() {
         "item names must not be empty"
@@ -275,7 +289,7 @@ fn check_name(name: &str, system: bool) -> Result<(), CodecError> {
         "item names are at most 255 bytes"
     } else if name.chars().any(char::is_control) {
         "item names must not contain control characters"
-    } else if name.starts_with('$') && !(system && name.starts_with(ATTACHMENT_PREFIX)) {
+    } else if name.starts_with('$') && !system {
         "names starting with '$' are reserved for the system"
     } else {
         return Ok(());
@@ -302,11 +316,7 @@ fn encoded_items_len(items: &[Item]) -> Result<usize, CodecError> {
             limit: MAX_ITEMS,
         });
     }
-    check_names(
-        items
-            .iter()
-            .map(|i| (i.name.as_str(), matches!(i.value, ItemValue::Attachment(_)))),
-    )?;
+    check_names(items.iter().map(|i| (i.name.as_str(), is_system_item(i))))?;
     let mut total = 0;
     for item in items {
         total += ITEM_OVERHEAD + item.name.len() + check_value(item)?;

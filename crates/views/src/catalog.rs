@@ -101,34 +101,41 @@ pub fn name_key(name: &str) -> Vec<u8> {
 }
 
 /// Reads a view's state; `None` if there is no such view.
-pub fn get(s: &impl PageStore, root: PageId, db: &str, name: &str) -> ViewResult<Option<ViewState>> {
+pub fn get(
+    s: &impl PageStore,
+    root: PageId,
+    db: &str,
+    name: &str,
+) -> ViewResult<Option<ViewState>> {
     if root.is_none() {
         return Ok(None);
     }
     match btree::get(s, root, &name_key(name))? {
         None => Ok(None),
-        Some(v) => ViewState::decode(&v).map(Some).ok_or_else(|| ViewError::Corrupt {
-            db: db.to_string(),
-            name: name.to_string(),
-            reason: format!("catalog entry of {} bytes", v.len()),
-        }),
+        Some(v) => ViewState::decode(&v)
+            .map(Some)
+            .ok_or_else(|| ViewError::Corrupt {
+                db: db.to_string(),
+                name: name.to_string(),
+                reason: format!("catalog entry of {} bytes", v.len()),
+            }),
     }
 }
 
 /// Writes a view's state, creating the catalog if needed; returns the
 /// (possibly new) catalog root.
-pub fn put(s: &mut impl PageStoreMut, root: PageId, name: &str, st: &ViewState) -> ViewResult<PageId> {
-    let mut root = if root.is_none() { btree::create(s)? } else { root };
+pub fn put(
+    s: &mut impl PageStoreMut,
+    root: PageId,
+    name: &str,
+    st: &ViewState,
+) -> ViewResult<PageId> {
+    let mut root = if root.is_none() {
+        btree::create(s)?
+    } else {
+        root
+    };
     btree::insert(s, &mut root, &name_key(name), &st.encode())?;
-    Ok(root)
-}
-
-/// Removes a view's catalog entry.
-pub fn remove(s: &mut impl PageStoreMut, root: PageId, name: &str) -> ViewResult<PageId> {
-    let mut root = root;
-    if !root.is_none() {
-        btree::remove(s, &mut root, &name_key(name))?;
-    }
     Ok(root)
 }
 
@@ -138,7 +145,12 @@ pub fn list(s: &impl PageStore, root: PageId) -> ViewResult<Vec<(String, ViewSta
     if root.is_none() {
         return Ok(out);
     }
-    for kv in btree::range(s, root, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded) {
+    for kv in btree::range(
+        s,
+        root,
+        std::ops::Bound::Unbounded,
+        std::ops::Bound::Unbounded,
+    ) {
         let (k, v) = kv?;
         if let Some(st) = ViewState::decode(&v) {
             out.push((String::from_utf8_lossy(&k).into_owned(), st));

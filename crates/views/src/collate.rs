@@ -252,7 +252,16 @@ mod tests {
             match v {
                 Value::Text(l) => l
                     .iter()
-                    .map(|s| (4, 0.0, s.chars().take(KEY_TEXT_CHARS).collect::<String>().to_lowercase()))
+                    .map(|s| {
+                        (
+                            4,
+                            0.0,
+                            s.chars()
+                                .take(KEY_TEXT_CHARS)
+                                .collect::<String>()
+                                .to_lowercase(),
+                        )
+                    })
                     .collect(),
                 Value::Number(l) => l.iter().map(|n| (2, *n, String::new())).collect(),
                 Value::DateTime(l) => l.iter().map(|t| (3, *t as f64, String::new())).collect(),
@@ -261,11 +270,10 @@ mod tests {
         }
         let (ea, eb) = (elems(a), elems(b));
         for (x, y) in ea.iter().zip(&eb) {
-            let o = x
-                .0
-                .cmp(&y.0)
-                .then(x.1.partial_cmp(&y.1).unwrap())
-                .then_with(|| x.2.cmp(&y.2));
+            let o =
+                x.0.cmp(&y.0)
+                    .then(x.1.partial_cmp(&y.1).unwrap())
+                    .then_with(|| x.2.cmp(&y.2));
             if o.is_ne() {
                 return o;
             }

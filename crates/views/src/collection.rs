@@ -134,7 +134,12 @@ impl<'v> Collection<'v> {
 
     /// Column titles, in order.
     pub fn titles(&self) -> Vec<String> {
-        self.compiled.def.columns.iter().map(|c| c.title.clone()).collect()
+        self.compiled
+            .def
+            .columns
+            .iter()
+            .map(|c| c.title.clone())
+            .collect()
     }
 
     /// Applies changes made since the index's last sequence.
@@ -144,7 +149,10 @@ impl<'v> Collection<'v> {
         Ok(r)
     }
 
-    fn with_state<R>(&self, f: impl FnOnce(&IndexRead<'_>, &ViewState) -> ViewResult<R>) -> ViewResult<R> {
+    fn with_state<R>(
+        &self,
+        f: impl FnOnce(&IndexRead<'_>, &ViewState) -> ViewResult<R>,
+    ) -> ViewResult<R> {
         let name = self.name().to_string();
         self.db.index_read(|r| {
             let st = catalog::get(r, r.design_root(), self.db.path(), &name)?
@@ -160,7 +168,13 @@ impl<'v> Collection<'v> {
 
     /// Reads up to `count` rows starting at `start`, forward or backward,
     /// with category rows if `categories` and the view is categorized.
-    pub fn read(&self, start: &Start, count: usize, backward: bool, categories: bool) -> ViewResult<Vec<Row>> {
+    pub fn read(
+        &self,
+        start: &Start,
+        count: usize,
+        backward: bool,
+        categories: bool,
+    ) -> ViewResult<Vec<Row>> {
         let categories = categories && self.compiled.categorized();
         self.with_state(|r, st| {
             let root = st.entries_root;
@@ -179,7 +193,9 @@ impl<'v> Collection<'v> {
                             None => return Ok(Vec::new()),
                         }
                     } else {
-                        match btree::range(r, root, Bound::Included(&p[..]), Bound::Unbounded).next() {
+                        match btree::range(r, root, Bound::Included(&p[..]), Bound::Unbounded)
+                            .next()
+                        {
                             Some(kv) => kv?.0,
                             None => return Ok(Vec::new()),
                         }
@@ -187,12 +203,23 @@ impl<'v> Collection<'v> {
                 }
             };
             let mut pos = btree::rank(r, root, &first_key)?;
-            let iter: Box<dyn Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>> = if backward {
-                Box::new(btree::range_rev(r, root, Bound::Unbounded, Bound::Included(&first_key[..])))
-            } else {
-                Box::new(btree::range(r, root, Bound::Included(&first_key[..]), Bound::Unbounded))
-            };
-            let mut rows = Vec::with_capacity(count);
+            let iter: Box<dyn Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>> =
+                if backward {
+                    Box::new(btree::range_rev(
+                        r,
+                        root,
+                        Bound::Unbounded,
+                        Bound::Included(&first_key[..]),
+                    ))
+                } else {
+                    Box::new(btree::range(
+                        r,
+                        root,
+                        Bound::Included(&first_key[..]),
+                        Bound::Unbounded,
+                    ))
+                };
+            let mut rows = Vec::with_capacity(count.min(1024));
             let mut last_cat: Option<Vec<u8>> = None;
             let mut entries = 0;
             for kv in iter {
@@ -203,7 +230,8 @@ impl<'v> Collection<'v> {
                 if categories {
                     let cat = category_prefix(&k).to_vec();
                     if last_cat.as_ref() != Some(&cat) {
-                        let n = btree::rank(r, root, &successor(&cat))? - btree::rank(r, root, &cat)?;
+                        let n =
+                            btree::rank(r, root, &successor(&cat))? - btree::rank(r, root, &cat)?;
                         let (_, cols) = self.decode(&v)?;
                         rows.push(Row::Category {
                             category: cols.into_iter().next().unwrap_or(Value::Text(vec![])),
@@ -247,7 +275,8 @@ impl<'v> Collection<'v> {
             let Some(v) = btree::get(r, st.docmap_root, &id.0.to_be_bytes())? else {
                 return Ok(None);
             };
-            let keys = decode_docmap(&v).ok_or_else(|| self.corrupt(format!("docmap entry of note {id}")))?;
+            let keys = decode_docmap(&v)
+                .ok_or_else(|| self.corrupt(format!("docmap entry of note {id}")))?;
             match keys.first() {
                 Some(k) => Ok(Some(btree::rank(r, st.entries_root, k)?)),
                 None => Ok(None),
@@ -264,7 +293,12 @@ impl<'v> Collection<'v> {
             });
         };
         let col = &self.compiled.def.columns[first];
-        Ok(search_prefix(key, col.case_sensitive, col.sort == Sort::Desc, prefix))
+        Ok(search_prefix(
+            key,
+            col.case_sensitive,
+            col.sort == Sort::Desc,
+            prefix,
+        ))
     }
 
     fn decode(&self, v: &[u8]) -> ViewResult<(Unid, Vec<Value>)> {

@@ -292,7 +292,10 @@ mod tests {
     #[test]
     fn column_specs_parse_flags_from_the_end() {
         let c = ColumnDef::parse("Date=@Modified:desc").unwrap();
-        assert_eq!((c.title.as_str(), c.formula.as_str()), ("Date", "@Modified"));
+        assert_eq!(
+            (c.title.as_str(), c.formula.as_str()),
+            ("Date", "@Modified")
+        );
         assert_eq!(c.sort, Sort::Desc);
         let c = ColumnDef::parse("Who=From:cat").unwrap();
         assert!(c.categorized && c.sort == Sort::Asc);
@@ -303,7 +306,11 @@ mod tests {
 
     #[test]
     fn bad_formulas_are_named_errors() {
-        let d = ViewDef::view("V", "SELECT Form = ", vec![ColumnDef::parse("S=Subject").unwrap()]);
+        let d = ViewDef::view(
+            "V",
+            "SELECT Form = ",
+            vec![ColumnDef::parse("S=Subject").unwrap()],
+        );
         let e = d.compile().unwrap_err().to_string();
         assert!(e.contains("selection") && e.contains("line 1"), "{e}");
         let d = ViewDef::view("V", "", vec![ColumnDef::parse("S=@Nope(1)").unwrap()]);
@@ -313,7 +320,10 @@ mod tests {
 
     #[test]
     fn refresh_settings_parse() {
-        assert_eq!("every:4".parse::<Refresh>().unwrap(), Refresh::EveryHours(4));
+        assert_eq!(
+            "every:4".parse::<Refresh>().unwrap(),
+            Refresh::EveryHours(4)
+        );
         assert!("every:0".parse::<Refresh>().is_err());
         assert!("sometimes".parse::<Refresh>().is_err());
     }

