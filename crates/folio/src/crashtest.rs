@@ -406,7 +406,9 @@ pub fn scan(engine: &Engine, dbs: usize) -> Result<Vec<FoundDoc>, String> {
             .map_err(|e| format!("{}: check failed: {e}", db_path(i)))?;
         let mut notes = Vec::new();
         db.for_each_note(|n| {
-            notes.push(n);
+            if !views::is_design_note(&n) {
+                notes.push(n);
+            }
             Ok(())
         })
         .map_err(|e| e.to_string())?;
@@ -626,6 +628,126 @@ pub fn ensure_dbs(engine: &Engine, dbs: usize) -> NsfResult<()> {
     Ok(())
 }
 
+/// The views every crash-test database carries: one logged, one not.
+pub const CRASH_VIEWS: [(&str, bool); 2] = [("Logged", true), ("Unlogged", false)];
+
+/// Creates the crash-test views that do not exist yet.
+pub fn ensure_views(views: &views::Views, engine: &Engine, dbs: usize) -> Result<(), String> {
+    for i in 0..dbs {
+        let db = engine
+            .open_database(&db_path(i))
+            .map_err(|e| e.to_string())?;
+        let have: Vec<String> = views
+            .list(&db)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        for (name, logged) in CRASH_VIEWS {
+            if have.iter().any(|h| h == name) {
+                continue;
+            }
+            let cols = ["Key=Key:asc", "V=Version"]
+                .iter()
+                .map(|c| views::ColumnDef::parse(c))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let mut def = views::ViewDef::view(name, "SELECT @All", cols);
+            def.logged = logged;
+            views.create(&db, def).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Brings every crash-test view up to date, forever (a child thread).
+fn update_views_forever(views: &views::Views, engine: &Engine, dbs: usize) -> Result<(), String> {
+    loop {
+        for i in 0..dbs {
+            let db = engine
+                .open_database(&db_path(i))
+                .map_err(|e| e.to_string())?;
+            for (name, _) in CRASH_VIEWS {
+                views.update(&db, name).map_err(|e| e.to_string())?;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// What checking the views after a crash found.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ViewCheck {
+    /// Unlogged indexes rebuilt because the crash left them untrusted.
+    pub unlogged_rebuilt: usize,
+}
+
+/// After recovery: a logged index is used as it is (never rebuilt once
+/// built), every index agrees with the documents, and keys are in order.
+pub fn check_views(views: &views::Views, engine: &Engine, dbs: usize) -> Result<ViewCheck, String> {
+    let mut out = ViewCheck::default();
+    for i in 0..dbs {
+        let db = engine
+            .open_database(&db_path(i))
+            .map_err(|e| e.to_string())?;
+        let mut docs = std::collections::HashSet::new();
+        db.for_each_note(|n| {
+            if !views::is_design_note(&n) {
+                docs.insert(n.oid.unid.to_string());
+            }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        for (name, logged) in CRASH_VIEWS {
+            let coll = match views.open(&db, name) {
+                Ok(c) => c,
+                Err(views::ViewError::NoSuchView { .. }) => continue, // killed before creating it
+                Err(e) => return Err(format!("{}: view {name}: {e}", db_path(i))),
+            };
+            match (&coll.rebuilt, logged) {
+                (Some(why), true) if why != "first use" => {
+                    return Err(format!(
+                        "{}: logged view was rebuilt after the crash: {why}",
+                        db_path(i)
+                    ))
+                }
+                (Some(why), false) if why != "first use" => out.unlogged_rebuilt += 1,
+                _ => {}
+            }
+            let rows = coll
+                .read(&views::Start::Position(0), usize::MAX, false, false)
+                .map_err(|e| e.to_string())?;
+            let mut seen = std::collections::HashSet::new();
+            let mut last_key = String::new();
+            for r in &rows {
+                let views::Row::Entry { unid, columns, .. } = r else {
+                    continue;
+                };
+                let key = match columns.first() {
+                    Some(views::Value::Text(l)) => l.first().cloned().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                if key.to_lowercase() < last_key {
+                    return Err(format!("{}: view {name} out of order at {key}", db_path(i)));
+                }
+                last_key = key.to_lowercase();
+                seen.insert(unid.clone());
+            }
+            if seen != docs || rows.len() != docs.len() {
+                return Err(format!(
+                    "{}: view {name} has {} entries ({} distinct) for {} documents",
+                    db_path(i),
+                    rows.len(),
+                    seen.len(),
+                    docs.len()
+                ));
+            }
+        }
+        db.check().map_err(|e| format!("{}: {e}", db_path(i)))?;
+    }
+    Ok(out)
+}
+
 /// Workers for a run, owning the documents already on disk.
 pub fn workers(seed: u64, threads: usize, dbs: usize, found: &[FoundDoc]) -> Vec<Worker> {
     (0..threads)
@@ -647,8 +769,18 @@ pub fn run_child(c: &ChildArgs, args: &crate::cli::Args) -> Result<(), String> {
     let cfg = crate::datadir::settings(&args.data, args.config.as_deref())?;
     let dd = crate::datadir::open(&args.data, cfg)?;
     let engine = Arc::new(dd.engine);
+    let views = Arc::new(dd.views);
     ensure_dbs(&engine, c.dbs).map_err(|e| e.to_string())?;
+    ensure_views(&views, &engine, c.dbs)?;
     let found = scan(&engine, c.dbs)?;
+    {
+        let (engine, views, dbs) = (engine.clone(), views.clone(), c.dbs);
+        std::thread::spawn(move || {
+            if let Err(e) = update_views_forever(&views, &engine, dbs) {
+                eprintln!("view updater: {e}");
+            }
+        });
+    }
     println!("READY {}", found.len());
     let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
     let handles: Vec<_> = workers(c.seed, c.threads, c.dbs, &found)
