@@ -297,18 +297,6 @@ fn measure(
     };
     let coll = views.open(db, "Inbox").map_err(err)?;
     let n = coll.count().map_err(err)?;
-    // Keys to find: the Date column of random entries.
-    let mut keys = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let rows = coll
-            .read(&Start::Position(rng.gen_range(0..n)), 1, false, false)
-            .map_err(err)?;
-        if let Some(views::Row::Entry { columns, .. }) = rows.first() {
-            if let Some(serde_json::Value::String(s)) = Some(views::value_json(&columns[0])) {
-                keys.push(s);
-            }
-        }
-    }
     for i in 0..reps {
         let t = Instant::now();
         let c = views.open(db, "Inbox").map_err(err)?;
@@ -328,11 +316,13 @@ fn measure(
                 mid.len()
             ));
         }
+        // The key to find: the Date column of a random entry (untimed).
+        let key = key_at(&c, rng.gen_range(0..n))?;
         let t = Instant::now();
-        let found = c.find(&keys[i % keys.len().max(1)], false).map_err(err)?;
+        let found = c.find(&key, false).map_err(err)?;
         rec(3, t);
         if found.is_none() {
-            return Err(format!("key {:?} not found", keys[i % keys.len()]));
+            return Err(format!("key {key:?} not found"));
         }
         // Add one new document to the folder and bring the index up to date.
         let unid = create_batch(db, rng, 10_000_000 + i as u64, 1)?[0];
@@ -349,6 +339,19 @@ fn measure(
         members.push(unid);
     }
     Ok(h)
+}
+
+fn key_at(c: &views::Collection<'_>, pos: u64) -> Result<String, String> {
+    let rows = c
+        .read(&Start::Position(pos), 1, false, false)
+        .map_err(err)?;
+    match rows.first() {
+        Some(views::Row::Entry { columns, .. }) => match views::value_json(&columns[0]) {
+            serde_json::Value::String(s) => Ok(s),
+            other => Err(format!("unexpected Date column {other}")),
+        },
+        _ => Err(format!("no entry at position {pos}")),
+    }
 }
 
 fn ratio_table(rows: &[serde_json::Value]) -> serde_json::Value {

@@ -199,7 +199,7 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
 }
 
 fn say_rebuilt(coll: &views::Collection<'_>) {
-    if let Some(why) = &coll.rebuilt {
+    if let Some(why) = coll.rebuilt.as_ref().filter(|w| *w != "first use") {
         eprintln!("folio: rebuilt the index of {:?}: {why}", coll.name());
     }
 }

@@ -154,7 +154,11 @@ impl Views {
         let compiled = self.compiled(db, &st)?;
         let mut rebuilt = None;
         if let Some(why) = self.rebuild_reason(db, name, &st) {
-            tracing::warn!(db = %db.path(), view = %compiled.def.name, "rebuilding view index: {why}");
+            if st.built() {
+                tracing::warn!(db = %db.path(), view = %compiled.def.name, "rebuilding view index: {why}");
+            } else {
+                tracing::info!(db = %db.path(), view = %compiled.def.name, "building view index: {why}");
+            }
             self.rebuild(db, name)?;
             rebuilt = Some(why);
         } else {
