@@ -32,6 +32,15 @@ pub enum StorageError {
     /// one before it.
     #[error("input out of order: entry {index} is not greater than the entry before it")]
     OutOfOrder { index: u64 },
+    /// A temporary file (an external-sort run) failed its checksum or
+    /// structure checks at byte `offset`: the data read back is not what
+    /// was written.
+    #[error("corrupt temporary file {file} at byte {offset}: {reason}")]
+    CorruptTemp {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
 }
 
 impl StorageError {

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod btree;
 pub mod bulk;
 mod error;
+pub mod extsort;
 pub mod freelist;
 mod ids;
 pub mod overflow;
