@@ -161,7 +161,7 @@ fn main() -> StorageResult<()> {
         }
         load += t.elapsed();
     }
-    let stats = *sorted.stats();
+    let stats = sorted.stats();
     drop(sorted);
     let t = Instant::now();
     let root = loader.finish()?;

@@ -615,6 +615,31 @@ mod tests {
     }
 
     #[test]
+    fn the_external_sorters_output_loads_directly() {
+        use crate::backend::MemBackend;
+        use crate::extsort::{ExternalSorter, MIN_MEMORY_LIMIT};
+        let model: Model = (0u32..5000)
+            .map(|i| {
+                (
+                    format!("{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).into_bytes(),
+                    i.to_le_bytes().to_vec(),
+                )
+            })
+            .collect();
+        let backend = std::sync::Arc::new(MemBackend::new());
+        let mut sorter = ExternalSorter::new(backend, "sort".into(), MIN_MEMORY_LIMIT);
+        for i in 0u32..5000 {
+            let k = format!("{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000);
+            sorter.push(k.as_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        let sorted = sorter.finish().unwrap();
+        assert!(sorted.stats().runs_spilled > 1);
+        let mut s = MemStore::new();
+        let root = bulk_load(&mut s, sorted, 0.9).unwrap();
+        assert_matches(&s, root, &model);
+    }
+
+    #[test]
     fn empty_input_is_the_tree_create_makes() {
         let mut s = MemStore::new();
         let root = load(&mut s, &Model::new(), 0.9).unwrap();

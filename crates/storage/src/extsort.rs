@@ -907,8 +907,8 @@ pub struct Sorted {
 
 impl Sorted {
     /// What the sort did.
-    pub fn stats(&self) -> &SortStats {
-        &self.stats
+    pub fn stats(&self) -> SortStats {
+        self.stats
     }
 
     /// The next entry in key order, borrowed until the next call.
@@ -990,7 +990,7 @@ mod tests {
             s.push(k, v)?;
         }
         let sorted = s.finish()?;
-        let stats = *sorted.stats();
+        let stats = sorted.stats();
         Ok((sorted.collect::<StorageResult<_>>()?, stats))
     }
 
