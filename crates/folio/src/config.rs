@@ -248,9 +248,17 @@ mod tests {
     fn view_settings() {
         let c = parse("view_rebuild_dir = \"/fast\"\nview_rebuild_memory = \"16MiB\"").unwrap();
         let v = c.view_config().unwrap();
-        assert_eq!((v.rebuild_dir.as_path(), v.rebuild_memory), (Path::new("/fast"), 16 << 20));
-        let e = parse("view_rebuild_memory = 1000").unwrap().view_config().unwrap_err();
+        assert_eq!(
+            (v.rebuild_dir.as_path(), v.rebuild_memory),
+            (Path::new("/fast"), 16 << 20)
+        );
+        let e = parse("view_rebuild_memory = 1000")
+            .unwrap()
+            .view_config()
+            .unwrap_err();
         assert!(e.contains("view_rebuild_memory"), "{e}");
-        assert!(parse("view_rebuild_dri = \"/x\"").unwrap_err().contains("view_rebuild_dri"));
+        assert!(parse("view_rebuild_dri = \"/x\"")
+            .unwrap_err()
+            .contains("view_rebuild_dri"));
     }
 }

@@ -20,7 +20,8 @@ use formula::EvalContext;
 use nsf::{Database, Note, NoteId, Timestamp};
 use std::sync::Arc;
 use std::time::Instant;
-use storage::bulk::bulk_load;
+use storage::bulk::BulkLoader;
+use storage::extsort::{ExternalSorter, Sorted};
 use storage::{btree, PageId, PageStoreMut};
 
 /// Leaves are filled to this fraction so later inserts rarely split.
@@ -53,7 +54,7 @@ pub(crate) fn rebuild(
     let ctx = EvalContext {
         now: Timestamp::now().0,
     };
-    let mem = views.config.rebuild_memory.max(1 << 20);
+    let mem = views.config.rebuild_memory.max(64 << 10);
     let dir = views.config.rebuild_dir.clone();
     let mut entries = ExternalSorter::new(views.backend.clone(), dir.clone(), mem / 4 * 3);
     let mut docmap = ExternalSorter::new(views.backend.clone(), dir, mem / 4);
@@ -87,14 +88,14 @@ pub(crate) fn rebuild(
             None => Err(e.into()),
         })?;
     }
-    let (es, ds) = (entries.stats(), docmap.stats());
-    report.sort_peak_memory = es.peak_memory + ds.peak_memory;
     let sorted_entries = entries.finish()?;
     let sorted_docmap = docmap.finish()?;
+    let (es, ds) = (sorted_entries.stats(), sorted_docmap.stats());
+    report.sort_peak_memory = (es.peak_memory + ds.peak_memory) as u64;
     let mut w = db.bulk_writer()?;
     let built = (|| -> ViewResult<(PageId, PageId)> {
-        let e = bulk_load(&mut w, sorted_entries, FILL)?;
-        let d = bulk_load(&mut w, sorted_docmap, FILL)?;
+        let e = load(&mut w, sorted_entries)?;
+        let d = load(&mut w, sorted_docmap)?;
         w.finish()?;
         Ok((e, d))
     })();
@@ -159,11 +160,20 @@ pub(crate) fn rebuild(
             return Err(e.into());
         }
     }
-    report.sort_runs = es.runs + ds.runs;
+    report.sort_runs = es.runs_spilled + ds.runs_spilled;
     report.temp_bytes = es.bytes_written + ds.bytes_written;
     report.seconds = t0.elapsed().as_secs_f64();
     report.documents_per_sec = report.documents as f64 / report.seconds.max(1e-9);
     Ok(report)
+}
+
+/// Bulk-loads a sorted stream into a new tree.
+fn load(w: &mut nsf::BulkWriter, mut sorted: Sorted) -> ViewResult<PageId> {
+    let mut loader = BulkLoader::new(w, FILL)?;
+    while let Some((k, v)) = sorted.next_entry()? {
+        loader.push(k, v)?;
+    }
+    Ok(loader.finish()?)
 }
 
 /// Calls `f` for every live member of a folder, reading the membership in
@@ -197,37 +207,5 @@ fn for_each_member(
         for n in &chunk {
             f(n)?;
         }
-    }
-}
-
-// Interim in-memory sorter with the external sorter's interface.
-struct ExternalSorter(Vec<(Vec<u8>, Vec<u8>)>);
-#[derive(Clone, Copy)]
-struct SortStats {
-    peak_memory: u64,
-    runs: u64,
-    bytes_written: u64,
-}
-impl ExternalSorter {
-    fn new(_: Arc<dyn storage::Backend>, _: std::path::PathBuf, _: usize) -> Self {
-        ExternalSorter(Vec::new())
-    }
-    fn push(&mut self, k: &[u8], v: &[u8]) -> storage::StorageResult<()> {
-        self.0.push((k.to_vec(), v.to_vec()));
-        Ok(())
-    }
-    fn stats(&self) -> SortStats {
-        SortStats {
-            peak_memory: 0,
-            runs: 0,
-            bytes_written: 0,
-        }
-    }
-    fn finish(
-        mut self,
-    ) -> storage::StorageResult<impl Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>>
-    {
-        self.0.sort();
-        Ok(self.0.into_iter().map(Ok))
     }
 }

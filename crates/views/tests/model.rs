@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::MemBackend;
+use storage::Backend;
 use translog::LogConfig;
 use views::{ColumnDef, Row, Start, ViewConfig, ViewDef, Views};
 
@@ -356,4 +357,56 @@ proptest! {
         views.close().unwrap();
         engine.close().unwrap();
     }
+}
+
+#[test]
+fn a_rebuild_that_spills_to_temporary_files_matches_incremental_updates() {
+    let disk = MemBackend::new();
+    let (engine, _) = Engine::open(Arc::new(disk.clone()), config()).unwrap();
+    let views = Views::new(
+        engine.backend(),
+        ViewConfig {
+            rebuild_dir: "/sort".into(),
+            rebuild_memory: 64 << 10,
+        },
+    );
+    let db = engine.create_database(DB, "").unwrap();
+    for d in designs().into_iter().filter(|d| d.name.starts_with("By")) {
+        views.create(&db, d).unwrap();
+    }
+    for d in designs().into_iter().filter(|d| d.name.starts_with("By")) {
+        views.update(&db, &d.name).unwrap(); // built while empty
+    }
+    for i in 0..3000u32 {
+        let d = Doc {
+            id: NoteId(0),
+            key: format!("{}{}", KEYS[i as usize % KEYS.len()], i % 97),
+            tag: (i % 8) as u8,
+            cats: cats_of(i as u8),
+        };
+        db.create(items(&d)).unwrap();
+        if i % 500 == 0 {
+            engine.checkpoint().unwrap(); // no background checkpointer here
+        }
+    }
+    for d in designs().into_iter().filter(|d| d.name.starts_with("By")) {
+        let read = |views: &Views| {
+            views
+                .open(&db, &d.name)
+                .unwrap()
+                .read(&Start::Position(0), usize::MAX, false, true)
+                .unwrap()
+        };
+        let incremental = read(&views);
+        assert!(incremental.len() > 1000, "{}", incremental.len());
+        let r = views.rebuild(&db, &d.name).unwrap();
+        assert!(r.sort_runs > 0, "the sort spilled: {r:?}");
+        assert_eq!(read(&views), incremental, "view {}", d.name);
+    }
+    let left = disk.read_dir(Path::new("/sort")).unwrap_or_default();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+    db.check().unwrap();
+    views.close().unwrap();
+    drop(db);
+    engine.close().unwrap();
 }
