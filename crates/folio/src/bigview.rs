@@ -62,7 +62,7 @@ const OPS: [&str; 6] = [
 ];
 
 fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -156,19 +156,20 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
         let h = measure(&db, &views, &mut rng, &mut members, a.reps)?;
         let mut ops = serde_json::Map::new();
         for (name, hh) in OPS.iter().zip(&h) {
+            let us = |q: f64| hh.value_at_quantile(q) as f64 / 1000.0;
             println!(
-                "{:>9} {:>18} {:>9} {:>9} {:>9} {:>9}",
+                "{:>9} {:>18} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
                 size,
                 name,
-                hh.value_at_quantile(0.5),
-                hh.value_at_quantile(0.95),
-                hh.value_at_quantile(0.99),
-                hh.max()
+                us(0.5),
+                us(0.95),
+                us(0.99),
+                hh.max() as f64 / 1000.0
             );
             ops.insert(
                 (*name).into(),
-                json!({"p50_us": hh.value_at_quantile(0.5), "p95_us": hh.value_at_quantile(0.95),
-                       "p99_us": hh.value_at_quantile(0.99), "max_us": hh.max(), "count": hh.len()}),
+                json!({"p50_us": us(0.5), "p95_us": us(0.95), "p99_us": us(0.99),
+                       "max_us": hh.max() as f64 / 1000.0, "count": hh.len()}),
             );
         }
         rows.push(json!({"entries": size, "populate_seconds": grow_secs, "operations": ops}));
@@ -293,7 +294,7 @@ fn measure(
 ) -> Result<Vec<Histogram<u64>>, String> {
     let mut h: Vec<Histogram<u64>> = OPS.iter().map(|_| hist()).collect();
     let mut rec = |i: usize, t: Instant| {
-        let _ = h[i].record(t.elapsed().as_micros().max(1) as u64);
+        let _ = h[i].record(t.elapsed().as_nanos().max(1) as u64);
     };
     let coll = views.open(db, "Inbox").map_err(err)?;
     let n = coll.count().map_err(err)?;
@@ -366,7 +367,7 @@ fn ratio_table(rows: &[serde_json::Value]) -> serde_json::Value {
     for op in OPS {
         let a = lo["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
         let b = hi["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
-        let r = b / a.max(1.0);
+        let r = b / a.max(0.001);
         println!("  {op:>18}: {r:.2}x");
         m.insert(op.into(), json!(r));
     }
