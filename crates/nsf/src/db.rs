@@ -385,10 +385,16 @@ impl Database {
                     Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
                     Bound::Included(k) => Bound::Included(k.as_slice()),
                 };
-                let mut out = Vec::new();
-                for kv in btree::range(&store, h.note_root, lo, Bound::Unbounded).take(SCAN_CHUNK) {
-                    let (k, v) = kv?;
-                    out.push((k, decode_note_value(&store, &v)?));
+                let mut out = Vec::with_capacity(SCAN_CHUNK);
+                let mut range = btree::range(&store, h.note_root, lo, Bound::Unbounded);
+                while out.len() < SCAN_CHUNK {
+                    // Decode straight from the page: no copy of the value.
+                    let next =
+                        range.next_with(|k, v| (k.to_vec(), decode_note_value(&store, v)))?;
+                    match next {
+                        Some((k, note)) => out.push((k, note?)),
+                        None => break,
+                    }
                 }
                 out
             };

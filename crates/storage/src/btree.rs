@@ -445,6 +445,7 @@ fn insert_rec(
     match decode(s, id, &page)? {
         Node::Leaf(mut entries) => {
             let pos = entries.binary_search_by(|(k, _)| k.as_slice().cmp(key));
+            let appended = pos == Err(entries.len());
             let old = match pos {
                 Ok(i) => Some(std::mem::replace(&mut entries[i].1, val.to_vec())),
                 Err(i) => {
@@ -452,7 +453,7 @@ fn insert_rec(
                     None
                 }
             };
-            Ok((old, write_leaf(s, id, entries)?))
+            Ok((old, write_leaf(s, id, entries, appended)?))
         }
         Node::Internal(mut children) => {
             let c = child_index(&children, key);
@@ -473,22 +474,32 @@ fn child_index(children: &[Child], key: &[u8]) -> usize {
     children[1..].partition_point(|c| c.key.as_slice() <= key)
 }
 
+/// Writes a leaf, splitting it if it overflows. A leaf that overflowed
+/// because a key was appended after all of its keys (ascending inserts:
+/// note ids, change sequences) keeps everything it held and the new entry
+/// starts the right sibling, so ascending loads fill leaves instead of
+/// leaving each one half empty.
 fn write_leaf(
     s: &mut impl PageStoreMut,
     id: PageId,
     mut entries: Vec<Entry>,
+    appended: bool,
 ) -> StorageResult<Grew> {
     let total = leaf_size(&entries);
     if total <= PAGE_BODY {
         s.write(id, encode_leaf(&entries));
         return Ok(Grew::No);
     }
-    let at = split_point(
-        entries
-            .iter()
-            .map(|(k, v)| LEAF_CELL_FIXED + k.len() + v.len()),
-        total - LEAF_HDR,
-    )
+    let at = if appended && entries.len() >= 2 {
+        entries.len() - 1
+    } else {
+        split_point(
+            entries
+                .iter()
+                .map(|(k, v)| LEAF_CELL_FIXED + k.len() + v.len()),
+            total - LEAF_HDR,
+        )
+    }
     .clamp(1, entries.len() - 1);
     let right = entries.split_off(at);
     let right_id = s.allocate()?;
@@ -850,6 +861,12 @@ impl<S: PageStore> Range<'_, S> {
     }
 
     fn next_entry(&mut self) -> StorageResult<Option<Entry>> {
+        self.next_with(|k, v| (k.to_vec(), v.to_vec()))
+    }
+
+    /// Hands the next entry to `f` straight from the page, without copying
+    /// it (for scans that decode every value anyway).
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> StorageResult<Option<R>> {
         if !self.started {
             self.started = true;
             self.seek()?;
@@ -885,7 +902,7 @@ impl<S: PageStore> Range<'_, S> {
             if !within {
                 return Ok(None);
             }
-            let entry = (k.to_vec(), val.to_vec());
+            let entry = f(k, val);
             if let Some(top) = self.stack.last_mut() {
                 top.2 = if self.forward { pos + 1 } else { pos - 1 };
             }

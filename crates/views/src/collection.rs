@@ -202,7 +202,10 @@ impl<'v> Collection<'v> {
                     }
                 }
             };
-            let mut pos = btree::rank(r, root, &first_key)?;
+            let mut pos = match start {
+                Start::Position(p) => *p,
+                Start::Key { .. } => btree::rank(r, root, &first_key)?,
+            };
             let iter: Box<dyn Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>> =
                 if backward {
                     Box::new(btree::range_rev(

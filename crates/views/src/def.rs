@@ -206,10 +206,14 @@ impl ViewDef {
             .iter()
             .map(|c| parse(&format!("column {:?}", c.title), &c.formula))
             .collect::<ViewResult<Vec<_>>>()?;
+        let sorted = (0..self.columns.len())
+            .filter(|&i| self.columns[i].sort != Sort::None)
+            .collect();
         Ok(Compiled {
             def: self.clone(),
             selection,
             columns,
+            sorted,
         })
     }
 
@@ -270,14 +274,14 @@ pub struct Compiled {
     /// `None` for folders.
     pub selection: Option<Formula>,
     pub columns: Vec<Formula>,
+    /// Indexes of the sorted columns, in collation order.
+    sorted: Vec<usize>,
 }
 
 impl Compiled {
     /// Indexes of the sorted columns, in collation order.
-    pub fn sorted_columns(&self) -> Vec<usize> {
-        (0..self.def.columns.len())
-            .filter(|&i| self.def.columns[i].sort != Sort::None)
-            .collect()
+    pub fn sorted_columns(&self) -> &[usize] {
+        &self.sorted
     }
 
     pub fn categorized(&self) -> bool {

@@ -71,7 +71,7 @@ pub fn entries_of(c: &Compiled, note: &Note, ctx: &EvalContext) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::with_capacity(rows.len());
     let mut docmap_size = 0;
     for row in rows {
-        let key = make_key(c, &sorted, &row, note.note_id);
+        let key = make_key(c, sorted, &row, note.note_id);
         docmap_size += key.len() + 2;
         if docmap_size > DOCMAP_BUDGET {
             break; // more category values than a docmap entry holds

@@ -40,6 +40,12 @@ pub struct RebuildReport {
     /// Most bytes the sorters held in memory at once.
     pub sort_peak_memory: u64,
     pub pages: u64,
+    /// Reading and evaluating the documents (and the docmap load).
+    pub scan_seconds: f64,
+    /// Merging the sorted entries into the new tree.
+    pub load_seconds: f64,
+    /// The logged switch: freeing the old trees, pointing at the new ones.
+    pub switch_seconds: f64,
 }
 
 pub(crate) fn rebuild(
@@ -55,50 +61,9 @@ pub(crate) fn rebuild(
         now: Timestamp::now().0,
     };
     let mem = views.config.rebuild_memory.max(64 << 10);
-    let dir = views.config.rebuild_dir.clone();
-    let mut entries = ExternalSorter::new(views.backend.clone(), dir.clone(), mem / 4 * 3);
-    let mut docmap = ExternalSorter::new(views.backend.clone(), dir, mem / 4);
     let mut report = RebuildReport::default();
-    let mut add = |n: &Note| -> ViewResult<()> {
-        if !selects(c, n, &ctx) {
-            return Ok(());
-        }
-        let e = entries_of(c, n, &ctx);
-        docmap.push(&n.note_id.0.to_be_bytes(), &encode_docmap(&e))?;
-        for (k, v) in &e {
-            entries.push(k, v)?;
-        }
-        report.documents += 1;
-        report.entries += e.len() as u64;
-        Ok(())
-    };
-    if st.folder {
-        for_each_member(db, st.members_root, &mut add)?;
-    } else {
-        let mut failed = None;
-        db.for_each_note(|n| match add(&n) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                failed = Some(e);
-                Err(nsf::NsfError::Invalid("rebuild stopped".into()))
-            }
-        })
-        .or_else(|e| match failed.take() {
-            Some(f) => Err(f),
-            None => Err(e.into()),
-        })?;
-    }
-    let sorted_entries = entries.finish()?;
-    let sorted_docmap = docmap.finish()?;
-    let (es, ds) = (sorted_entries.stats(), sorted_docmap.stats());
-    report.sort_peak_memory = (es.peak_memory + ds.peak_memory) as u64;
     let mut w = db.bulk_writer()?;
-    let built = (|| -> ViewResult<(PageId, PageId)> {
-        let e = load(&mut w, sorted_entries)?;
-        let d = load(&mut w, sorted_docmap)?;
-        w.finish()?;
-        Ok((e, d))
-    })();
+    let built = build(views, db, st, c, &ctx, mem, &mut w, &mut report, t0);
     let (entries_root, docmap_root) = match built {
         Ok(r) => r,
         Err(e) => {
@@ -108,6 +73,7 @@ pub(crate) fn rebuild(
     };
     let pages = w.pages().to_vec();
     report.pages = pages.len() as u64;
+    let t2 = Instant::now();
     let (path, vname) = (db.path().to_string(), name.to_string());
     let switched = db.index_write({
         let pages = pages.clone();
@@ -160,11 +126,71 @@ pub(crate) fn rebuild(
             return Err(e.into());
         }
     }
-    report.sort_runs = es.runs_spilled + ds.runs_spilled;
-    report.temp_bytes = es.bytes_written + ds.bytes_written;
+    report.switch_seconds = t2.elapsed().as_secs_f64();
     report.seconds = t0.elapsed().as_secs_f64();
     report.documents_per_sec = report.documents as f64 / report.seconds.max(1e-9);
     Ok(report)
+}
+
+/// Scans the documents and writes the new entries and docmap trees.
+/// Documents arrive in note-id order, so the docmap (keyed by note id) is
+/// loaded as they come; only the entries go through the external sort.
+#[allow(clippy::too_many_arguments)]
+fn build(
+    views: &Views,
+    db: &Arc<Database>,
+    st: &ViewState,
+    c: &Compiled,
+    ctx: &EvalContext,
+    mem: usize,
+    w: &mut nsf::BulkWriter,
+    report: &mut RebuildReport,
+    t0: Instant,
+) -> ViewResult<(PageId, PageId)> {
+    let mut entries =
+        ExternalSorter::new(views.backend.clone(), views.config.rebuild_dir.clone(), mem);
+    let mut docmap = BulkLoader::new(w, FILL)?;
+    let mut add = |n: &Note| -> ViewResult<()> {
+        if !selects(c, n, ctx) {
+            return Ok(());
+        }
+        let e = entries_of(c, n, ctx);
+        docmap.push(&n.note_id.0.to_be_bytes(), &encode_docmap(&e))?;
+        for (k, v) in &e {
+            entries.push(k, v)?;
+        }
+        report.documents += 1;
+        report.entries += e.len() as u64;
+        Ok(())
+    };
+    if st.folder {
+        for_each_member(db, st.members_root, &mut add)?;
+    } else {
+        let mut failed = None;
+        db.for_each_note(|n| match add(&n) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                failed = Some(e);
+                Err(nsf::NsfError::Invalid("rebuild stopped".into()))
+            }
+        })
+        .or_else(|e| match failed.take() {
+            Some(f) => Err(f),
+            None => Err(e.into()),
+        })?;
+    }
+    let docmap_root = docmap.finish()?;
+    report.scan_seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let sorted = entries.finish()?;
+    let stats = sorted.stats();
+    report.sort_peak_memory = stats.peak_memory as u64;
+    report.sort_runs = stats.runs_spilled;
+    report.temp_bytes = stats.bytes_written;
+    let entries_root = load(w, sorted)?;
+    w.finish()?;
+    report.load_seconds = t1.elapsed().as_secs_f64();
+    Ok((entries_root, docmap_root))
 }
 
 /// Bulk-loads a sorted stream into a new tree.

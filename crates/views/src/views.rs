@@ -153,6 +153,7 @@ impl Views {
         let st = self.state(db, name)?;
         let compiled = self.compiled(db, &st)?;
         let mut rebuilt = None;
+        let mut seq = st.last_seq;
         if let Some(why) = self.rebuild_reason(db, name, &st) {
             if st.built() {
                 tracing::warn!(db = %db.path(), view = %compiled.def.name, "rebuilding view index: {why}");
@@ -161,26 +162,23 @@ impl Views {
             }
             self.rebuild(db, name)?;
             rebuilt = Some(why);
+            seq = self.state(db, name)?.last_seq;
         } else {
-            let stale = match compiled.def.refresh {
-                Refresh::Auto | Refresh::AutoAfterFirstUse => true,
-                Refresh::Manual => false,
-                Refresh::EveryHours(h) => {
-                    Timestamp::now().0 - st.last_update > i64::from(h) * 3_600_000_000
-                }
-            };
+            // Nothing changed since the last update: no work, no lock.
+            let changed = db.last_seq().0 > st.last_seq;
+            let stale = changed
+                && match compiled.def.refresh {
+                    Refresh::Auto | Refresh::AutoAfterFirstUse => true,
+                    Refresh::Manual => false,
+                    Refresh::EveryHours(h) => {
+                        Timestamp::now().0 - st.last_update > i64::from(h) * 3_600_000_000
+                    }
+                };
             if stale {
-                self.update(db, name)?;
+                seq = self.update(db, name)?.last_seq;
             }
         }
-        let st = self.state(db, name)?;
-        Ok(Collection::new(
-            self,
-            db.clone(),
-            compiled,
-            st.last_seq,
-            rebuilt,
-        ))
+        Ok(Collection::new(self, db.clone(), compiled, seq, rebuilt))
     }
 
     /// Why the index must be rebuilt before use, if it must.
