@@ -113,7 +113,7 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
     let rebuild_memory = crate::config::parse_size(&a.rebuild_memory)? as usize;
     let mut cfg = EngineConfig::new(base.path().join("data"));
     cfg.buffer_pool_size = 512 << 20;
-    let mut lc = LogConfig::new(&base.path().join("data/translog"));
+    let mut lc = LogConfig::new(base.path().join("data/translog"));
     lc.max_size = 4 << 30;
     cfg.log = Some(lc);
     let (engine, _) = Engine::open(Arc::new(FsBackend), cfg).map_err(err)?;

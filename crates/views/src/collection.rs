@@ -20,6 +20,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 use storage::btree;
 
+type EntryResult = storage::StorageResult<(Vec<u8>, Vec<u8>)>;
+
 /// Where a read starts.
 #[derive(Clone, Debug)]
 pub enum Start {
@@ -206,29 +208,24 @@ impl<'v> Collection<'v> {
                 Start::Position(p) => *p,
                 Start::Key { .. } => btree::rank(r, root, &first_key)?,
             };
-            let iter: Box<dyn Iterator<Item = storage::StorageResult<(Vec<u8>, Vec<u8>)>>> =
-                if backward {
-                    Box::new(btree::range_rev(
-                        r,
-                        root,
-                        Bound::Unbounded,
-                        Bound::Included(&first_key[..]),
-                    ))
-                } else {
-                    Box::new(btree::range(
-                        r,
-                        root,
-                        Bound::Included(&first_key[..]),
-                        Bound::Unbounded,
-                    ))
-                };
+            let iter: Box<dyn Iterator<Item = EntryResult>> = if backward {
+                Box::new(btree::range_rev(
+                    r,
+                    root,
+                    Bound::Unbounded,
+                    Bound::Included(&first_key[..]),
+                ))
+            } else {
+                Box::new(btree::range(
+                    r,
+                    root,
+                    Bound::Included(&first_key[..]),
+                    Bound::Unbounded,
+                ))
+            };
             let mut rows = Vec::with_capacity(count.min(1024));
             let mut last_cat: Option<Vec<u8>> = None;
-            let mut entries = 0;
-            for kv in iter {
-                if entries >= count {
-                    break;
-                }
+            for kv in iter.take(count) {
                 let (k, v) = kv?;
                 if categories {
                     let cat = category_prefix(&k).to_vec();
@@ -244,7 +241,6 @@ impl<'v> Collection<'v> {
                     }
                 }
                 rows.push(self.entry_row(pos, &k, &v)?);
-                entries += 1;
                 if backward {
                     pos = pos.saturating_sub(1);
                 } else {

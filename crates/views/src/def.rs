@@ -108,10 +108,7 @@ impl ColumnDef {
             case_sensitive: false,
             categorized: false,
         };
-        loop {
-            let Some((rest, flag)) = formula.rsplit_once(':') else {
-                break;
-            };
+        while let Some((rest, flag)) = formula.rsplit_once(':') {
             match flag.trim() {
                 "asc" => col.sort = Sort::Asc,
                 "desc" => col.sort = Sort::Desc,

@@ -174,10 +174,7 @@ fn build(
                 Err(nsf::NsfError::Invalid("rebuild stopped".into()))
             }
         })
-        .or_else(|e| match failed.take() {
-            Some(f) => Err(f),
-            None => Err(e.into()),
-        })?;
+        .map_err(|e| failed.take().unwrap_or_else(|| e.into()))?;
     }
     let docmap_root = docmap.finish()?;
     report.scan_seconds = t0.elapsed().as_secs_f64();
