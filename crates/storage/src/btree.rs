@@ -182,6 +182,23 @@ impl<'p> View<'p> {
         Ok(lo)
     }
 
+    /// Entries under children `0..c` of an internal node. When the node's
+    /// own total is known (from its parent's cell), the shorter side is
+    /// summed.
+    fn count_before(&self, s: &impl PageStore, c: usize, total: Option<u64>) -> StorageResult<u64> {
+        match total {
+            Some(t) if c > self.children() / 2 => {
+                let after = (c..self.children()).try_fold(0u64, |acc, i| {
+                    Ok::<_, StorageError>(acc + self.child(s, i)?.1)
+                })?;
+                t.checked_sub(after).ok_or_else(|| {
+                    corrupt(s, self.id, "child counts exceed the count in the parent")
+                })
+            }
+            _ => (0..c).try_fold(0u64, |acc, i| Ok(acc + self.child(s, i)?.1)),
+        }
+    }
+
     fn total(&self, s: &impl PageStore) -> StorageResult<u64> {
         if self.leaf {
             return Ok(self.n as u64);
@@ -382,21 +399,71 @@ pub fn nth(s: &impl PageStore, root: PageId, mut i: u64) -> StorageResult<Option
 
 /// Number of keys strictly less than `key`.
 pub fn rank(s: &impl PageStore, root: PageId, key: &[u8]) -> StorageResult<u64> {
+    rank_in(s, root, key, None, 0)
+}
+
+/// Number of keys strictly less than `lo` and strictly less than `hi`,
+/// in one descent for as long as both lie under the same child (a range
+/// count costs about one `rank`, not two).
+pub fn rank_pair(
+    s: &impl PageStore,
+    root: PageId,
+    lo: &[u8],
+    hi: &[u8],
+) -> StorageResult<(u64, u64)> {
     let mut id = root;
+    let mut total = None;
     let mut before = 0;
-    for _ in 0..64 {
+    for depth in 0..64 {
+        let page = s.read(id)?;
+        let v = View::new(s, id, &page)?;
+        if v.leaf {
+            return Ok((
+                before + v.lower_bound(s, lo)?.0 as u64,
+                before + v.lower_bound(s, hi)?.0 as u64,
+            ));
+        }
+        let (cl, ch) = (v.child_for(s, lo)?, v.child_for(s, hi)?);
+        if cl != ch {
+            let (lo_child, lo_count) = v.child(s, cl)?;
+            let (hi_child, hi_count) = v.child(s, ch)?;
+            let a = before + v.count_before(s, cl, total)?;
+            let b = before + v.count_before(s, ch, total)?;
+            return Ok((
+                rank_in(s, lo_child, lo, Some(lo_count), depth + 1)? + a,
+                rank_in(s, hi_child, hi, Some(hi_count), depth + 1)? + b,
+            ));
+        }
+        before += v.count_before(s, cl, total)?;
+        let (child, count) = v.child(s, cl)?;
+        total = Some(count);
+        id = child;
+    }
+    Err(corrupt(s, root, "tree deeper than 64 levels"))
+}
+
+/// `rank` within the subtree at `id`, which holds `total` entries if known.
+fn rank_in(
+    s: &impl PageStore,
+    mut id: PageId,
+    key: &[u8],
+    mut total: Option<u64>,
+    depth: usize,
+) -> StorageResult<u64> {
+    let mut before = 0;
+    for _ in depth..64 {
         let page = s.read(id)?;
         let v = View::new(s, id, &page)?;
         if v.leaf {
             return Ok(before + v.lower_bound(s, key)?.0 as u64);
         }
         let c = v.child_for(s, key)?;
-        for j in 0..c {
-            before += v.child(s, j)?.1;
-        }
-        id = v.child(s, c)?.0;
+        before += v.count_before(s, c, total)?;
+        let (child, count) = v.child(s, c)?;
+        total = Some(count);
+        id = child;
     }
-    Err(corrupt(s, root, "tree deeper than 64 levels"))
+    Err(corrupt(s, id, "tree deeper than 64 levels"))
 }
 
 enum Grew {
@@ -1009,6 +1076,15 @@ mod tests {
                 prop_assert_eq!(rank(&s, root, k).unwrap(), i as u64);
             }
             prop_assert_eq!(nth(&s, root, model.len() as u64).unwrap(), None);
+            if let (Some((a, _)), Some((b, _))) = (&lo, &hi) {
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                let want = (
+                    model.range::<Vec<u8>, _>(..a.clone()).count() as u64,
+                    model.range::<Vec<u8>, _>(..b.clone()).count() as u64,
+                );
+                prop_assert_eq!(rank_pair(&s, root, a, b).unwrap(), want);
+                prop_assert_eq!((rank(&s, root, a).unwrap(), rank(&s, root, b).unwrap()), want);
+            }
             let (lo_b, hi_b) = (bound(&lo), bound(&hi));
             {
                 let want: Vec<_> = model.iter().filter(|(k, _)| in_range(k, lo_b, hi_b)).map(|(k, v)| (k.clone(), v.clone())).collect();

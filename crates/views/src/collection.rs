@@ -230,8 +230,8 @@ impl<'v> Collection<'v> {
                 if categories {
                     let cat = category_prefix(&k).to_vec();
                     if last_cat.as_ref() != Some(&cat) {
-                        let n =
-                            btree::rank(r, root, &successor(&cat))? - btree::rank(r, root, &cat)?;
+                        let (lo, hi) = prefix_ranks(r, root, &cat)?;
+                        let n = hi - lo;
                         let (_, cols) = self.decode(&v)?;
                         rows.push(Row::Category {
                             category: cols.into_iter().next().unwrap_or(Value::Text(vec![])),
@@ -256,8 +256,7 @@ impl<'v> Collection<'v> {
     pub fn find(&self, key: &str, prefix: bool) -> ViewResult<Option<Found>> {
         let p = self.search_prefix(key, prefix)?;
         self.with_state(|r, st| {
-            let lo = btree::rank(r, st.entries_root, &p)?;
-            let hi = btree::rank(r, st.entries_root, &successor(&p))?;
+            let (lo, hi) = prefix_ranks(r, st.entries_root, &p)?;
             Ok((hi > lo).then_some(Found {
                 position: lo,
                 count: hi - lo,
@@ -322,6 +321,16 @@ impl<'v> Collection<'v> {
             reason,
         }
     }
+}
+
+/// Positions of the first key starting with `p` and of the first key
+/// after all of them.
+fn prefix_ranks(r: &IndexRead<'_>, root: storage::PageId, p: &[u8]) -> ViewResult<(u64, u64)> {
+    let succ = successor(p);
+    if succ.is_empty() {
+        return Ok((btree::rank(r, root, p)?, btree::len(r, root)?));
+    }
+    Ok(btree::rank_pair(r, root, p, &succ)?)
 }
 
 /// The smallest byte string greater than every string starting with `p`
