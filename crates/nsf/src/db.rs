@@ -960,13 +960,17 @@ impl Database {
             .core
             .pool
             .flush(log.durable_lsn(), Some(self.core.file));
-        match r.failures.into_iter().next() {
-            Some((_, _, reason)) => Err(NsfError::DatabaseFailed {
+        if let Some((_, _, reason)) = r.failures.into_iter().next() {
+            return Err(NsfError::DatabaseFailed {
                 path: self.core.path.clone(),
                 reason,
-            }),
-            None => Ok(()),
+            });
         }
+        // Pages written straight to the file (bulk builds) as well.
+        self.core
+            .handle
+            .sync_data()
+            .map_err(|e| self.core.fail("fdatasync", e))
     }
 
     /// Whether the database was found written in unlogged mode and not

@@ -66,6 +66,12 @@ impl IndexTxn<'_, '_> {
         crate::db::lookup_unid(&*self.txn, &self.txn.header, unid)
     }
 
+    /// Frees many pages at once (a whole index), touching each free-list
+    /// trunk once.
+    pub fn free_many(&mut self, ids: &[PageId]) -> NsfResult<()> {
+        Ok(self.txn.free_many(ids)?)
+    }
+
     /// Stages a page that is installed but never logged (I14): after a
     /// crash its content on disk is whatever the flusher last wrote, so
     /// only structures that are rebuilt after a crash may use it.
@@ -148,7 +154,14 @@ pub struct BulkWriter {
     reserve: Box<dyn Fn() -> PageId + Send>,
     pages: Vec<PageId>,
     failed: Option<String>,
+    /// Consecutive sealed pages not yet written, from `pending_first`:
+    /// written in one call when the run breaks or reaches `PENDING_MAX`.
+    pending: Vec<u8>,
+    pending_first: PageId,
 }
+
+/// Bytes of consecutive pages a bulk writer gathers into one write.
+const PENDING_MAX: usize = 1 << 20;
 
 impl BulkWriter {
     pub(crate) fn new(
@@ -162,7 +175,34 @@ impl BulkWriter {
             reserve,
             pages: Vec::new(),
             failed: None,
+            pending: Vec::with_capacity(PENDING_MAX),
+            pending_first: PageId(0),
         }
+    }
+
+    fn pending_pages(&self) -> u32 {
+        (self.pending.len() / storage::PAGE_SIZE) as u32
+    }
+
+    /// Where page `id` sits in the pending run, if it does.
+    fn pending_slot(&self, id: PageId) -> Option<usize> {
+        let i = id.0.checked_sub(self.pending_first.0)?;
+        (i < self.pending_pages()).then_some(i as usize * storage::PAGE_SIZE)
+    }
+
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() || self.failed.is_some() {
+            self.pending.clear();
+            return;
+        }
+        if let Err(e) = write_all_at(
+            self.handle.as_ref(),
+            &self.pending,
+            self.pending_first.offset(),
+        ) {
+            self.failed = Some(format!("write of pages from {}: {e}", self.pending_first));
+        }
+        self.pending.clear();
     }
 
     /// Every page reserved so far.
@@ -170,13 +210,19 @@ impl BulkWriter {
         &self.pages
     }
 
-    /// Syncs the written pages (I7). Any earlier write error surfaces here.
-    pub fn finish(&self) -> NsfResult<()> {
+    /// Ends the writing; with `sync`, fdatasyncs the pages first (I7). An
+    /// index that is rebuilt after a crash anyway (I14) need not wait for
+    /// the disk. Any earlier write error surfaces here.
+    pub fn finish(&mut self, sync: bool) -> NsfResult<()> {
+        self.write_pending();
         if let Some(reason) = &self.failed {
             return Err(NsfError::Io {
                 path: self.core_path.clone(),
                 source: std::io::Error::other(reason.clone()),
             });
+        }
+        if !sync {
+            return Ok(());
         }
         self.handle.sync_data().map_err(|e| NsfError::Io {
             path: self.core_path.clone(),
@@ -188,6 +234,12 @@ impl BulkWriter {
 impl PageStore for BulkWriter {
     fn read(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {
         let mut buf = PageBuf::zeroed();
+        if let Some(at) = self.pending_slot(id) {
+            buf.bytes_mut()
+                .copy_from_slice(&self.pending[at..at + storage::PAGE_SIZE]);
+            buf.verify(&self.core_path, id)?;
+            return Ok(Arc::new(buf));
+        }
         read_exact_at(self.handle.as_ref(), buf.bytes_mut(), id.offset())
             .map_err(|e| StorageError::io(&self.core_path, e))?;
         buf.verify(&self.core_path, id)?;
@@ -204,9 +256,16 @@ impl PageWrite for BulkWriter {
             return;
         }
         page.seal(id, Lsn::ZERO);
-        if let Err(e) = write_all_at(self.handle.as_ref(), page.bytes(), id.offset()) {
-            self.failed = Some(format!("write of page {id}: {e}"));
+        if let Some(at) = self.pending_slot(id) {
+            self.pending[at..at + storage::PAGE_SIZE].copy_from_slice(page.bytes());
+            return;
         }
+        let next = PageId(self.pending_first.0 + self.pending_pages());
+        if self.pending.is_empty() || id != next || self.pending.len() >= PENDING_MAX {
+            self.write_pending();
+            self.pending_first = id;
+        }
+        self.pending.extend_from_slice(page.bytes());
     }
 }
 

@@ -305,6 +305,9 @@ fn fold(name: &str) -> impl Iterator<Item = char> + '_ {
 }
 
 fn same_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b); // the common case, without folding
+    }
     fold(a).eq(fold(b))
 }
 

@@ -51,6 +51,18 @@ impl<'a> Txn<'a> {
         }
     }
 
+    /// Frees many pages at once (see `FreeList::push_many`).
+    pub fn free_many(&mut self, ids: &[PageId]) -> StorageResult<()> {
+        for id in ids {
+            self.staged.remove(id);
+            self.unlogged.remove(id);
+        }
+        let mut free = self.header.free;
+        free.push_many(self, ids)?;
+        self.header.free = free;
+        Ok(())
+    }
+
     /// Stages a page that will not be logged (I14).
     pub fn write_unlogged(&mut self, id: PageId, page: PageBuf) {
         self.staged.remove(&id);

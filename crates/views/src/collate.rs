@@ -64,7 +64,7 @@ pub fn encode_value(out: &mut Vec<u8>, v: &Value, case_sensitive: bool) {
 }
 
 fn encode_text(out: &mut Vec<u8>, s: &str, case_sensitive: bool, prefix_only: bool) {
-    let mut push = |c: char| {
+    fn push(out: &mut Vec<u8>, c: char) {
         let mut b = [0u8; 4];
         for &byte in c.encode_utf8(&mut b).as_bytes() {
             out.push(byte);
@@ -72,12 +72,23 @@ fn encode_text(out: &mut Vec<u8>, s: &str, case_sensitive: bool, prefix_only: bo
                 out.push(0xFF);
             }
         }
-    };
+    }
     for c in s.chars().take(KEY_TEXT_CHARS) {
-        if case_sensitive {
-            push(c);
+        if c.is_ascii() {
+            // Fast path: one byte, lowered in place.
+            let b = if case_sensitive {
+                c as u8
+            } else {
+                (c as u8).to_ascii_lowercase()
+            };
+            out.push(b);
+            if b == 0 {
+                out.push(0xFF);
+            }
+        } else if case_sensitive {
+            push(out, c);
         } else {
-            c.to_lowercase().for_each(&mut push);
+            c.to_lowercase().for_each(|l| push(out, l));
         }
     }
     if !prefix_only {

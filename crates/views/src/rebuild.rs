@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use storage::bulk::BulkLoader;
 use storage::extsort::{ExternalSorter, Sorted};
-use storage::{btree, PageId, PageStoreMut};
+use storage::{btree, PageId};
 
 /// Leaves are filled to this fraction so later inserts rarely split.
 const FILL: f32 = 0.9;
@@ -75,6 +75,11 @@ pub(crate) fn rebuild(
     report.pages = pages.len() as u64;
     let t2 = Instant::now();
     let (path, vname) = (db.path().to_string(), name.to_string());
+    let dirty = if !st.logged() && db.is_logged() {
+        views.session()
+    } else {
+        0
+    };
     let switched = db.index_write({
         let pages = pages.clone();
         move |tx| -> nsf::NsfResult<ViewResult<()>> {
@@ -95,9 +100,7 @@ pub(crate) fn rebuild(
                         })
                     })
                     .collect::<Result<_, _>>()?;
-                    for p in owned {
-                        tx.free(p)?;
-                    }
+                    tx.free_many(&owned)?;
                     btree::free_all(tx, st.owned_root)?;
                     let mut owned_root = btree::create(tx)?;
                     for p in &pages {
@@ -109,13 +112,14 @@ pub(crate) fn rebuild(
                 st.docmap_root = docmap_root;
                 st.last_seq = seq;
                 st.flags |= FLAG_BUILT;
-                st.dirty_session = 0;
+                st.dirty_session = dirty;
                 st.last_update = Timestamp::now().0;
                 Ok(())
             }))
         }
     });
     match switched {
+        Ok(Ok(())) if dirty != 0 => views.note_dirtied(db, name),
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             let _ = db.release_pages(&pages);
@@ -185,7 +189,10 @@ fn build(
     report.sort_runs = stats.runs_spilled;
     report.temp_bytes = stats.bytes_written;
     let entries_root = load(w, sorted)?;
-    w.finish()?;
+    // A logged index must be on disk before the logged switch points at
+    // it (I7); an unlogged one is marked dirty instead and rebuilt if a
+    // crash comes first (I14).
+    w.finish(st.logged() && db.is_logged())?;
     report.load_seconds = t1.elapsed().as_secs_f64();
     Ok((entries_root, docmap_root))
 }

@@ -78,6 +78,17 @@ impl Views {
         }
     }
 
+    /// This process's session id (I14).
+    pub(crate) fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// Remembers an unlogged index this session changed, to mark it clean
+    /// at close.
+    pub(crate) fn note_dirtied(&self, db: &Arc<Database>, name: &str) {
+        self.dirtied.lock().insert(Self::key(db, name), db.clone());
+    }
+
     fn key(db: &Database, name: &str) -> ViewKey {
         (db.path().to_string(), name.to_lowercase())
     }
@@ -259,7 +270,7 @@ impl Views {
                 Ok(())
             }))
         })??;
-        self.dirtied.lock().insert(Self::key(db, name), db.clone());
+        self.note_dirtied(db, name);
         Ok(())
     }
 
