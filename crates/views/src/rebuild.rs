@@ -102,11 +102,15 @@ pub(crate) fn rebuild(
                     .collect::<Result<_, _>>()?;
                     tx.free_many(&owned)?;
                     btree::free_all(tx, st.owned_root)?;
-                    let mut owned_root = btree::create(tx)?;
-                    for p in &pages {
-                        btree::insert(tx, &mut owned_root, &p.0.to_be_bytes(), &[])?;
+                    // The new pages were reserved in ascending order.
+                    let mut sorted = pages.clone();
+                    sorted.sort_unstable();
+                    sorted.dedup();
+                    let mut owned = BulkLoader::new(tx, FILL)?;
+                    for p in &sorted {
+                        owned.push(&p.0.to_be_bytes(), &[])?;
                     }
-                    st.owned_root = owned_root;
+                    st.owned_root = owned.finish()?;
                 }
                 st.entries_root = entries_root;
                 st.docmap_root = docmap_root;
