@@ -26,7 +26,7 @@ use crate::index::{BulkWriter, IndexRead, IndexTxn};
 use crate::txn::{Txn, TxnPages};
 use crate::{
     decode_note, encode_note, validate_items, AttachmentRef, Item, ItemUpdate, ItemValue, Note,
-    NoteId, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid, ATTACHMENT_PREFIX,
+    NoteId, NoteRef, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid, ATTACHMENT_PREFIX,
 };
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
@@ -409,6 +409,58 @@ impl Database {
                 }
             }
             if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Calls `f` for every document (not stubs) in note-id order, as a
+    /// [`NoteRef`] whose items are decoded only when asked for. Each chunk
+    /// of encoded notes is copied out under the shared lock and handed out
+    /// after it is released, so `f` never holds writers off.
+    pub fn for_each_note_ref(
+        &self,
+        mut f: impl FnMut(&NoteRef<'_>) -> NsfResult<()>,
+    ) -> NsfResult<()> {
+        let mut arena: Vec<u8> = Vec::new();
+        let mut spans: Vec<(usize, usize)> = Vec::with_capacity(SCAN_CHUNK);
+        let mut after: Option<[u8; 4]> = None;
+        loop {
+            arena.clear();
+            spans.clear();
+            {
+                let h = self.state.read();
+                let store = Committed(&self.core);
+                let lo = match &after {
+                    Some(k) => Bound::Excluded(&k[..]),
+                    None => Bound::Unbounded,
+                };
+                let mut range = btree::range(&store, h.note_root, lo, Bound::Unbounded);
+                while spans.len() < SCAN_CHUNK {
+                    let start = arena.len();
+                    let next = range.next_with(|k, v| {
+                        let key: Option<[u8; 4]> = k.try_into().ok();
+                        (key, note_bytes_into(&store, v, &mut arena))
+                    })?;
+                    let Some((key, copied)) = next else { break };
+                    copied?;
+                    after = Some(key.ok_or_else(|| {
+                        NsfError::Storage(storage::StorageError::corrupt(
+                            &self.core.path,
+                            h.note_root,
+                            "note table key is not a note id",
+                        ))
+                    })?);
+                    spans.push((start, arena.len()));
+                }
+            }
+            for &(a, b) in &spans {
+                let note = NoteRef::new(&arena[a..b])?;
+                if !note.deleted {
+                    f(&note)?;
+                }
+            }
+            if spans.len() < SCAN_CHUNK {
                 return Ok(());
             }
         }
@@ -1153,6 +1205,37 @@ fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
             Ok(decode_note(&bytes)?)
         }
         _ => Err(corrupt("unknown value tag")),
+    }
+}
+
+/// Appends the encoded note a note-table value holds (inline, or read from
+/// its overflow chain and checked) to `out`.
+fn note_bytes_into(store: &impl PageStore, v: &[u8], out: &mut Vec<u8>) -> NsfResult<()> {
+    match v.first() {
+        Some(&TAG_INLINE) => {
+            out.extend_from_slice(&v[1..]);
+            Ok(())
+        }
+        Some(&TAG_OVERFLOW) if v.len() == 17 => {
+            let first = PageId(u32::from_le_bytes(v[1..5].try_into().unwrap()));
+            let len = u64::from_le_bytes(v[5..13].try_into().unwrap());
+            let crc = u32::from_le_bytes(v[13..17].try_into().unwrap());
+            let bytes = overflow::read(store, first, len)?;
+            if crc32c::crc32c(&bytes) != crc {
+                return Err(NsfError::Storage(storage::StorageError::corrupt(
+                    store.name(),
+                    first,
+                    "note table value: overflow content checksum mismatch",
+                )));
+            }
+            out.extend_from_slice(&bytes);
+            Ok(())
+        }
+        _ => Err(NsfError::Storage(storage::StorageError::corrupt(
+            store.name(),
+            PageId(0),
+            "note table value: unknown value tag",
+        ))),
     }
 }
 

@@ -248,6 +248,116 @@ pub fn decode_note(b: &[u8]) -> Result<Note, CodecError> {
     Ok(note)
 }
 
+/// A note still in its encoded form: the header is decoded, items only
+/// when asked for. Scans that look at a few items of every document
+/// (view rebuilds, formula search) skip the allocation and validation of
+/// everything else. [`NoteRef::to_note`] decodes it fully, with every
+/// check [`decode_note`] makes.
+#[derive(Clone, Copy, Debug)]
+pub struct NoteRef<'a> {
+    bytes: &'a [u8],
+    pub note_id: NoteId,
+    pub unid: Unid,
+    pub created: Timestamp,
+    pub modified: Timestamp,
+    pub change_seq: Seq,
+    pub deleted: bool,
+    /// Where the items start, and how many there are.
+    items_at: usize,
+    count: usize,
+}
+
+impl<'a> NoteRef<'a> {
+    /// Decodes the header of an encoded note.
+    pub fn new(b: &'a [u8]) -> Result<NoteRef<'a>, CodecError> {
+        if b.len() > MAX_NOTE_BYTES {
+            return Err(too_large("note".into(), b.len(), MAX_NOTE_BYTES));
+        }
+        let mut r = Reader::new(b);
+        let version = r.u8("version")?;
+        if version != VERSION {
+            return Err(CodecError::BadVersion(version));
+        }
+        let flags = r.u8("flags")?;
+        if flags & !FLAG_DELETED != 0 {
+            return Err(CodecError::BadFlags(flags));
+        }
+        let note_id = NoteId(r.u32("note id")?);
+        let unid = Unid(r.array("unid")?);
+        r.u32("sequence number")?;
+        r.i64("sequence time")?;
+        let created = Timestamp(r.i64("created time")?);
+        let modified = Timestamp(r.i64("modified time")?);
+        r.i64("added time")?;
+        let change_seq = Seq(r.u64("change sequence")?);
+        let count = r.u32("item count")? as usize;
+        if count > MAX_ITEMS {
+            return Err(CodecError::TooManyItems {
+                count,
+                limit: MAX_ITEMS,
+            });
+        }
+        Ok(NoteRef {
+            items_at: b.len() - r.buf.len(),
+            bytes: b,
+            note_id,
+            unid,
+            created,
+            modified,
+            change_seq,
+            deleted: flags & FLAG_DELETED != 0,
+            count,
+        })
+    }
+
+    /// The value of the item called `name` (ignoring case), decoded and
+    /// checked; `Ok(None)` if there is none.
+    pub fn item(&self, name: &str) -> Result<Option<ItemValue>, CodecError> {
+        let mut r = Reader::new(&self.bytes[self.items_at..]);
+        for _ in 0..self.count {
+            let name_len = usize::from(r.u16("item name length")?);
+            let item_name = r.str(name_len, "item name")?;
+            let tag = r.u8("item type")?;
+            let len = r.u32("item value length")? as usize;
+            if len > MAX_VALUE_BYTES {
+                return Err(too_large(
+                    format!("item {item_name:?}"),
+                    len,
+                    MAX_VALUE_BYTES,
+                ));
+            }
+            let mut v = r.value(len, item_name)?;
+            if same_name(item_name, name) {
+                let value = read_value(item_name, tag, &mut v)?;
+                v.finish("the value")?;
+                return Ok(Some(value));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether the note has an item called `name` (ignoring case).
+    pub fn has_item(&self, name: &str) -> Result<bool, CodecError> {
+        let mut r = Reader::new(&self.bytes[self.items_at..]);
+        for _ in 0..self.count {
+            let name_len = usize::from(r.u16("item name length")?);
+            let item_name = r.str(name_len, "item name")?;
+            r.u8("item type")?;
+            let len = r.u32("item value length")? as usize;
+            r.value(len, item_name)?;
+            if same_name(item_name, name) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The whole note, fully decoded and checked.
+    pub fn to_note(&self) -> Result<Note, CodecError> {
+        decode_note(self.bytes)
+    }
+}
+
 /// Checks each name and that no two are equal ignoring case.
 /// Item name prefix of attachment items. Attachments and the items of
 /// design notes are the items the system names itself, so only they may
@@ -1286,6 +1396,26 @@ pub(crate) mod tests {
             let i = pos.index(b.len());
             b[i] = byte;
             decodes_canonically_or_fails(&b)?;
+            // The lazy reader errs or answers; it never panics.
+            if let Ok(r) = NoteRef::new(&b) {
+                for it in &n.items {
+                    let _ = r.item(&it.name);
+                }
+                let _ = r.has_item("$DesignType");
+            }
+        }
+
+        #[test]
+        fn lazy_reads_agree_with_full_decoding(n in arb_note(true)) {
+            let b = encode_note(&n).unwrap();
+            let r = NoteRef::new(&b).unwrap();
+            prop_assert_eq!((r.note_id, r.unid, r.created, r.modified, r.change_seq, r.deleted),
+                (n.note_id, n.oid.unid, n.created, n.modified, n.change_seq, n.deleted));
+            for it in &n.items {
+                prop_assert_eq!(r.item(&it.name.to_uppercase()).unwrap(), n.item(&it.name.to_uppercase()).map(|i| i.value.clone()));
+            }
+            prop_assert_eq!(r.item("no such item").unwrap(), None);
+            prop_assert_eq!(r.to_note().unwrap(), n);
         }
 
         #[test]

@@ -8,10 +8,10 @@
 
 use crate::catalog::ViewState;
 use crate::collate::{encode_summary, encode_value, invert_from, key_note_id};
-use crate::def::{is_design_note, Compiled, Sort};
+use crate::def::{is_design_note, Compiled, Sort, DESIGN_TYPE_ITEM};
 use crate::ViewResult;
 use formula::{Document, EvalContext, Value};
-use nsf::{IndexTxn, ItemValue, Note, NoteId};
+use nsf::{IndexTxn, ItemValue, Note, NoteId, NoteRef, Unid};
 use std::sync::Arc;
 use storage::{btree, PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult};
 
@@ -20,20 +20,34 @@ const KEY_BUDGET: usize = 900;
 /// Largest docmap value (all of one note's keys).
 const DOCMAP_BUDGET: usize = 1900;
 
-/// A note as the formula language sees it.
+/// A document as an index sees it: its identity, and its items through
+/// the formula language's [`Document`].
+pub trait Source: Document {
+    fn note_id(&self) -> NoteId;
+    fn unid(&self) -> Unid;
+    fn deleted(&self) -> bool;
+    fn is_design(&self) -> bool;
+}
+
+/// A decoded note as the formula language sees it.
 pub struct NoteDoc<'a>(pub &'a Note);
+
+/// A formula value from an item value.
+fn value_of(v: &ItemValue) -> Value {
+    match v {
+        ItemValue::Text(s) | ItemValue::RichText(s) => Value::text(s.clone()),
+        ItemValue::TextList(l) => Value::Text(l.clone()),
+        ItemValue::Number(n) => Value::number(*n),
+        ItemValue::NumberList(l) => Value::Number(l.clone()),
+        ItemValue::DateTime(t) => Value::DateTime(vec![t.0]),
+        ItemValue::DateTimeList(l) => Value::DateTime(l.iter().map(|t| t.0).collect()),
+        ItemValue::Attachment(a) => Value::text(a.name.clone()),
+    }
+}
 
 impl Document for NoteDoc<'_> {
     fn item(&self, name: &str) -> Option<Value> {
-        Some(match &self.0.item(name)?.value {
-            ItemValue::Text(s) | ItemValue::RichText(s) => Value::text(s.clone()),
-            ItemValue::TextList(l) => Value::Text(l.clone()),
-            ItemValue::Number(n) => Value::number(*n),
-            ItemValue::NumberList(l) => Value::Number(l.clone()),
-            ItemValue::DateTime(t) => Value::DateTime(vec![t.0]),
-            ItemValue::DateTimeList(l) => Value::DateTime(l.iter().map(|t| t.0).collect()),
-            ItemValue::Attachment(a) => Value::text(a.name.clone()),
-        })
+        Some(value_of(&self.0.item(name)?.value))
     }
     fn created(&self) -> i64 {
         self.0.created.0
@@ -43,16 +57,65 @@ impl Document for NoteDoc<'_> {
     }
 }
 
+impl Source for NoteDoc<'_> {
+    fn note_id(&self) -> NoteId {
+        self.0.note_id
+    }
+    fn unid(&self) -> Unid {
+        self.0.oid.unid
+    }
+    fn deleted(&self) -> bool {
+        self.0.deleted
+    }
+    fn is_design(&self) -> bool {
+        is_design_note(self.0)
+    }
+}
+
+/// A note still encoded ([`NoteRef`]): items are decoded only when a
+/// formula asks for them. A damaged item reads as an error value.
+pub struct RefDoc<'r, 'a>(pub &'r NoteRef<'a>);
+
+impl Document for RefDoc<'_, '_> {
+    fn item(&self, name: &str) -> Option<Value> {
+        match self.0.item(name) {
+            Ok(v) => v.as_ref().map(value_of),
+            Err(e) => Some(Value::Error(e.to_string())),
+        }
+    }
+    fn created(&self) -> i64 {
+        self.0.created.0
+    }
+    fn modified(&self) -> i64 {
+        self.0.modified.0
+    }
+}
+
+impl Source for RefDoc<'_, '_> {
+    fn note_id(&self) -> NoteId {
+        self.0.note_id
+    }
+    fn unid(&self) -> Unid {
+        self.0.unid
+    }
+    fn deleted(&self) -> bool {
+        self.0.deleted
+    }
+    fn is_design(&self) -> bool {
+        self.0.has_item(DESIGN_TYPE_ITEM).unwrap_or(false)
+    }
+}
+
 /// One index entry: collation key and summary.
 pub type Entry = (Vec<u8>, Vec<u8>);
 
-/// Whether the view selects `note` (folders: whether it can be a member).
-pub fn selects(c: &Compiled, note: &Note, ctx: &EvalContext) -> bool {
-    if note.deleted || is_design_note(note) {
+/// Whether the view selects `doc` (folders: whether it can be a member).
+pub fn selects(c: &Compiled, doc: &dyn Source, ctx: &EvalContext) -> bool {
+    if doc.deleted() || doc.is_design() {
         return false;
     }
     match &c.selection {
-        Some(f) => f.selects(&NoteDoc(note), ctx),
+        Some(f) => f.selects(doc, ctx),
         None => true,
     }
 }
@@ -60,9 +123,8 @@ pub fn selects(c: &Compiled, note: &Note, ctx: &EvalContext) -> bool {
 /// The entries `note` has in the index, assuming it is selected (or a
 /// member): one, or one per category value when the first column is
 /// categorized and evaluates to a list.
-pub fn entries_of(c: &Compiled, note: &Note, ctx: &EvalContext) -> Vec<Entry> {
-    let doc = NoteDoc(note);
-    let cols: Vec<Value> = c.columns.iter().map(|f| f.eval(&doc, ctx)).collect();
+pub fn entries_of(c: &Compiled, doc: &dyn Source, ctx: &EvalContext) -> Vec<Entry> {
+    let cols: Vec<Value> = c.columns.iter().map(|f| f.eval(doc, ctx)).collect();
     let mut rows = vec![cols];
     if c.categorized() {
         rows = split_categories(rows.pop().unwrap_or_default());
@@ -71,7 +133,7 @@ pub fn entries_of(c: &Compiled, note: &Note, ctx: &EvalContext) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::with_capacity(rows.len());
     let mut docmap_size = 0;
     for row in rows {
-        let key = make_key(c, sorted, &row, note.note_id);
+        let key = make_key(c, sorted, &row, doc.note_id());
         docmap_size += key.len() + 2;
         if docmap_size > DOCMAP_BUDGET {
             break; // more category values than a docmap entry holds
@@ -79,7 +141,7 @@ pub fn entries_of(c: &Compiled, note: &Note, ctx: &EvalContext) -> Vec<Entry> {
         if out.iter().any(|(k, _)| *k == key) {
             continue;
         }
-        out.push((key, encode_summary(note.oid.unid, &row)));
+        out.push((key, encode_summary(doc.unid(), &row)));
     }
     out
 }

@@ -13,7 +13,7 @@
 
 use crate::catalog::{ViewState, FLAG_BUILT};
 use crate::def::Compiled;
-use crate::entries::{encode_docmap, entries_of, selects};
+use crate::entries::{encode_docmap, entries_of, selects, NoteDoc, RefDoc, Source};
 use crate::views::{with_state, Views};
 use crate::ViewResult;
 use formula::EvalContext;
@@ -158,12 +158,12 @@ fn build(
     let mut entries =
         ExternalSorter::new(views.backend.clone(), views.config.rebuild_dir.clone(), mem);
     let mut docmap = BulkLoader::new(w, FILL)?;
-    let mut add = |n: &Note| -> ViewResult<()> {
+    let mut add = |n: &dyn Source| -> ViewResult<()> {
         if !selects(c, n, ctx) {
             return Ok(());
         }
         let e = entries_of(c, n, ctx);
-        docmap.push(&n.note_id.0.to_be_bytes(), &encode_docmap(&e))?;
+        docmap.push(&n.note_id().0.to_be_bytes(), &encode_docmap(&e))?;
         for (k, v) in &e {
             entries.push(k, v)?;
         }
@@ -172,10 +172,10 @@ fn build(
         Ok(())
     };
     if st.folder {
-        for_each_member(db, st.members_root, &mut add)?;
+        for_each_member(db, st.members_root, &mut |n| add(&NoteDoc(n)))?;
     } else {
         let mut failed = None;
-        db.for_each_note(|n| match add(&n) {
+        db.for_each_note_ref(|n| match add(&RefDoc(n)) {
             Ok(()) => Ok(()),
             Err(e) => {
                 failed = Some(e);

@@ -5,8 +5,7 @@
 //! to the caller as soon as it is found: results stream, nothing is
 //! collected. Design notes are never found.
 
-use crate::def::is_design_note;
-use crate::entries::NoteDoc;
+use crate::entries::{RefDoc, Source};
 use crate::{ViewError, ViewResult};
 use formula::{EvalContext, Formula};
 use nsf::{Database, Note, NsfError, Timestamp};
@@ -29,13 +28,15 @@ pub fn search(
     };
     let mut n = 0;
     let mut failed = None;
-    let r = db.for_each_note(|note| {
-        if is_design_note(&note) || since.is_some_and(|s| note.modified < s) {
+    let r = db.for_each_note_ref(|note| {
+        let doc = RefDoc(note);
+        if doc.is_design() || since.is_some_and(|s| note.modified < s) {
             return Ok(());
         }
-        if f.selects(&NoteDoc(&note), &ctx) {
+        if f.selects(&doc, &ctx) {
             n += 1;
-            if let Err(e) = found(&note) {
+            // Only the documents found are decoded in full.
+            if let Err(e) = found(&note.to_note()?) {
                 failed = Some(e);
                 return Err(NsfError::Invalid("search stopped".into()));
             }

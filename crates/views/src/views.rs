@@ -10,7 +10,7 @@
 use crate::catalog::{self, ViewState, FLAG_LOGGED};
 use crate::collection::Collection;
 use crate::def::{Compiled, Kind, Refresh, ViewDef};
-use crate::entries::{apply_note, entries_of, selects, Entry, IndexStore};
+use crate::entries::{apply_note, entries_of, selects, Entry, IndexStore, NoteDoc};
 use crate::rebuild::{self, RebuildReport};
 use crate::{ViewError, ViewResult};
 use formula::EvalContext;
@@ -237,8 +237,9 @@ impl Views {
             let changes: Vec<(NoteId, Vec<Entry>, bool)> = notes
                 .iter()
                 .map(|n| {
-                    let e = if selects(&compiled, n, &ctx) {
-                        entries_of(&compiled, n, &ctx)
+                    let d = NoteDoc(n);
+                    let e = if selects(&compiled, &d, &ctx) {
+                        entries_of(&compiled, &d, &ctx)
                     } else {
                         Vec::new()
                     };
@@ -473,9 +474,9 @@ fn change_members(
             let key = id.0.to_be_bytes();
             let note: Option<Note> = tx.note(id)?;
             let entries = match (&note, add) {
-                (Some(n), true) if selects(c, n, &ctx) => {
+                (Some(n), true) if selects(c, &NoteDoc(n), &ctx) => {
                     btree::insert(tx, &mut st.members_root, &key, &[])?;
-                    entries_of(c, n, &ctx)
+                    entries_of(c, &NoteDoc(n), &ctx)
                 }
                 _ => {
                     btree::remove(tx, &mut st.members_root, &key)?;
