@@ -687,9 +687,11 @@ pub struct ViewCheck {
 pub fn check_views(views: &views::Views, engine: &Engine, dbs: usize) -> Result<ViewCheck, String> {
     let mut out = ViewCheck::default();
     for i in 0..dbs {
-        let db = engine
-            .open_database(&db_path(i))
-            .map_err(|e| e.to_string())?;
+        let db = match engine.open_database(&db_path(i)) {
+            Ok(db) => db,
+            Err(NsfError::NoSuchDatabase(_)) => continue, // cut before it was made
+            Err(e) => return Err(format!("{}: {e}", db_path(i))),
+        };
         let mut docs = std::collections::HashSet::new();
         db.for_each_note(|n| {
             if !views::is_design_note(&n) {

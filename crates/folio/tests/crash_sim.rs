@@ -8,8 +8,13 @@
 //! the mode, loses or tears (at 512-byte sector granularity) everything
 //! written since. Recovery runs on that disk image and the result is held
 //! to the model built from the operations acknowledged before the cut.
+//! Each database also carries a logged and an unlogged view, updated as
+//! the workload goes: after the cut the logged one must be usable as it is
+//! and both must agree with the recovered documents.
 
-use folio::crashtest::{ensure_dbs, workers, Model};
+use folio::crashtest::{
+    check_views, db_path, ensure_dbs, ensure_views, workers, Model, CRASH_VIEWS,
+};
 use nsf::{Engine, EngineConfig};
 use std::path::Path;
 use std::sync::Arc;
@@ -50,6 +55,10 @@ fn run(backend: Arc<dyn Backend>, model: &mut Model) {
         }
         return;
     }
+    let views = views::Views::new(engine.backend(), view_config());
+    if ensure_views(&views, &engine, DBS).is_err() {
+        return;
+    }
     let mut ws = workers(SEED, 2, DBS, &[]);
     for i in 0..OPS {
         let w = &mut ws[i % 2];
@@ -59,11 +68,35 @@ fn run(backend: Arc<dyn Backend>, model: &mut Model) {
             }
             return;
         }
+        if i % 4 == 3 && update_views(&views, &engine).is_err() {
+            return;
+        }
         if i % 6 == 5 && engine.checkpoint().is_err() {
             return;
         }
     }
-    let _ = engine.close();
+    if views.close().is_ok() {
+        let _ = engine.close();
+    }
+}
+
+fn view_config() -> views::ViewConfig {
+    views::ViewConfig {
+        rebuild_dir: "/sort".into(),
+        rebuild_memory: 1 << 20,
+    }
+}
+
+fn update_views(views: &views::Views, engine: &Engine) -> Result<(), String> {
+    for i in 0..DBS {
+        let db = engine
+            .open_database(&db_path(i))
+            .map_err(|e| e.to_string())?;
+        for (name, _) in CRASH_VIEWS {
+            views.update(&db, name).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 fn recover_and_verify(image: MemBackend, model: &mut Model, what: &str) {
@@ -79,6 +112,11 @@ fn recover_and_verify(image: MemBackend, model: &mut Model, what: &str) {
     model
         .verify(&engine, DBS)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let views = views::Views::new(engine.backend(), view_config());
+    check_views(&views, &engine, DBS).unwrap_or_else(|e| panic!("{what}: views: {e}"));
+    views
+        .close()
+        .unwrap_or_else(|e| panic!("{what}: closing views failed: {e}"));
     engine
         .close()
         .unwrap_or_else(|e| panic!("{what}: clean close after recovery failed: {e}"));
