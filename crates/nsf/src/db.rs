@@ -29,6 +29,7 @@ use crate::{
     NoteId, NoteRef, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid, ATTACHMENT_PREFIX,
 };
 use parking_lot::{Mutex, RwLock};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Bound;
@@ -418,10 +419,10 @@ impl Database {
     /// [`NoteRef`] whose items are decoded only when asked for. Each chunk
     /// of encoded notes is copied out under the shared lock and handed out
     /// after it is released, so `f` never holds writers off.
-    pub fn for_each_note_ref(
+    pub fn for_each_note_ref<E: From<NsfError>>(
         &self,
-        mut f: impl FnMut(&NoteRef<'_>) -> NsfResult<()>,
-    ) -> NsfResult<()> {
+        mut f: impl FnMut(&NoteRef<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut arena: Vec<u8> = Vec::new();
         let mut spans: Vec<(usize, usize)> = Vec::with_capacity(SCAN_CHUNK);
         let mut after: Option<[u8; 4]> = None;
@@ -440,8 +441,10 @@ impl Database {
                     let start = arena.len();
                     let next = range.next_with(|k, v| {
                         let key: Option<[u8; 4]> = k.try_into().ok();
-                        (key, note_bytes_into(&store, v, &mut arena))
-                    })?;
+                        let copied = note_bytes(&store, v).map(|b| arena.extend_from_slice(&b));
+                        (key, copied)
+                    });
+                    let next = next.map_err(NsfError::from)?;
                     let Some((key, copied)) = next else { break };
                     copied?;
                     after = Some(key.ok_or_else(|| {
@@ -455,7 +458,7 @@ impl Database {
                 }
             }
             for &(a, b) in &spans {
-                let note = NoteRef::new(&arena[a..b])?;
+                let note = NoteRef::new(&arena[a..b]).map_err(NsfError::from)?;
                 if !note.deleted {
                     f(&note)?;
                 }
@@ -1185,6 +1188,12 @@ pub(crate) fn load_note(
 /// Decodes a note-table value: the note inline, or a pointer to an
 /// overflow chain (first page, length, crc32c of the encoded note).
 fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
+    Ok(decode_note(&note_bytes(store, v)?)?)
+}
+
+/// The encoded note a note-table value holds: borrowed when inline, read
+/// from its overflow chain (and checked against its crc32c) otherwise.
+fn note_bytes<'v>(store: &impl PageStore, v: &'v [u8]) -> NsfResult<Cow<'v, [u8]>> {
     let corrupt = |r: &str| {
         NsfError::Storage(storage::StorageError::corrupt(
             store.name(),
@@ -1193,7 +1202,7 @@ fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
         ))
     };
     match v.first() {
-        Some(&TAG_INLINE) => Ok(decode_note(&v[1..])?),
+        Some(&TAG_INLINE) => Ok(Cow::Borrowed(&v[1..])),
         Some(&TAG_OVERFLOW) if v.len() == 17 => {
             let first = PageId(u32::from_le_bytes(v[1..5].try_into().unwrap()));
             let len = u64::from_le_bytes(v[5..13].try_into().unwrap());
@@ -1202,40 +1211,9 @@ fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
             if crc32c::crc32c(&bytes) != crc {
                 return Err(corrupt("overflow content checksum mismatch"));
             }
-            Ok(decode_note(&bytes)?)
+            Ok(Cow::Owned(bytes))
         }
         _ => Err(corrupt("unknown value tag")),
-    }
-}
-
-/// Appends the encoded note a note-table value holds (inline, or read from
-/// its overflow chain and checked) to `out`.
-fn note_bytes_into(store: &impl PageStore, v: &[u8], out: &mut Vec<u8>) -> NsfResult<()> {
-    match v.first() {
-        Some(&TAG_INLINE) => {
-            out.extend_from_slice(&v[1..]);
-            Ok(())
-        }
-        Some(&TAG_OVERFLOW) if v.len() == 17 => {
-            let first = PageId(u32::from_le_bytes(v[1..5].try_into().unwrap()));
-            let len = u64::from_le_bytes(v[5..13].try_into().unwrap());
-            let crc = u32::from_le_bytes(v[13..17].try_into().unwrap());
-            let bytes = overflow::read(store, first, len)?;
-            if crc32c::crc32c(&bytes) != crc {
-                return Err(NsfError::Storage(storage::StorageError::corrupt(
-                    store.name(),
-                    first,
-                    "note table value: overflow content checksum mismatch",
-                )));
-            }
-            out.extend_from_slice(&bytes);
-            Ok(())
-        }
-        _ => Err(NsfError::Storage(storage::StorageError::corrupt(
-            store.name(),
-            PageId(0),
-            "note table value: unknown value tag",
-        ))),
     }
 }
 

@@ -174,15 +174,7 @@ fn build(
     if st.folder {
         for_each_member(db, st.members_root, &mut |n| add(&NoteDoc(n)))?;
     } else {
-        let mut failed = None;
-        db.for_each_note_ref(|n| match add(&RefDoc(n)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                failed = Some(e);
-                Err(nsf::NsfError::Invalid("rebuild stopped".into()))
-            }
-        })
-        .map_err(|e| failed.take().unwrap_or_else(|| e.into()))?;
+        db.for_each_note_ref(|n| add(&RefDoc(n)))?;
     }
     let docmap_root = docmap.finish()?;
     report.scan_seconds = t0.elapsed().as_secs_f64();

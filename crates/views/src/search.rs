@@ -27,8 +27,7 @@ pub fn search(
         now: Timestamp::now().0,
     };
     let mut n = 0;
-    let mut failed = None;
-    let r = db.for_each_note_ref(|note| {
+    db.for_each_note_ref(|note| -> ViewResult<()> {
         let doc = RefDoc(note);
         if doc.is_design() || since.is_some_and(|s| note.modified < s) {
             return Ok(());
@@ -36,16 +35,9 @@ pub fn search(
         if f.selects(&doc, &ctx) {
             n += 1;
             // Only the documents found are decoded in full.
-            if let Err(e) = found(&note.to_note()?) {
-                failed = Some(e);
-                return Err(NsfError::Invalid("search stopped".into()));
-            }
+            found(&note.to_note().map_err(NsfError::from)?)?;
         }
         Ok(())
-    });
-    match (r, failed) {
-        (_, Some(e)) => Err(e),
-        (Err(e), None) => Err(e.into()),
-        (Ok(()), None) => Ok(n),
-    }
+    })?;
+    Ok(n)
 }
