@@ -8,10 +8,12 @@
 //! reads, hostile input) and fuzzable, and it must never panic on any
 //! input: a malformed stream is a typed [`ProtocolError`].
 
+mod compress;
 mod error;
 mod frame;
 mod ids;
 
+pub use compress::{BodyCodec, Compression, DEFAULT_COMPRESSION_THRESHOLD, STRONG_LEVEL};
 pub use error::{ErrorCode, ProtocolError};
 pub use frame::{
     Flags, Frame, FrameDecoder, FrameType, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN, LENGTH_LEN,
