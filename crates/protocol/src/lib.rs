@@ -11,7 +11,9 @@
 mod compress;
 mod error;
 mod frame;
+mod handshake;
 mod ids;
+mod message;
 
 pub use compress::{BodyCodec, Compression, DEFAULT_COMPRESSION_THRESHOLD, STRONG_LEVEL};
 pub use error::{ErrorCode, ProtocolError};
@@ -19,4 +21,12 @@ pub use frame::{
     Flags, Frame, FrameDecoder, FrameType, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN, LENGTH_LEN,
     MIN_MAX_FRAME_SIZE,
 };
+pub use handshake::{
+    negotiate_compression, negotiate_version, Credentials, Hello, Welcome, MAGIC,
+    SUPPORTED_VERSIONS,
+};
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
+pub use message::{
+    DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta, ReadFlags, Request,
+    Response, Row, Shape, Start, StatValue, Statistic, Value, MAX_ERROR_MESSAGE,
+};
