@@ -6,15 +6,32 @@
 //! feeding it the bytes they read and writing the bytes it queues. Being
 //! pure is what makes it testable to the last byte (split reads, merged
 //! reads, hostile input) and fuzzable, and it must never panic on any
-//! input: a malformed stream is a typed [`ProtocolError`].
+//! input: a malformed stream closes the connection with an error frame
+//! and a typed [`ProtocolError`].
+//!
+//! Layers, bottom up (docs/protocol.md specifies each byte):
+//!
+//! ```text
+//!   ServerConnection / ClientConnection   state machines: handshake, rules, request ids
+//!     message    Request / Response / Failure bodies (postcard, JSON documents)
+//!     handshake  Hello / Welcome, version and compression negotiation
+//!     wire       per-connection frame decoder + output buffer + compression
+//!       compress   off / fast (LZ4) / strong (zstd), bomb-proof decompression
+//!       frame      length-prefixed frames, streaming FrameDecoder
+//! ```
 
+mod client;
 mod compress;
 mod error;
 mod frame;
 mod handshake;
 mod ids;
 mod message;
+mod server;
+mod state;
+mod wire;
 
+pub use client::{ClientConfig, ClientConnection, ClientEvent};
 pub use compress::{BodyCodec, Compression, DEFAULT_COMPRESSION_THRESHOLD, STRONG_LEVEL};
 pub use error::{ErrorCode, ProtocolError};
 pub use frame::{
@@ -30,3 +47,8 @@ pub use message::{
     DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta, ReadFlags, Request,
     Response, Row, Shape, Start, StatValue, Statistic, Value, MAX_ERROR_MESSAGE,
 };
+pub use server::{ServerConfig, ServerConnection, ServerEvent};
+pub use state::Phase;
+
+#[cfg(test)]
+mod testkit;
