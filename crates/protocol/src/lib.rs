@@ -51,4 +51,6 @@ pub use server::{ServerConfig, ServerConnection, ServerEvent};
 pub use state::Phase;
 
 #[cfg(test)]
+mod robustness;
+#[cfg(test)]
 mod testkit;

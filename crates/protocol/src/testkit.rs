@@ -1,10 +1,11 @@
 //! Test helpers shared by the state machines' tests: a client and a
-//! server wired back to back, and raw frame building.
+//! server wired back to back, raw frame building, and a scripted server
+//! caller that answers every request so streams can run deep.
 
 use crate::frame::{write_frame, Flags, FrameType, DEFAULT_MAX_FRAME_SIZE};
 use crate::{
-    ClientConfig, ClientConnection, ClientEvent, Compression, Phase, RequestId, ServerConfig,
-    ServerConnection, ServerEvent, SessionId,
+    ClientConfig, ClientConnection, ClientEvent, Compression, ErrorCode, Phase, ProtocolError,
+    Request, RequestId, Response, ServerConfig, ServerConnection, ServerEvent, SessionId, Shape,
 };
 
 /// The bytes of one frame, for feeding hand-made (often hostile) input.
@@ -66,5 +67,69 @@ impl Pair {
     pub(crate) fn deliver_to_client(&mut self) -> Vec<ClientEvent> {
         let bytes = self.server.take_output();
         self.client.receive(&bytes).expect("client accepts")
+    }
+}
+
+/// A server and a scripted caller: accepts every Hello and answers every
+/// request completely (items and chunks included), so a client stream
+/// can go as deep as its bytes allow.
+pub(crate) struct Scripted {
+    pub(crate) server: ServerConnection,
+}
+
+impl Scripted {
+    pub(crate) fn new() -> Scripted {
+        Scripted {
+            server: ServerConnection::new(ServerConfig {
+                compression_threshold: 0,
+                max_frame_size: 64 * 1024,
+                ..ServerConfig::default()
+            }),
+        }
+    }
+
+    /// Feeds bytes and answers what they asked; returns the receive result.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<ServerEvent>, ProtocolError> {
+        let events = self.server.receive(bytes)?;
+        for e in &events {
+            self.answer(e);
+        }
+        Ok(events)
+    }
+
+    fn answer(&mut self, event: &ServerEvent) {
+        let s = &mut self.server;
+        let done = Response::Done;
+        match event {
+            ServerEvent::Authenticate { credentials, .. } => {
+                if credentials.as_ref().is_some_and(|c| c.user == "mallory") {
+                    s.refuse(ErrorCode::Unauthenticated, "no").unwrap();
+                } else {
+                    s.accept(SessionId(1)).unwrap();
+                }
+            }
+            ServerEvent::Request { id, request } => match request.shape() {
+                Shape::Single => s.respond(*id, &done).unwrap(),
+                Shape::Stream => {
+                    s.send_item(*id, &Response::SearchDone { found: 0 })
+                        .unwrap();
+                    s.respond(*id, &Response::SearchDone { found: 1 }).unwrap();
+                }
+                Shape::Download => {
+                    s.send_item(*id, &Response::AttachmentSent { size: 3 })
+                        .unwrap();
+                    s.send_chunk(*id, b"abc").unwrap();
+                    s.respond(*id, &Response::AttachmentSent { size: 3 })
+                        .unwrap();
+                }
+                Shape::Upload => {
+                    if let Request::PutAttachment { size: Some(0), .. } = request {
+                        s.fail(*id, ErrorCode::TooLarge, "refused early").unwrap();
+                    }
+                }
+            },
+            ServerEvent::End { id } => s.respond(*id, &done).unwrap(),
+            ServerEvent::Chunk { .. } | ServerEvent::PeerClosed { .. } => {}
+        }
     }
 }
