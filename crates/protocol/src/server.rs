@@ -313,9 +313,7 @@ impl ServerConnection {
     /// Accepts the client authenticated after an `Authenticate` event:
     /// queues the Welcome and opens the connection.
     pub fn accept(&mut self, session: SessionId) -> Result<(), ProtocolError> {
-        if self.phase != Phase::Authenticating {
-            return Err(self.misuse("accept", "no authentication is pending"));
-        }
+        self.require_authenticating("accept")?;
         let welcome = Welcome {
             version: self.version,
             compression: self.compression,
@@ -337,9 +335,7 @@ impl ServerConnection {
     /// `Unauthenticated` or `Forbidden`): queues the error frame and
     /// closes the connection.
     pub fn refuse(&mut self, code: ErrorCode, reason: &str) -> Result<(), ProtocolError> {
-        if self.phase != Phase::Authenticating {
-            return Err(self.misuse("refuse", "no authentication is pending"));
-        }
+        self.require_authenticating("refuse")?;
         self.close(code, reason);
         Ok(())
     }
@@ -415,6 +411,15 @@ impl ServerConnection {
             .check(frame, id, expected, |p| !p.answered && shape_ok(p.shape))
             .map(drop)
             .map_err(|e| ProtocolError::Misuse(e.to_string()))
+    }
+
+    /// `Closed` if the client left meanwhile, misuse if nothing is pending.
+    fn require_authenticating(&self, what: &str) -> Result<(), ProtocolError> {
+        match self.phase {
+            Phase::Authenticating => Ok(()),
+            Phase::Closed => Err(ProtocolError::Closed),
+            _ => Err(self.misuse(what, "no authentication is pending")),
+        }
     }
 
     fn misuse(&self, what: &str, why: &str) -> ProtocolError {
@@ -917,6 +922,36 @@ mod tests {
         // Request-level error frames are not the client's to send.
         let mut s = open_server(Compression::Off);
         assert!(s.receive(&raw(FrameType::Error, 0, 1, &[0x90, 1])).is_err());
+    }
+
+    #[test]
+    fn requests_before_a_clients_close_are_delivered_but_cannot_be_answered() {
+        let mut s = open_server(Compression::Off);
+        let mut bytes = request_bytes(1, &stats());
+        bytes.extend(raw(
+            FrameType::Error,
+            0,
+            0,
+            &Failure::new(ErrorCode::ServerError, "bye").encode(),
+        ));
+        let events = s.receive(&bytes).unwrap();
+        assert_eq!(events.len(), 2);
+        assert!(matches!(events[1], ServerEvent::PeerClosed { .. }));
+        assert_eq!(
+            s.respond(RequestId(1), &Response::Done),
+            Err(ProtocolError::Closed)
+        );
+        // Likewise a Hello followed at once by a close.
+        let mut s = ServerConnection::new(ServerConfig::default());
+        let mut bytes = hello_bytes(1..=1);
+        bytes.extend(raw(FrameType::Error, 0, 0, &[0xf4, 0x01]));
+        assert_eq!(s.receive(&bytes).unwrap().len(), 2);
+        assert_eq!(s.accept(SessionId(1)), Err(ProtocolError::Closed));
+        assert_eq!(
+            s.refuse(ErrorCode::Forbidden, "x"),
+            Err(ProtocolError::Closed)
+        );
+        assert_eq!(s.output_len(), 0);
     }
 
     #[test]
