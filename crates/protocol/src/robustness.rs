@@ -425,3 +425,55 @@ proptest! {
         )?;
     }
 }
+
+/// The session shown byte by byte in docs/protocol.md: a format fixture,
+/// so the documented bytes and the code cannot drift apart.
+#[test]
+fn the_documented_session_bytes_are_exact() {
+    fn hex(s: &str) -> Vec<u8> {
+        s.split(' ')
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect()
+    }
+    let mut c = ClientConnection::new(ClientConfig {
+        client_name: "cli".into(),
+        compression: vec![Compression::Strong, Compression::Fast],
+        credentials: Some(Credentials {
+            user: "alice".into(),
+            password: "pw".into(),
+        }),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let hello = c.take_output();
+    assert_eq!(
+        hello,
+        hex("20 00 00 00 01 00 00 00 00 00 46 4f 4c 49 4f 01 00 01 00 03 63 6c 69 02 02 01 01 05 61 6c 69 63 65 02 70 77")
+    );
+    let mut s = crate::ServerConnection::new(crate::ServerConfig {
+        server_name: "folio".into(),
+        ..crate::ServerConfig::default()
+    });
+    s.receive(&hello).unwrap();
+    s.accept(crate::SessionId(42)).unwrap();
+    let welcome = s.take_output();
+    assert_eq!(
+        welcome,
+        hex("17 00 00 00 02 00 00 00 00 00 01 00 02 2a 00 00 00 00 00 00 00 05 66 6f 6c 69 6f")
+    );
+    c.receive(&welcome).unwrap();
+    let read = Request::ReadDocument {
+        db: DbHandle(1),
+        doc: crate::DocRef::NoteId(crate::NoteId(300)),
+    };
+    let id = c.send_request(&read).unwrap();
+    let request = c.take_output();
+    assert_eq!(request, hex("0b 00 00 00 03 00 01 00 00 00 06 01 01 ac 02"));
+    s.receive(&request).unwrap();
+    s.fail(id, crate::ErrorCode::NotFound, "no document 300")
+        .unwrap();
+    assert_eq!(
+        s.take_output(),
+        hex("17 00 00 00 08 00 01 00 00 00 94 01 6e 6f 20 64 6f 63 75 6d 65 6e 74 20 33 30 30")
+    );
+}
