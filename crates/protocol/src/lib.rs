@@ -20,6 +20,8 @@
 //!       frame      length-prefixed frames, streaming FrameDecoder
 //! ```
 
+#![warn(missing_docs)]
+
 mod client;
 mod compress;
 mod error;

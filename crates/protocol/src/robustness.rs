@@ -404,8 +404,8 @@ proptest! {
     fn mutated_sessions_never_panic_either_side(
         compression in any_compression(),
         user in prop::sample::select(vec!["", "alice", "mallory"]),
-        requests in small_requests(),
-        ops in prop::collection::vec((0u8..4, any::<usize>(), any::<u8>()), 0..6),
+        requests in prop::collection::vec(any::<Request>(), 1..8),
+        ops in prop::collection::vec((0u8..4, any::<usize>(), any::<u8>()), 0..4),
         pieces in prop::collection::vec(1usize..300, 1..8),
     ) {
         let (mut bytes, rest) = client_stream(compression, user, &requests, b"some attachment bytes");
