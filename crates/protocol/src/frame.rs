@@ -1,0 +1,453 @@
+//! Frames: the unit everything on a connection travels in.
+//!
+//! ```text
+//!   0        4      5       6               10
+//!   +--------+------+-------+---------------+---------------------+
+//!   | length | type | flags |  request id   |  body (length - 6)  |
+//!   | u32 LE |  u8  |  u8   |    u32 LE     |                     |
+//!   +--------+------+-------+---------------+---------------------+
+//!            \________________ length bytes ______________________/
+//! ```
+//!
+//! Why a length prefix rather than delimiters: the reader knows how much to
+//! wait for, bodies may hold any bytes (attachment chunks are raw), and a
+//! length above the connection's maximum is refused from the first four
+//! bytes, before anything is buffered for it. Why the request id in the
+//! header rather than in the body: a driver can route a frame (or drop it)
+//! without decoding the body, and raw attachment chunks need no envelope.
+//!
+//! [`FrameDecoder`] is the streaming half: bytes go in as they arrive from
+//! the socket, in whatever pieces the reads produce, and whole frames come
+//! out. It never reserves memory from a length field; its buffer only holds
+//! bytes it was actually fed. After an error it is poisoned and keeps
+//! returning that error: a stream that lost its framing cannot be trusted
+//! again.
+
+use crate::error::ProtocolError;
+use crate::ids::RequestId;
+use bytes::{Buf, Bytes, BytesMut};
+use std::fmt;
+
+/// Size of the length field that precedes every frame.
+pub const LENGTH_LEN: usize = 4;
+/// Size of the header that the length field counts: type, flags, request id.
+pub const HEADER_LEN: usize = 6;
+/// Default maximum frame size (the largest length field accepted): 16 MiB.
+pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16 << 20;
+/// The smallest maximum frame size a connection may be configured with;
+/// smaller settings are raised to it so a handshake always fits.
+pub const MIN_MAX_FRAME_SIZE: u32 = 4096;
+
+/// What a frame carries; the byte after the length field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FrameType {
+    /// Client → server, first frame: magic, versions, compression, credentials.
+    Hello = 0x01,
+    /// Server → client: the handshake succeeded.
+    Welcome = 0x02,
+    /// Client → server: a request (the first frame of an upload).
+    Request = 0x03,
+    /// Server → client: the final answer to a request.
+    Response = 0x04,
+    /// Server → client: one streamed result of a request; more follow,
+    /// then a `Response` or `Error` ends the request.
+    Item = 0x05,
+    /// Either way: raw bytes of an attachment being uploaded or downloaded.
+    Chunk = 0x06,
+    /// Client → server: the upload of this request is complete.
+    End = 0x07,
+    /// Server → client: the request failed (request id ≠ 0), or the
+    /// connection is being closed (request id 0). Body: code and message.
+    Error = 0x08,
+}
+
+impl FrameType {
+    /// The type for a byte read from the wire.
+    pub fn from_u8(b: u8) -> Result<FrameType, ProtocolError> {
+        Ok(match b {
+            0x01 => FrameType::Hello,
+            0x02 => FrameType::Welcome,
+            0x03 => FrameType::Request,
+            0x04 => FrameType::Response,
+            0x05 => FrameType::Item,
+            0x06 => FrameType::Chunk,
+            0x07 => FrameType::End,
+            0x08 => FrameType::Error,
+            other => return Err(ProtocolError::UnknownFrameType(other)),
+        })
+    }
+}
+
+impl fmt::Display for FrameType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// The flags byte of a frame header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags(u8);
+
+impl Flags {
+    /// Bit 0: the body is compressed with the connection's method.
+    pub const COMPRESSED: Flags = Flags(0x01);
+    /// No flag set.
+    pub const NONE: Flags = Flags(0);
+    const KNOWN: u8 = 0x01;
+
+    /// Flags read from the wire; bits this version does not define are an
+    /// error (they would change the meaning of the body).
+    pub fn from_u8(b: u8) -> Result<Flags, ProtocolError> {
+        if b & !Flags::KNOWN != 0 {
+            return Err(ProtocolError::ReservedFlags(b & !Flags::KNOWN));
+        }
+        Ok(Flags(b))
+    }
+
+    /// The flags byte.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Whether the body is compressed.
+    pub fn is_compressed(self) -> bool {
+        self.0 & Flags::COMPRESSED.0 != 0
+    }
+}
+
+/// One decoded frame. The body is still as sent (compressed if the flag
+/// says so); the connection state machines decompress it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// What the frame carries.
+    pub kind: FrameType,
+    /// Its flags.
+    pub flags: Flags,
+    /// The request it belongs to (0: the connection itself).
+    pub request_id: RequestId,
+    /// The body bytes.
+    pub body: Bytes,
+}
+
+impl Frame {
+    /// Appends the frame's bytes to `out`, refusing a frame whose length
+    /// field would exceed `max_frame_size`.
+    pub fn encode(&self, max_frame_size: u32, out: &mut Vec<u8>) -> Result<(), ProtocolError> {
+        write_frame(
+            out,
+            max_frame_size,
+            self.kind,
+            self.flags,
+            self.request_id,
+            &self.body,
+        )
+    }
+}
+
+/// Appends one frame to `out`; the building block of every `send_*`.
+pub(crate) fn write_frame(
+    out: &mut Vec<u8>,
+    max_frame_size: u32,
+    kind: FrameType,
+    flags: Flags,
+    id: RequestId,
+    body: &[u8],
+) -> Result<(), ProtocolError> {
+    let length = (HEADER_LEN + body.len()) as u64;
+    if length > u64::from(max_frame_size) {
+        return Err(ProtocolError::FrameTooLarge {
+            length,
+            max: max_frame_size,
+        });
+    }
+    out.reserve(LENGTH_LEN + length as usize);
+    out.extend_from_slice(&(length as u32).to_le_bytes());
+    out.push(kind as u8);
+    out.push(flags.bits());
+    out.extend_from_slice(&id.0.to_le_bytes());
+    out.extend_from_slice(body);
+    Ok(())
+}
+
+/// Turns a byte stream into frames (see the module docs).
+#[derive(Debug)]
+pub struct FrameDecoder {
+    buf: BytesMut,
+    max_frame_size: u32,
+    poisoned: Option<ProtocolError>,
+}
+
+impl FrameDecoder {
+    /// A decoder refusing frames whose length field exceeds
+    /// `max_frame_size` (raised to at least [`HEADER_LEN`]).
+    pub fn new(max_frame_size: u32) -> FrameDecoder {
+        FrameDecoder {
+            buf: BytesMut::new(),
+            max_frame_size: max_frame_size.max(HEADER_LEN as u32),
+            poisoned: None,
+        }
+    }
+
+    /// The largest length field this decoder accepts.
+    pub fn max_frame_size(&self) -> u32 {
+        self.max_frame_size
+    }
+
+    /// Appends bytes read from the peer. Ignored once the decoder is
+    /// poisoned, so a misbehaving peer cannot make it buffer anything more.
+    pub fn feed(&mut self, data: &[u8]) {
+        if self.poisoned.is_none() {
+            self.buf.extend_from_slice(data);
+        }
+    }
+
+    /// Bytes fed but not yet returned as frames.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The next complete frame, `None` if more bytes are needed, or the
+    /// error that makes the stream unusable (returned again on every later
+    /// call).
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        if let Some(e) = &self.poisoned {
+            return Err(e.clone());
+        }
+        match self.parse() {
+            Err(e) => {
+                self.buf = BytesMut::new();
+                self.poisoned = Some(e.clone());
+                Err(e)
+            }
+            ok => ok,
+        }
+    }
+
+    fn parse(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        let Some(prefix) = self.buf.get(..LENGTH_LEN + HEADER_LEN) else {
+            // Even a short prefix is enough to refuse an absurd length.
+            if let Some(len) = self.buf.get(..LENGTH_LEN) {
+                self.check_length(le_u32(len))?;
+            }
+            return Ok(None);
+        };
+        let length = le_u32(&prefix[..LENGTH_LEN]);
+        self.check_length(length)?;
+        let kind = FrameType::from_u8(prefix[4])?;
+        let flags = Flags::from_u8(prefix[5])?;
+        let request_id = RequestId(le_u32(&prefix[6..10]));
+        let total = LENGTH_LEN + length as usize;
+        if self.buf.len() < total {
+            return Ok(None);
+        }
+        self.buf.advance(LENGTH_LEN + HEADER_LEN);
+        let body = self.buf.split_to(total - LENGTH_LEN - HEADER_LEN).freeze();
+        Ok(Some(Frame {
+            kind,
+            flags,
+            request_id,
+            body,
+        }))
+    }
+
+    fn check_length(&self, length: u32) -> Result<(), ProtocolError> {
+        if length > self.max_frame_size {
+            return Err(ProtocolError::FrameTooLarge {
+                length: length.into(),
+                max: self.max_frame_size,
+            });
+        }
+        if (length as usize) < HEADER_LEN {
+            return Err(ProtocolError::FrameTooShort {
+                length,
+                header: HEADER_LEN as u32,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A little-endian u32 from the first four bytes of `b` (callers pass
+/// exactly four).
+fn le_u32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[..4]);
+    u32::from_le_bytes(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn frame(kind: FrameType, id: u32, body: &[u8]) -> Frame {
+        Frame {
+            kind,
+            flags: Flags::NONE,
+            request_id: RequestId(id),
+            body: Bytes::copy_from_slice(body),
+        }
+    }
+
+    fn encode_all(frames: &[Frame]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in frames {
+            f.encode(DEFAULT_MAX_FRAME_SIZE, &mut out).unwrap();
+        }
+        out
+    }
+
+    fn decode_all(dec: &mut FrameDecoder) -> Vec<Frame> {
+        let mut got = Vec::new();
+        while let Some(f) = dec.next_frame().unwrap() {
+            got.push(f);
+        }
+        got
+    }
+
+    #[test]
+    fn layout_is_byte_exact() {
+        let f = Frame {
+            kind: FrameType::Request,
+            flags: Flags::COMPRESSED,
+            request_id: RequestId(0x0403_0201),
+            body: Bytes::from_static(b"ab"),
+        };
+        let mut out = Vec::new();
+        f.encode(DEFAULT_MAX_FRAME_SIZE, &mut out).unwrap();
+        assert_eq!(
+            out,
+            [8, 0, 0, 0, 0x03, 0x01, 0x01, 0x02, 0x03, 0x04, b'a', b'b']
+        );
+    }
+
+    #[test]
+    fn several_frames_in_one_read_come_out_in_order() {
+        let frames = [
+            frame(FrameType::Request, 1, b"one"),
+            frame(FrameType::Chunk, 1, b""),
+            frame(FrameType::End, 2, &[0u8; 1000]),
+        ];
+        let mut dec = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        dec.feed(&encode_all(&frames));
+        assert_eq!(decode_all(&mut dec), frames);
+        assert_eq!(dec.buffered(), 0);
+    }
+
+    #[test]
+    fn every_split_point_of_a_stream_decodes_the_same_frames() {
+        let frames = [
+            frame(FrameType::Hello, 0, b"hello"),
+            frame(FrameType::Request, 7, &[9u8; 300]),
+            frame(FrameType::Error, 0, b""),
+        ];
+        let bytes = encode_all(&frames);
+        for cut in 0..=bytes.len() {
+            let mut dec = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+            dec.feed(&bytes[..cut]);
+            let mut got = decode_all(&mut dec);
+            dec.feed(&bytes[cut..]);
+            got.extend(decode_all(&mut dec));
+            assert_eq!(got, frames, "split at {cut}");
+        }
+        // And one byte at a time.
+        let mut dec = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        let mut got = Vec::new();
+        for b in &bytes {
+            dec.feed(std::slice::from_ref(b));
+            got.extend(decode_all(&mut dec));
+        }
+        assert_eq!(got, frames);
+    }
+
+    #[test]
+    fn oversize_length_is_refused_from_the_length_field_alone() {
+        let mut dec = FrameDecoder::new(1024);
+        dec.feed(&1025u32.to_le_bytes());
+        assert_eq!(
+            dec.next_frame(),
+            Err(ProtocolError::FrameTooLarge {
+                length: 1025,
+                max: 1024
+            })
+        );
+        // Poisoned: further bytes are not buffered, the error repeats.
+        dec.feed(&[0u8; 4096]);
+        assert_eq!(dec.buffered(), 0);
+        assert!(matches!(
+            dec.next_frame(),
+            Err(ProtocolError::FrameTooLarge { .. })
+        ));
+        // An HTTP request on the native port is refused the same way.
+        let mut dec = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        dec.feed(b"GET / HTTP/1.1\r\n");
+        assert!(matches!(
+            dec.next_frame(),
+            Err(ProtocolError::FrameTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn encoding_refuses_a_frame_above_the_maximum() {
+        let mut out = Vec::new();
+        let f = frame(FrameType::Chunk, 1, &[0u8; 100]);
+        assert!(f.encode(105, &mut out).is_err());
+        assert!(out.is_empty());
+        assert!(f.encode(106, &mut out).is_ok());
+    }
+
+    #[test]
+    fn short_lengths_unknown_types_and_reserved_flags_are_errors() {
+        for (bytes, want) in [
+            (
+                vec![5, 0, 0, 0],
+                ProtocolError::FrameTooShort {
+                    length: 5,
+                    header: 6,
+                },
+            ),
+            (
+                vec![6, 0, 0, 0, 0x09, 0, 1, 0, 0, 0],
+                ProtocolError::UnknownFrameType(0x09),
+            ),
+            (
+                vec![6, 0, 0, 0, 0x03, 0x82, 1, 0, 0, 0],
+                ProtocolError::ReservedFlags(0x82),
+            ),
+        ] {
+            let mut dec = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+            dec.feed(&bytes);
+            assert_eq!(dec.next_frame(), Err(want));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn frames_round_trip_through_arbitrary_read_sizes(
+            bodies in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..8),
+            ids in proptest::collection::vec(any::<u32>(), 8),
+            reads in proptest::collection::vec(1usize..64, 1..50),
+        ) {
+            let frames: Vec<Frame> = bodies
+                .iter()
+                .zip(&ids)
+                .map(|(b, id)| frame(FrameType::Response, *id, b))
+                .collect();
+            let bytes = encode_all(&frames);
+            let mut dec = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+            let mut got = Vec::new();
+            let mut rest = &bytes[..];
+            for n in reads.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (now, later) = rest.split_at((*n).min(rest.len()));
+                dec.feed(now);
+                got.extend(decode_all(&mut dec));
+                rest = later;
+            }
+            prop_assert_eq!(got, frames);
+        }
+    }
+}

@@ -1,0 +1,674 @@
+//! Requests and responses: the bodies of `Request`, `Response` and `Item`
+//! frames, and of error frames.
+//!
+//! Bodies are encoded with postcard (serde): varint integers, length-
+//! prefixed strings and sequences, and an enum's variant as its varint
+//! index. It was chosen because its wire format is specified and frozen
+//! (postcard 1.x), it is compact without a schema file, and its decoder is
+//! bounds-checked: a length that runs past the body is an error, strings
+//! are checked UTF-8, and sequences never preallocate more than serde's
+//! cautious limit, so a lying length cannot make it allocate. A body must
+//! be consumed exactly; trailing bytes are a malformed body. Variant
+//! indexes are the wire tags, so new variants go at the end of an enum
+//! (docs/protocol.md lists them).
+//!
+//! Documents travel as JSON text, in the mapping the CLI and the HTTP API
+//! use (`nsf::json`): one format for people and programs, no second
+//! binary item encoding to keep in step, and network compression takes
+//! most of JSON's verbosity back.
+//!
+//! Which frames a request leads to:
+//!
+//! ```text
+//!   most requests     Request ───────────────────────────▶ Response | Error
+//!   PutAttachment     Request, Chunk*, End ─────────────▶ Response | Error
+//!   GetAttachment     Request ─▶ Item(AttachmentHeader), Chunk* ▶ Response | Error
+//!   Search            Request ─▶ Item(SearchHit)* ──────▶ Response | Error
+//! ```
+//!
+//! Error frames have a fixed body rather than a postcard one, so that any
+//! version can read any version's errors (a refused handshake must be
+//! readable whatever the client speaks): the code as `u16` LE, then the
+//! message as UTF-8 up to the end of the body.
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::frame::FrameType;
+use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+use proptest_derive::Arbitrary;
+
+/// Longest error message sent, in bytes; longer ones are cut at a
+/// character boundary so an error frame always fits.
+pub const MAX_ERROR_MESSAGE: usize = 4096;
+
+/// A client's request. The variant order is the wire format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum Request {
+    /// Creates a database file; answered with `DatabaseInfo`.
+    CreateDatabase {
+        /// Path relative to the data directory, e.g. `mail/alice.fdb`.
+        path: String,
+        /// Its title.
+        title: String,
+    },
+    /// Lists databases, optionally only those under a folder; answered
+    /// with `Databases`.
+    ListDatabases {
+        /// Folder prefix, e.g. `mail/`.
+        folder: Option<String>,
+    },
+    /// Describes a database without opening it; answered with `DatabaseInfo`.
+    DatabaseInfo {
+        /// Path relative to the data directory.
+        path: String,
+    },
+    /// Opens a database for this connection; answered with `DatabaseOpened`.
+    OpenDatabase {
+        /// Path relative to the data directory.
+        path: String,
+    },
+    /// Releases a handle from `OpenDatabase`; answered with `Done`.
+    CloseDatabase {
+        /// The handle.
+        db: DbHandle,
+    },
+    /// Creates a document from JSON; answered with `Saved`.
+    CreateDocument {
+        /// The database.
+        db: DbHandle,
+        /// The document's items as a JSON object.
+        json: String,
+    },
+    /// Reads a document; answered with `Document`.
+    ReadDocument {
+        /// The database.
+        db: DbHandle,
+        /// Which document.
+        doc: DocRef,
+    },
+    /// Updates a document (items set or, with `null`, removed); answered
+    /// with `Saved`, or `SaveConflict` if `based_on` is not current.
+    UpdateDocument {
+        /// The database.
+        db: DbHandle,
+        /// The document.
+        unid: Unid,
+        /// The sequence number the edit was based on (`None`: current).
+        based_on: Option<u32>,
+        /// Save even if `based_on` is not current.
+        force: bool,
+        /// The changes as a JSON object.
+        json: String,
+    },
+    /// Deletes a document, leaving a deletion stub; answered with `Saved`.
+    DeleteDocument {
+        /// The database.
+        db: DbHandle,
+        /// The document.
+        unid: Unid,
+        /// The sequence number the deletion was based on (`None`: current).
+        based_on: Option<u32>,
+        /// Delete even if `based_on` is not current.
+        force: bool,
+    },
+    /// The documents (and deletion stubs) changed after a cursor, oldest
+    /// change first; answered with `Changes`.
+    ModifiedSince {
+        /// The database.
+        db: DbHandle,
+        /// Changes after this position (`Cursor(0)`: from the beginning).
+        since: Cursor,
+        /// At most this many documents in the answer.
+        limit: u32,
+    },
+    /// Starts an attachment upload: `Chunk` frames with the content follow,
+    /// then an `End` frame; answered with `AttachmentStored`.
+    PutAttachment {
+        /// The database.
+        db: DbHandle,
+        /// The document the attachment belongs to.
+        unid: Unid,
+        /// The file name.
+        name: String,
+        /// The MIME type.
+        mime: String,
+        /// The content's size if known in advance (lets the server refuse
+        /// a too large upload at once).
+        size: Option<u64>,
+    },
+    /// Downloads an attachment: an `Item(AttachmentHeader)`, `Chunk`
+    /// frames, then `AttachmentSent`.
+    GetAttachment {
+        /// The database.
+        db: DbHandle,
+        /// The document.
+        unid: Unid,
+        /// The file name.
+        name: String,
+    },
+    /// Opens a view or folder index; answered with `CollectionOpened`.
+    OpenCollection {
+        /// The database.
+        db: DbHandle,
+        /// The view's or folder's name.
+        name: String,
+    },
+    /// Reads a page of rows; answered with `Entries`.
+    ReadEntries {
+        /// The collection.
+        collection: CollectionHandle,
+        /// Where to start.
+        start: Start,
+        /// At most this many document rows.
+        count: u32,
+        /// Direction, category rows, total count.
+        flags: ReadFlags,
+    },
+    /// Where the entries with a key start and how many there are;
+    /// answered with `Found`.
+    FindByKey {
+        /// The collection.
+        collection: CollectionHandle,
+        /// The key (the first sorted column's text).
+        key: String,
+        /// Match entries whose key starts with `key`.
+        prefix: bool,
+    },
+    /// Applies the database's changes since the index was last updated;
+    /// answered with `CollectionUpdated`.
+    UpdateCollection {
+        /// The collection.
+        collection: CollectionHandle,
+    },
+    /// Releases a handle from `OpenCollection`; answered with `Done`.
+    CloseCollection {
+        /// The collection.
+        collection: CollectionHandle,
+    },
+    /// Adds documents to a folder; answered with `Done`.
+    FolderAdd {
+        /// The database.
+        db: DbHandle,
+        /// The folder's name.
+        folder: String,
+        /// The documents.
+        unids: Vec<Unid>,
+    },
+    /// Removes documents from a folder; answered with `Done`.
+    FolderRemove {
+        /// The database.
+        db: DbHandle,
+        /// The folder's name.
+        folder: String,
+        /// The documents.
+        unids: Vec<Unid>,
+    },
+    /// A formula search over a database's documents: one `Item(SearchHit)`
+    /// per document found, then `SearchDone`.
+    Search {
+        /// The database.
+        db: DbHandle,
+        /// The selection formula, e.g. `SELECT Form = "Memo"`.
+        formula: String,
+        /// Only documents modified at or after this time.
+        since: Option<Timestamp>,
+    },
+    /// The server's statistics; answered with `Statistics`.
+    Statistics,
+}
+
+/// How a request names a document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum DocRef {
+    /// By universal id.
+    Unid(Unid),
+    /// By note id in this database file.
+    NoteId(NoteId),
+}
+
+/// Where a read of entries starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum Start {
+    /// At this entry position (0-based, in the view's order).
+    Position(u64),
+    /// At the first entry whose key equals (or, with `prefix`, starts
+    /// with) this text; reading backward, at the last such entry.
+    Key {
+        /// The key.
+        key: String,
+        /// Prefix match.
+        prefix: bool,
+    },
+}
+
+/// Options of a read of entries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct ReadFlags {
+    /// Read toward the beginning.
+    pub backward: bool,
+    /// Include category rows (categorized views).
+    pub categories: bool,
+    /// Also return the total number of entries.
+    pub count: bool,
+}
+
+/// A server's answer (final in a `Response` frame, streamed in an `Item`
+/// frame). The variant order is the wire format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum Response {
+    /// The request succeeded and has nothing to return.
+    Done,
+    /// Answer to `ListDatabases`.
+    Databases(Vec<DatabaseSummary>),
+    /// Answer to `CreateDatabase` and `DatabaseInfo`.
+    DatabaseInfo(DatabaseInfo),
+    /// Answer to `OpenDatabase`.
+    DatabaseOpened {
+        /// The handle to use in later requests.
+        db: DbHandle,
+        /// The database.
+        info: DatabaseInfo,
+    },
+    /// Answer to create, update and delete of a document.
+    Saved(NoteMeta),
+    /// Answer to `ReadDocument`.
+    Document(Document),
+    /// Answer to `ModifiedSince`.
+    Changes {
+        /// The changed documents and deletion stubs, oldest change first.
+        docs: Vec<Document>,
+        /// The cursor to ask from next time.
+        next: Cursor,
+        /// Whether more changes are waiting (the limit was reached).
+        more: bool,
+    },
+    /// Final answer to `PutAttachment`.
+    AttachmentStored {
+        /// Bytes stored.
+        size: u64,
+    },
+    /// First item of a `GetAttachment`; the content follows in chunks.
+    AttachmentHeader {
+        /// File name.
+        name: String,
+        /// MIME type.
+        mime: String,
+        /// Content size in bytes.
+        size: u64,
+    },
+    /// Final answer to `GetAttachment`.
+    AttachmentSent {
+        /// Bytes sent.
+        size: u64,
+    },
+    /// Answer to `OpenCollection`.
+    CollectionOpened {
+        /// The handle to use in later requests.
+        collection: CollectionHandle,
+        /// Column titles.
+        titles: Vec<String>,
+        /// Whether the first column is a category.
+        categorized: bool,
+        /// Number of document entries.
+        count: u64,
+        /// The change sequence the index reflects.
+        seq: u64,
+    },
+    /// Answer to `ReadEntries`.
+    Entries {
+        /// The rows, in reading order.
+        rows: Vec<Row>,
+        /// Total number of entries, if asked for.
+        total: Option<u64>,
+    },
+    /// Answer to `FindByKey`: `None` if no entry has the key.
+    Found(Option<Found>),
+    /// Answer to `UpdateCollection`.
+    CollectionUpdated {
+        /// The change sequence the index reflects now.
+        seq: u64,
+        /// Documents whose entries changed.
+        changed: u64,
+    },
+    /// One document found by a `Search` (an item).
+    SearchHit(Document),
+    /// Final answer to `Search`.
+    SearchDone {
+        /// Documents found.
+        found: u64,
+    },
+    /// Answer to `Statistics`.
+    Statistics(Vec<Statistic>),
+}
+
+/// A database in a list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct DatabaseSummary {
+    /// Path relative to the data directory.
+    pub path: String,
+    /// Title.
+    pub title: String,
+}
+
+/// What a database is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct DatabaseInfo {
+    /// Path relative to the data directory.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Replica id, shared by all replicas.
+    pub replica_id: u64,
+    /// Instance id of this file.
+    pub instance_id: u64,
+    /// Creation time.
+    pub created: Timestamp,
+    /// Number of documents.
+    pub note_count: u64,
+    /// File size in bytes.
+    pub file_size: u64,
+    /// Last change sequence.
+    pub sequence: Cursor,
+    /// Whether the file needs a fixup.
+    pub needs_fixup: bool,
+}
+
+/// Which version of which document a write produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct NoteMeta {
+    /// Note id in this file.
+    pub note_id: NoteId,
+    /// Universal id.
+    pub unid: Unid,
+    /// Sequence number (edits so far); what `based_on` refers to.
+    pub seq_num: u32,
+    /// Position of this change in the database's change sequence.
+    pub change: Cursor,
+}
+
+/// A document (or a deletion stub) as read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct Document {
+    /// Its ids and version.
+    pub meta: NoteMeta,
+    /// Whether this is a deletion stub (then `json` is `{}`).
+    pub deleted: bool,
+    /// Items and system fields as a JSON object (`nsf::json` mapping).
+    pub json: String,
+}
+
+/// One row of a view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum Row {
+    /// A document's entry.
+    Entry {
+        /// Its position in the view.
+        position: u64,
+        /// The document's note id.
+        note_id: NoteId,
+        /// The document's universal id.
+        unid: Unid,
+        /// Column values.
+        columns: Vec<Value>,
+    },
+    /// A category heading.
+    Category {
+        /// The category value.
+        value: Value,
+        /// Entries under it.
+        count: u64,
+    },
+}
+
+/// A column value: formula values are lists.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum Value {
+    /// Text list.
+    Text(Vec<String>),
+    /// Number list.
+    Number(Vec<f64>),
+    /// Date-time list.
+    DateTime(Vec<Timestamp>),
+    /// The formula produced an error.
+    Error(String),
+}
+
+/// Result of a find by key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct Found {
+    /// Position of the first matching entry.
+    pub position: u64,
+    /// Number of matching entries.
+    pub count: u64,
+}
+
+/// One server statistic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct Statistic {
+    /// Dotted name, e.g. `log.fsyncs_per_s`.
+    pub name: String,
+    /// Its value.
+    pub value: StatValue,
+}
+
+/// A statistic's value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum StatValue {
+    /// A count.
+    Count(u64),
+    /// A measurement.
+    Gauge(f64),
+    /// Text (a state, a name).
+    Text(String),
+}
+
+/// Whether a request is answered once, streams its answer, or uploads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// One `Response` or `Error`.
+    Single,
+    /// The client sends `Chunk`s and an `End`; then one `Response` or `Error`.
+    Upload,
+    /// `Item`s and `Chunk`s, then one `Response` or `Error`.
+    Download,
+    /// `Item`s, then one `Response` or `Error`.
+    Stream,
+}
+
+impl Request {
+    /// How the request's frames flow.
+    pub fn shape(&self) -> Shape {
+        match self {
+            Request::PutAttachment { .. } => Shape::Upload,
+            Request::GetAttachment { .. } => Shape::Download,
+            Request::Search { .. } => Shape::Stream,
+            _ => Shape::Single,
+        }
+    }
+
+    /// The request's body bytes.
+    pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
+        encode(self)
+    }
+
+    /// A request from its body bytes.
+    pub fn decode(body: &[u8]) -> Result<Request, ProtocolError> {
+        decode(body, FrameType::Request)
+    }
+}
+
+impl Response {
+    /// The response's body bytes.
+    pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
+        encode(self)
+    }
+
+    /// A response from the body of a `Response` or `Item` frame.
+    pub fn decode(body: &[u8], frame: FrameType) -> Result<Response, ProtocolError> {
+        decode(body, frame)
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ProtocolError> {
+    postcard::to_allocvec(value).map_err(|e| ProtocolError::Misuse(e.to_string()))
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8], frame: FrameType) -> Result<T, ProtocolError> {
+    let bad = |reason: String| ProtocolError::BadBody { frame, reason };
+    let (value, rest) = postcard::take_from_bytes(body).map_err(|e| bad(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(bad(format!("{} bytes after the message", rest.len())));
+    }
+    Ok(value)
+}
+
+/// The body of an error frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// What kind of error.
+    pub code: ErrorCode,
+    /// For people: what went wrong and, where it helps, what to do.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with `message` cut to [`MAX_ERROR_MESSAGE`] bytes.
+    pub fn new(code: ErrorCode, message: &str) -> Failure {
+        let mut end = message.len().min(MAX_ERROR_MESSAGE);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        Failure {
+            code,
+            message: message[..end].to_string(),
+        }
+    }
+
+    /// The error frame's body bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(2 + self.message.len());
+        out.extend_from_slice(&self.code.as_u16().to_le_bytes());
+        out.extend_from_slice(self.message.as_bytes());
+        out
+    }
+
+    /// A failure from an error frame's body. Invalid UTF-8 in the message
+    /// is replaced rather than refused: the error is still worth reporting.
+    pub fn decode(body: &[u8]) -> Result<Failure, ProtocolError> {
+        let Some((code, message)) = body.split_first_chunk::<2>() else {
+            return Err(ProtocolError::BadBody {
+                frame: FrameType::Error,
+                reason: "shorter than its 2-byte code".into(),
+            });
+        };
+        Ok(Failure {
+            code: ErrorCode::from_u16(u16::from_le_bytes(*code)),
+            message: String::from_utf8_lossy(message).into_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn request_bodies_are_compact_and_exact() {
+        let r = Request::ReadDocument {
+            db: DbHandle(3),
+            doc: DocRef::NoteId(NoteId(300)),
+        };
+        // Variant 6, handle 3, DocRef variant 1, varint 300.
+        assert_eq!(r.encode().unwrap(), [6, 3, 1, 0xac, 0x02]);
+        assert_eq!(Request::Statistics.encode().unwrap(), [20]);
+        assert_eq!(Response::Done.encode().unwrap(), [0]);
+    }
+
+    #[test]
+    fn trailing_bytes_and_truncations_are_malformed() {
+        let mut b = Request::Statistics.encode().unwrap();
+        b.push(0);
+        assert!(Request::decode(&b).is_err());
+        let b = Request::CreateDocument {
+            db: DbHandle(1),
+            json: "{\"a\":1}".into(),
+        }
+        .encode()
+        .unwrap();
+        for cut in 0..b.len() {
+            assert!(Request::decode(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        // A length claiming 4 GiB of text is an error, not an allocation.
+        assert!(Request::decode(&[5, 1, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+        // Unknown variants too.
+        assert!(Request::decode(&[200]).is_err());
+    }
+
+    #[test]
+    fn failure_layout_and_cut() {
+        let f = Failure::new(ErrorCode::NotFound, "no database x.fdb");
+        let b = f.encode();
+        assert_eq!(&b[..2], &404u16.to_le_bytes());
+        assert_eq!(&b[2..], b"no database x.fdb");
+        assert_eq!(Failure::decode(&b).unwrap(), f);
+        let long = "é".repeat(MAX_ERROR_MESSAGE);
+        let cut = Failure::new(ErrorCode::ServerError, &long);
+        assert!(cut.message.len() <= MAX_ERROR_MESSAGE);
+        assert!(Failure::decode(&[1]).is_err());
+        assert_eq!(
+            Failure::decode(&[0x94, 0x01, 0xff]).unwrap().message,
+            "\u{fffd}"
+        );
+    }
+
+    // Round trips compare the re-encoded bytes and the Debug text, so NaN
+    // numbers (not equal to themselves) are checked too.
+    proptest! {
+        #[test]
+        fn every_request_round_trips(r in any::<Request>()) {
+            let b = r.encode().unwrap();
+            let back = Request::decode(&b).unwrap();
+            prop_assert_eq!(back.encode().unwrap(), b);
+            prop_assert_eq!(format!("{back:?}"), format!("{r:?}"));
+        }
+
+        #[test]
+        fn every_response_round_trips(r in any::<Response>()) {
+            let b = r.encode().unwrap();
+            let back = Response::decode(&b, FrameType::Response).unwrap();
+            prop_assert_eq!(back.encode().unwrap(), b);
+            prop_assert_eq!(format!("{back:?}"), format!("{r:?}"));
+        }
+
+        #[test]
+        fn every_failure_round_trips(code in any::<u16>(), msg in ".{0,100}") {
+            let f = Failure::new(ErrorCode::from_u16(code), &msg);
+            prop_assert_eq!(Failure::decode(&f.encode()).unwrap(), f);
+        }
+
+        #[test]
+        fn decoding_arbitrary_bodies_never_panics(body in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Request::decode(&body);
+            let _ = Response::decode(&body, FrameType::Item);
+            let _ = Failure::decode(&body);
+        }
+    }
+}
