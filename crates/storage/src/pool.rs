@@ -102,6 +102,24 @@ struct FileEntry {
     failed: Option<String>,
 }
 
+impl Frame {
+    /// A clean, unpinned frame holding `data`, with one credit.
+    fn clean(data: Arc<PageBuf>, version: u64) -> Frame {
+        Frame {
+            data,
+            page_lsn: Lsn::ZERO,
+            flush_after: Lsn::ZERO,
+            rec_lsn: Lsn::ZERO,
+            dirty: false,
+            version,
+            delta_pins: 0,
+            flushing: false,
+            fpi_due: false,
+            credit: 1,
+        }
+    }
+}
+
 /// What a commit must log for one page (I6).
 pub enum Prepared {
     /// The page is not dirty in the pool: log its full image.
@@ -269,6 +287,13 @@ impl BufferPool {
         Ok(self.insert_clean(key, Arc::new(buf), lsn))
     }
 
+    /// Adds a frame that is not resident yet, making room for it first.
+    fn add_frame(&self, s: &mut Shard, key: Key, frame: Frame) {
+        self.make_room(s);
+        s.frames.insert(key, frame);
+        s.clock.push(key);
+    }
+
     /// Inserts a page read from disk unless a version is already resident
     /// (a concurrent install wins); returns the resident version.
     fn insert_clean(&self, key: Key, data: Arc<PageBuf>, lsn: Lsn) -> Arc<PageBuf> {
@@ -276,23 +301,18 @@ impl BufferPool {
         if let Some(f) = s.frames.get(&key) {
             return f.data.clone();
         }
-        self.make_room(&mut s);
-        s.frames.insert(
+        self.add_frame(
+            &mut s,
             key,
             Frame {
-                data: data.clone(),
                 page_lsn: lsn,
-                flush_after: Lsn::ZERO,
-                rec_lsn: Lsn::ZERO,
-                dirty: false,
-                version: self.next_version.fetch_add(1, Ordering::Relaxed),
-                delta_pins: 0,
-                flushing: false,
-                fpi_due: false,
                 credit: 0,
+                ..Frame::clean(
+                    data.clone(),
+                    self.next_version.fetch_add(1, Ordering::Relaxed),
+                )
             },
         );
-        s.clock.push(key);
         data
     }
 
@@ -386,23 +406,17 @@ impl BufferPool {
             return;
         }
         debug_assert!(!delta, "I6: a delta was logged for a page not in the pool");
-        self.make_room(&mut s);
-        s.frames.insert(
+        self.add_frame(
+            &mut s,
             key,
             Frame {
-                data,
                 page_lsn: stamp.page_lsn,
                 flush_after: stamp.batch_end,
                 rec_lsn: stamp.batch_start,
                 dirty: true,
-                version,
-                delta_pins: 0,
-                flushing: false,
-                fpi_due: false,
-                credit: 1,
+                ..Frame::clean(data, version)
             },
         );
-        s.clock.push(key);
     }
 
     /// Installs a version that is *not* in the log (an unlogged view
@@ -428,23 +442,18 @@ impl BufferPool {
             f.credit = (f.credit + 1).min(MAX_CREDIT);
             return;
         }
-        self.make_room(&mut s);
-        s.frames.insert(
+        self.add_frame(
+            &mut s,
             key,
             Frame {
-                data,
                 page_lsn: lsn,
                 flush_after: lsn,
                 rec_lsn: lsn,
                 dirty: true,
-                version,
-                delta_pins: 0,
-                flushing: false,
                 fpi_due: true,
-                credit: 1,
+                ..Frame::clean(data, version)
             },
         );
-        s.clock.push(key);
     }
 
     /// Installs a version that is already on disk (unlogged mode writes
@@ -458,23 +467,7 @@ impl BufferPool {
             f.version = version;
             return;
         }
-        self.make_room(&mut s);
-        s.frames.insert(
-            key,
-            Frame {
-                data,
-                page_lsn: Lsn::ZERO,
-                flush_after: Lsn::ZERO,
-                rec_lsn: Lsn::ZERO,
-                dirty: false,
-                version,
-                delta_pins: 0,
-                flushing: false,
-                fpi_due: false,
-                credit: 1,
-            },
-        );
-        s.clock.push(key);
+        self.add_frame(&mut s, key, Frame::clean(data, version));
     }
 
     /// The smallest `rec_lsn` over dirty frames: no change below it is only
