@@ -219,6 +219,25 @@ pub enum Request {
     },
     /// The server's statistics; answered with `Statistics`.
     Statistics,
+    /// A database's access-control list; answered with `Acl`. Needs
+    /// Manager access, like every change to it.
+    GetAcl {
+        /// Path relative to the data directory.
+        path: String,
+    },
+    /// Replaces a database's access-control list; answered with `Done`.
+    SetAcl {
+        /// Path relative to the data directory.
+        path: String,
+        /// The new list as JSON (docs/http.md, "Access control").
+        json: String,
+    },
+    /// Who the server thinks the caller is and what a database grants
+    /// them; answered with `Access`.
+    MyAccess {
+        /// Path relative to the data directory.
+        path: String,
+    },
 }
 
 /// How a request names a document.
@@ -347,6 +366,20 @@ pub enum Response {
     },
     /// Answer to `Statistics`.
     Statistics(Vec<Statistic>),
+    /// Answer to `GetAcl`: the list as JSON.
+    Acl {
+        /// The access-control list as JSON.
+        json: String,
+    },
+    /// Answer to `MyAccess`.
+    Access {
+        /// The caller's name (`None`: anonymous).
+        user: Option<String>,
+        /// Access level name, e.g. `editor`.
+        level: String,
+        /// Roles the caller holds in the database.
+        roles: Vec<String>,
+    },
 }
 
 /// A database in a list.

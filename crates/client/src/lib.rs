@@ -1,0 +1,1 @@
+//! The Folio client library (work in progress).

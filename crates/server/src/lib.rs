@@ -1,0 +1,1 @@
+//! The Folio server (work in progress).
