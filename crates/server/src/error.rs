@@ -1,0 +1,83 @@
+//! The server crate's one error type.
+//!
+//! Every failure a client can cause or see maps to one protocol
+//! [`ErrorCode`] (and so to one HTTP status): the native driver and the
+//! HTTP API answer the same mistake the same way.
+
+use protocol::ErrorCode;
+
+/// Result of server operations.
+pub type ServerResult<T> = Result<T, ServerError>;
+
+/// Everything that can go wrong in the server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The request's arguments are malformed (bad JSON, formula, path, id).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Missing or wrong credentials.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller is known but the ACL does not allow the operation.
+    #[error("{0}")]
+    Forbidden(String),
+    /// No such database, document, attachment, view or handle.
+    #[error("{0}")]
+    NotFound(String),
+    /// The update was based on an older sequence than the current one.
+    #[error("{0}")]
+    SaveConflict(String),
+    /// Something is larger than the server allows.
+    #[error("{0}")]
+    TooLarge(String),
+    /// Writes are refused for now (the transaction log is full).
+    #[error("{0}")]
+    Busy(String),
+    /// A server user already exists.
+    #[error("user {0:?} already exists")]
+    UserExists(String),
+    /// No such server user.
+    #[error("no user {0:?}")]
+    NoSuchUser(String),
+    /// A settings value is wrong.
+    #[error("invalid setting {key}: {reason}")]
+    Setting {
+        /// The setting's key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// TLS setup failed (certificate or key unreadable or invalid).
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// A file of the server's own (users, certificates) could not be used.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The server failed for a reason of its own.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServerError {
+    /// The protocol error code (and HTTP status) for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ServerError::BadRequest(_) | ServerError::Setting { .. } => ErrorCode::BadRequest,
+            ServerError::Unauthenticated(_) => ErrorCode::Unauthenticated,
+            ServerError::Forbidden(_) => ErrorCode::Forbidden,
+            ServerError::NotFound(_) | ServerError::NoSuchUser(_) => ErrorCode::NotFound,
+            ServerError::SaveConflict(_) | ServerError::UserExists(_) => ErrorCode::SaveConflict,
+            ServerError::TooLarge(_) => ErrorCode::TooLarge,
+            ServerError::Busy(_) => ErrorCode::Busy,
+            ServerError::Tls(_) | ServerError::File { .. } | ServerError::Internal(_) => {
+                ErrorCode::ServerError
+            }
+        }
+    }
+}
