@@ -9,8 +9,21 @@
 //!   auth.rs    server users (argon2 hashes) and tokens
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   stats.rs   per-operation response-time histograms and counters
+//!   run.rs     runtime, listeners, statistics ticker, graceful shutdown
 //! ```
+//!
+//! This crate sits on `nsf`, `views` and `protocol`; only the `folio`
+//! binary sits on it.
 
+pub mod auth;
 mod error;
+pub mod http;
+pub mod native;
+mod run;
+pub mod service;
+pub mod stats;
+pub mod tls;
 
 pub use error::{ServerError, ServerResult};
+pub use run::{run, Bound, ServerSettings};
+pub use service::{Caller, Limits, Service};

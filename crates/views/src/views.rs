@@ -192,6 +192,21 @@ impl Views {
         Ok(Collection::new(self, db.clone(), compiled, seq, rebuilt))
     }
 
+    /// A handle on a view's index as it stands, without applying the
+    /// changes made since its last update (unless it must be rebuilt
+    /// first, which `open` does). A server refreshes a collection when a
+    /// client opens or explicitly updates it; the page reads in between
+    /// must not each pay for a refresh, and must not move under the
+    /// reader's feet.
+    pub fn open_as_is<'v>(&'v self, db: &Arc<Database>, name: &str) -> ViewResult<Collection<'v>> {
+        let st = self.state(db, name)?;
+        if self.rebuild_reason(db, name, &st).is_some() {
+            return self.open(db, name);
+        }
+        let compiled = self.compiled(db, &st)?;
+        Ok(Collection::new(self, db.clone(), compiled, st.last_seq, None))
+    }
+
     /// Why the index must be rebuilt before use, if it must.
     fn rebuild_reason(&self, db: &Database, name: &str, st: &ViewState) -> Option<String> {
         if !st.built() {

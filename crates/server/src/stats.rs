@@ -1,0 +1,419 @@
+//! Server statistics: what `folio show stats` and `GET /stats` report.
+//!
+//! Response times are recorded per operation in HDR histograms (1 µs to
+//! 60 s, 3 significant digits), one mutex per operation so that two
+//! different operations never contend and one operation's lock is held
+//! for a single `record` (tens of nanoseconds). Rates (transactions per
+//! minute, log bytes and fsyncs per second) are differences between
+//! samples a once-a-second ticker takes of the monotonic counters, over
+//! the last minute: a reading is a recent average, not a lifetime one,
+//! and it costs the hot path nothing.
+//!
+//! ```text
+//!   request ──▶ Stats::record(op, µs) ──▶ histogram[op], transactions += 1
+//!   ticker (1 s) ──▶ Sample { transactions, log commits, fsyncs, bytes } ring (61)
+//!   snapshot() = histograms + rates over the ring + engine gauges
+//! ```
+
+use hdrhistogram::Histogram;
+use nsf::Engine;
+use parking_lot::Mutex;
+use protocol::{StatValue, Statistic};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The operations whose response times are kept apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Op {
+    /// Handshake, including password verification.
+    Login,
+    /// Create, list, describe, open or close a database.
+    Database,
+    /// Create a document.
+    Create,
+    /// Read a document.
+    Read,
+    /// Update a document.
+    Update,
+    /// Delete a document.
+    Delete,
+    /// List changes since a cursor.
+    Changes,
+    /// Store an attachment.
+    PutAttachment,
+    /// Fetch an attachment.
+    GetAttachment,
+    /// Open a view or folder.
+    OpenCollection,
+    /// Read a page of rows, find by key.
+    ReadEntries,
+    /// Update a collection, change folder membership.
+    UpdateCollection,
+    /// Formula search.
+    Search,
+    /// Statistics, access-control reads and changes, and the rest.
+    Admin,
+}
+
+impl Op {
+    /// Every operation, in report order.
+    pub const ALL: [Op; 14] = [
+        Op::Login,
+        Op::Database,
+        Op::Create,
+        Op::Read,
+        Op::Update,
+        Op::Delete,
+        Op::Changes,
+        Op::PutAttachment,
+        Op::GetAttachment,
+        Op::OpenCollection,
+        Op::ReadEntries,
+        Op::UpdateCollection,
+        Op::Search,
+        Op::Admin,
+    ];
+
+    /// The name used in statistics (`op.<name>.p99_ms`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Login => "login",
+            Op::Database => "database",
+            Op::Create => "create",
+            Op::Read => "read",
+            Op::Update => "update",
+            Op::Delete => "delete",
+            Op::Changes => "changes",
+            Op::PutAttachment => "put_attachment",
+            Op::GetAttachment => "get_attachment",
+            Op::OpenCollection => "open_collection",
+            Op::ReadEntries => "read_entries",
+            Op::UpdateCollection => "update_collection",
+            Op::Search => "search",
+            Op::Admin => "admin",
+        }
+    }
+}
+
+/// One reading of the monotonic counters.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    at: Instant,
+    transactions: u64,
+    commits: u64,
+    fsyncs: u64,
+    log_bytes: u64,
+    checkpoints: u64,
+}
+
+/// Counters and histograms shared by every connection (see module docs).
+pub struct Stats {
+    started: Instant,
+    histograms: Vec<Mutex<Histogram<u64>>>,
+    transactions: AtomicU64,
+    errors: AtomicU64,
+    connections: AtomicU64,
+    connections_total: AtomicU64,
+    connections_refused: AtomicU64,
+    http_requests: AtomicU64,
+    samples: Mutex<VecDeque<Sample>>,
+    /// When the checkpoint counter last moved.
+    last_checkpoint: Mutex<(u64, Instant)>,
+}
+
+const WINDOW: usize = 61;
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Stats {
+    /// Empty statistics.
+    pub fn new() -> Stats {
+        let hist = || {
+            Mutex::new(
+                Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
+            )
+        };
+        let now = Instant::now();
+        Stats {
+            started: now,
+            histograms: Op::ALL.iter().map(|_| hist()).collect(),
+            transactions: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            connections_total: AtomicU64::new(0),
+            connections_refused: AtomicU64::new(0),
+            http_requests: AtomicU64::new(0),
+            samples: Mutex::new(VecDeque::with_capacity(WINDOW)),
+            last_checkpoint: Mutex::new((0, now)),
+        }
+    }
+
+    /// Records one completed transaction of kind `op` that took `elapsed`.
+    pub fn record(&self, op: Op, elapsed: Duration, ok: bool) {
+        let us = (elapsed.as_micros() as u64).clamp(1, 60_000_000);
+        self.histograms[op as usize].lock().saturating_record(us);
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A native connection was opened.
+    pub fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        self.connections_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A native connection was closed.
+    pub fn connection_closed(&self) {
+        self.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection was refused because `max_connections` were open.
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An HTTP request was served.
+    pub fn http_request(&self) {
+        self.http_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes a sample of the counters; the server calls this once a second.
+    pub fn tick(&self, engine: &Engine) {
+        let log = engine.log_info();
+        let s = Sample {
+            at: Instant::now(),
+            transactions: self.transactions.load(Ordering::Relaxed),
+            commits: log.as_ref().map_or(0, |l| l.commits),
+            fsyncs: log.as_ref().map_or(0, |l| l.fsyncs),
+            log_bytes: log.as_ref().map_or(0, |l| l.bytes_written),
+            checkpoints: log.as_ref().map_or(0, |l| l.checkpoints),
+        };
+        {
+            let mut last = self.last_checkpoint.lock();
+            if s.checkpoints != last.0 {
+                *last = (s.checkpoints, s.at);
+            }
+        }
+        let mut q = self.samples.lock();
+        if q.len() == WINDOW {
+            q.pop_front();
+        }
+        q.push_back(s);
+    }
+
+    /// Every statistic, named `group.name`, for `folio show stats`.
+    pub fn snapshot(&self, engine: &Engine) -> Vec<Statistic> {
+        let mut out = Vec::new();
+        let count = |out: &mut Vec<Statistic>, name: &str, v: u64| {
+            out.push(Statistic {
+                name: name.into(),
+                value: StatValue::Count(v),
+            })
+        };
+        let gauge = |out: &mut Vec<Statistic>, name: &str, v: f64| {
+            out.push(Statistic {
+                name: name.into(),
+                value: StatValue::Gauge(v),
+            })
+        };
+        gauge(&mut out, "server.uptime_s", self.started.elapsed().as_secs_f64());
+        count(
+            &mut out,
+            "server.transactions",
+            self.transactions.load(Ordering::Relaxed),
+        );
+        count(&mut out, "server.errors", self.errors.load(Ordering::Relaxed));
+        count(
+            &mut out,
+            "server.connections",
+            self.connections.load(Ordering::Relaxed),
+        );
+        count(
+            &mut out,
+            "server.connections_total",
+            self.connections_total.load(Ordering::Relaxed),
+        );
+        count(
+            &mut out,
+            "server.connections_refused",
+            self.connections_refused.load(Ordering::Relaxed),
+        );
+        count(
+            &mut out,
+            "server.http_requests",
+            self.http_requests.load(Ordering::Relaxed),
+        );
+        self.rates(&mut out);
+        self.response_times(&mut out);
+        engine_gauges(&mut out, engine);
+        let age = self.last_checkpoint.lock().1.elapsed().as_secs_f64();
+        gauge(&mut out, "log.checkpoint_age_s", age);
+        out
+    }
+
+    /// Per-minute and per-second rates over the sample window.
+    fn rates(&self, out: &mut Vec<Statistic>) {
+        let q = self.samples.lock();
+        let (Some(first), Some(last)) = (q.front(), q.back()) else {
+            return;
+        };
+        let dt = last.at.duration_since(first.at).as_secs_f64();
+        if dt <= 0.0 {
+            return;
+        }
+        let per_s = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / dt;
+        let commits = last.commits.saturating_sub(first.commits);
+        let fsyncs = last.fsyncs.saturating_sub(first.fsyncs);
+        let mut put = |name: &str, v: f64| {
+            out.push(Statistic {
+                name: name.into(),
+                value: StatValue::Gauge(v),
+            })
+        };
+        put(
+            "server.trans_per_min",
+            per_s(first.transactions, last.transactions) * 60.0,
+        );
+        put("log.bytes_per_s", per_s(first.log_bytes, last.log_bytes));
+        put("log.fsyncs_per_s", per_s(first.fsyncs, last.fsyncs));
+        put("log.commits_per_s", per_s(first.commits, last.commits));
+        put(
+            "log.commits_per_fsync",
+            if fsyncs == 0 {
+                0.0
+            } else {
+                commits as f64 / fsyncs as f64
+            },
+        );
+    }
+
+    fn response_times(&self, out: &mut Vec<Statistic>) {
+        for op in Op::ALL {
+            let h = self.histograms[op as usize].lock().clone();
+            if h.is_empty() {
+                continue;
+            }
+            let name = op.name();
+            out.push(Statistic {
+                name: format!("op.{name}.count"),
+                value: StatValue::Count(h.len()),
+            });
+            for (label, q) in [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)] {
+                out.push(Statistic {
+                    name: format!("op.{name}.{label}_ms"),
+                    value: StatValue::Gauge(h.value_at_quantile(q) as f64 / 1000.0),
+                });
+            }
+            out.push(Statistic {
+                name: format!("op.{name}.max_ms"),
+                value: StatValue::Gauge(h.max() as f64 / 1000.0),
+            });
+        }
+    }
+}
+
+/// Buffer pool, log and lock figures straight from the engine.
+fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
+    let mut count = |name: &str, v: u64| {
+        out.push(Statistic {
+            name: name.into(),
+            value: StatValue::Count(v),
+        })
+    };
+    let p = engine.pool_stats();
+    count("pool.capacity_bytes", p.capacity_pages * storage::PAGE_SIZE as u64);
+    count("pool.resident_bytes", p.resident_pages * storage::PAGE_SIZE as u64);
+    count("pool.dirty_pages", p.dirty_pages);
+    count("pool.hits", p.hits);
+    count("pool.misses", p.misses);
+    count("pool.evictions", p.evictions);
+    count("pool.pages_flushed", p.pages_flushed);
+    count("db.open", engine.open_databases() as u64);
+    let l = engine.lock_stats();
+    count("lock.writes", l.writes);
+    count("lock.waits", l.waits);
+    count("lock.wait_us", l.wait_micros);
+    let lookups = p.hits + p.misses;
+    out.push(Statistic {
+        name: "pool.hit_rate".into(),
+        value: StatValue::Gauge(if lookups == 0 {
+            1.0
+        } else {
+            p.hits as f64 / lookups as f64
+        }),
+    });
+    match engine.log_info() {
+        Some(i) => {
+            let mut count = |name: &str, v: u64| {
+                out.push(Statistic {
+                    name: name.into(),
+                    value: StatValue::Count(v),
+                })
+            };
+            count("log.commits", i.commits);
+            count("log.fsyncs", i.fsyncs);
+            count("log.bytes_written", i.bytes_written);
+            count("log.bytes_in_use", i.bytes_in_use);
+            count("log.capacity", i.capacity);
+            count("log.full_events", i.log_full_events);
+            count("log.checkpoints", i.checkpoints);
+            count(
+                "log.bytes_since_checkpoint",
+                i.end_lsn.0.saturating_sub(i.checkpoint_lsn.0),
+            );
+            out.push(Statistic {
+                name: "log.state".into(),
+                value: StatValue::Text(match &i.failed {
+                    Some(e) => format!("failed: {e}"),
+                    None => "ok".into(),
+                }),
+            });
+        }
+        None => out.push(Statistic {
+            name: "log.state".into(),
+            value: StatValue::Text("disabled".into()),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_come_from_what_was_recorded() {
+        let s = Stats::new();
+        for ms in 1..=100u64 {
+            s.record(Op::Read, Duration::from_millis(ms), true);
+        }
+        s.record(Op::Create, Duration::from_micros(300), false);
+        let mut out = Vec::new();
+        s.response_times(&mut out);
+        let get = |name: &str| {
+            out.iter()
+                .find(|x| x.name == name)
+                .map(|x| x.value.clone())
+                .unwrap_or_else(|| panic!("{name} missing from {out:?}"))
+        };
+        assert_eq!(get("op.read.count"), StatValue::Count(100));
+        let StatValue::Gauge(p50) = get("op.read.p50_ms") else {
+            panic!()
+        };
+        assert!((49.0..=51.0).contains(&p50), "{p50}");
+        let StatValue::Gauge(p99) = get("op.read.p99_ms") else {
+            panic!()
+        };
+        assert!((98.0..=100.5).contains(&p99), "{p99}");
+        assert_eq!(get("op.create.count"), StatValue::Count(1));
+        assert!(out.iter().all(|x| !x.name.starts_with("op.search")));
+        assert_eq!(s.errors.load(Ordering::Relaxed), 1);
+    }
+}
