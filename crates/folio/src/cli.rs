@@ -30,7 +30,7 @@ pub struct Args {
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
     /// Run the server on the data directory until SIGTERM or Ctrl-C.
-    Serve,
+    Serve(ServeArgs),
     /// Databases.
     #[command(subcommand)]
     Db(DbCmd),
@@ -63,6 +63,21 @@ pub enum Cmd {
     /// Test support (used by the crash harness).
     #[command(subcommand, hide = true)]
     Debug(DebugCmd),
+}
+
+/// Overrides of the settings file for one run of the server.
+#[derive(clap::Args, Debug, Default)]
+pub struct ServeArgs {
+    /// Native protocol address (setting `listen`, default 127.0.0.1:1352).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// HTTP API address or "off" (setting `http_listen`, default 127.0.0.1:8080).
+    #[arg(long)]
+    pub http_listen: Option<String>,
+    /// Serve TLS on both listeners with a self-signed certificate,
+    /// generated in <data>/tls on first use (setting `tls.self_signed`).
+    #[arg(long)]
+    pub tls_self_signed: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -168,6 +183,9 @@ pub fn run(args: Args) -> CliResult {
         Cmd::Debug(DebugCmd::CrashWorkload(c)) => return crashtest::run_child(c, &args),
         _ => {}
     }
+    if let Cmd::Serve(sa) = &args.cmd {
+        return serve(&args, sa);
+    }
     let dd = open(&args)?;
     let result = dispatch(&args, &dd.engine, &dd.views);
     let views_closed = dd.views.close().map_err(|e| e.to_string());
@@ -177,7 +195,6 @@ pub fn run(args: Args) -> CliResult {
 
 fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
     match &args.cmd {
-        Cmd::Serve => serve(engine),
         Cmd::Db(c) => db_cmd(engine, views, c),
         Cmd::View(c) => viewcli::view_cmd(engine, views, c),
         Cmd::Folder(c) => viewcli::folder_cmd(engine, views, c),
@@ -194,7 +211,9 @@ fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
                 .ok_or("the transaction log is disabled (translog.enabled = false)")?;
             print_json(&log_info_json(&info))
         }
-        Cmd::Load(_) | Cmd::Debug(_) => unreachable!("handled before opening the data directory"),
+        Cmd::Load(_) | Cmd::Debug(_) | Cmd::Serve(_) => {
+            unreachable!("handled before opening the data directory")
+        }
     }
 }
 
@@ -348,26 +367,65 @@ fn file_name(p: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{} has no usable file name; pass --name", p.display()))
 }
 
-/// Runs until SIGTERM/SIGINT: the background thread flushes and
-/// checkpoints; the caller's `close` then shuts down cleanly. Network
-/// listeners are added by the server crate.
-fn serve(engine: &Engine) -> CliResult {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [SIGTERM, SIGINT] {
-        signal_hook::flag::register(sig, term.clone()).map_err(err)?;
+/// Runs the server until SIGTERM/SIGINT, then lets requests in flight
+/// finish and closes the engine cleanly (flush and checkpoint).
+fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
+    let file = crate::config::load(&args.data, args.config.as_deref())?;
+    let mut settings = file.server_settings(&args.data)?;
+    let mut overrides = String::new();
+    if let Some(l) = &sa.listen {
+        overrides.push_str(&format!("listen = {l:?}\n"));
     }
-    eprintln!(
-        "folio: serving data directory {} ({} databases, log {}); Ctrl-C to stop",
-        engine.data_dir().display(),
-        engine.list_databases().map_err(err)?.len(),
-        if engine.is_logged() { "on" } else { "off" }
-    );
-    while !term.load(std::sync::atomic::Ordering::Relaxed) {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    if let Some(l) = &sa.http_listen {
+        overrides.push_str(&format!("http_listen = {l:?}\n"));
     }
+    if !overrides.is_empty() {
+        let o = crate::config::parse(&overrides)?.server_settings(&args.data)?;
+        if sa.listen.is_some() {
+            settings.listen = o.listen;
+        }
+        if sa.http_listen.is_some() {
+            settings.http_listen = o.http_listen;
+        }
+    }
+    if sa.tls_self_signed {
+        if settings.tls.cert.is_some() {
+            return Err("--tls-self-signed cannot be combined with tls.cert in the settings".into());
+        }
+        settings.tls.self_signed = true;
+    }
+    let dd = datadir::open(
+        &args.data,
+        (file.engine_config(&args.data)?, file.view_config()?),
+    )?;
+    let (engine, views, lock) = dd.into_parts();
+    let databases = engine.list_databases().map_err(err)?.len();
+    let logged = engine.is_logged();
+    let data = args.data.display().to_string();
+    let (engine, views) = server::run(
+        settings,
+        engine,
+        views,
+        |b| {
+            let tls = match &b.tls_cert {
+                Some(c) => format!(", TLS with certificate {}", c.display()),
+                None => String::new(),
+            };
+            let http = b.http.map_or("off".to_string(), |a| a.to_string());
+            eprintln!(
+                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{tls}; Ctrl-C to stop",
+                if logged { "on" } else { "off" },
+                b.native,
+            );
+        },
+        None,
+    )
+    .map_err(err)?;
     eprintln!("folio: shutting down (flush and checkpoint)");
-    Ok(())
+    let views_closed = views.close().map_err(err);
+    let closed = engine.close().map_err(err);
+    drop(lock);
+    views_closed.and(closed)
 }
 
 fn log_info_json(i: &translog::LogInfo) -> serde_json::Value {

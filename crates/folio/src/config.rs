@@ -24,6 +24,35 @@ pub struct FileConfig {
     pub view_rebuild_memory: Option<Size>,
     #[serde(default)]
     pub translog: TranslogSection,
+    /// Threads running requests (the worker pool).
+    pub worker_threads: Option<usize>,
+    /// Threads doing network I/O.
+    pub io_threads: Option<usize>,
+    /// Native connections served at once.
+    pub max_connections: Option<usize>,
+    /// Native protocol address.
+    pub listen: Option<String>,
+    /// HTTP API address, or "off".
+    pub http_listen: Option<String>,
+    /// Network compression offered, most preferred first.
+    pub compression: Option<Vec<String>>,
+    /// Largest document JSON accepted.
+    pub max_document_size: Option<Size>,
+    /// Largest attachment accepted.
+    pub max_attachment_size: Option<Size>,
+    #[serde(default)]
+    pub tls: TlsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSection {
+    /// PEM certificate chain.
+    pub cert: Option<PathBuf>,
+    /// PEM private key.
+    pub key: Option<PathBuf>,
+    /// Generate (once) and use a self-signed certificate.
+    pub self_signed: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,18 +125,69 @@ pub fn load(data_dir: &Path, explicit: Option<&Path>) -> Result<FileConfig, Stri
         None => {
             let p = data_dir.join("folio.toml");
             if !p.exists() {
-                return Ok(FileConfig::default());
+                return parse_with_env("", std::env::vars());
             }
             p
         }
     };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse_with_env(&text, std::env::vars()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn parse(text: &str) -> Result<FileConfig, String> {
-    toml::from_str(text).map_err(|e| e.message().to_string())
+    parse_with_env(text, std::iter::empty())
+}
+
+/// Prefix of environment variables that override settings:
+/// `FOLIO__WORKER_THREADS=32`, `FOLIO__TRANSLOG__STYLE=linear` (a double
+/// underscore separates section and key, so it never clashes with other
+/// `FOLIO_` variables).
+pub const ENV_PREFIX: &str = "FOLIO__";
+
+/// Parses settings text, then applies overrides from `(name, value)`
+/// environment pairs (those starting with [`ENV_PREFIX`]). A value is
+/// read as a TOML value if it is one (`32`, `true`, `["fast"]`), else as
+/// a string; an override of an unknown key is an error naming the
+/// variable.
+pub fn parse_with_env(
+    text: &str,
+    env: impl Iterator<Item = (String, String)>,
+) -> Result<FileConfig, String> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let mut from_env = Vec::new();
+    for (name, value) in env {
+        let Some(key) = name.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let path: Vec<String> = key.to_lowercase().split("__").map(str::to_string).collect();
+        if path.iter().any(|p| p.is_empty()) {
+            return Err(format!("environment variable {name}: malformed setting name"));
+        }
+        let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or(toml::Value::String(value.clone()));
+        let (last, sections) = path.split_last().expect("split gives at least one part");
+        let mut t = &mut table;
+        for sec in sections {
+            t = t
+                .entry(sec.clone())
+                .or_insert_with(|| toml::Value::Table(Default::default()))
+                .as_table_mut()
+                .ok_or_else(|| format!("environment variable {name}: {sec} is not a section"))?;
+        }
+        t.insert(last.clone(), parsed);
+        from_env.push(name);
+    }
+    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| {
+        let msg = e.message().to_string();
+        if from_env.is_empty() {
+            msg
+        } else {
+            format!("{msg} (settings overridden from the environment: {})", from_env.join(", "))
+        }
+    })
 }
 
 impl FileConfig {
@@ -148,6 +228,93 @@ impl FileConfig {
         }
         cfg.log = self.translog.log_config(data_dir)?;
         Ok(cfg)
+    }
+}
+
+impl FileConfig {
+    /// The server's settings, validated.
+    pub fn server_settings(&self, data_dir: &Path) -> Result<server::ServerSettings, String> {
+        let mut s = server::ServerSettings::default();
+        if let Some(n) = self.worker_threads {
+            if !(1..=4096).contains(&n) {
+                return Err(setting("worker_threads", "must be between 1 and 4096"));
+            }
+            s.worker_threads = n;
+        }
+        if let Some(n) = self.io_threads {
+            if !(1..=256).contains(&n) {
+                return Err(setting("io_threads", "must be between 1 and 256"));
+            }
+            s.io_threads = n;
+        }
+        if let Some(n) = self.max_connections {
+            if n == 0 {
+                return Err(setting("max_connections", "must be at least 1"));
+            }
+            s.native.max_connections = n;
+        }
+        if let Some(a) = &self.listen {
+            s.listen = socket_addr("listen", a)?;
+        }
+        match self.http_listen.as_deref() {
+            Some("off") => s.http_listen = None,
+            Some(a) => s.http_listen = Some(socket_addr("http_listen", a)?),
+            None => {}
+        }
+        if let Some(list) = &self.compression {
+            s.native.compression = list
+                .iter()
+                .map(|m| match m.as_str() {
+                    "off" => Ok(protocol::Compression::Off),
+                    "fast" => Ok(protocol::Compression::Fast),
+                    "strong" => Ok(protocol::Compression::Strong),
+                    other => Err(setting(
+                        "compression",
+                        format!("{other:?} is not one of off, fast, strong"),
+                    )),
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(Size(n)) = self.max_document_size {
+            if !(1 << 10..=64 << 20).contains(&n) {
+                return Err(setting("max_document_size", "must be between 1KiB and 64MiB"));
+            }
+            s.limits.max_document_bytes = n as usize;
+        }
+        if let Some(Size(n)) = self.max_attachment_size {
+            if n == 0 {
+                return Err(setting("max_attachment_size", "must be above 0"));
+            }
+            s.limits.max_attachment_bytes = n;
+        }
+        let rel = |p: &PathBuf| {
+            if p.is_absolute() {
+                p.clone()
+            } else {
+                data_dir.join(p)
+            }
+        };
+        s.tls = server::tls::TlsSettings {
+            cert: self.tls.cert.as_ref().map(rel),
+            key: self.tls.key.as_ref().map(rel),
+            self_signed: self.tls.self_signed.unwrap_or(false),
+        };
+        if s.tls.cert.is_some() != s.tls.key.is_some() {
+            return Err(setting("tls", "cert and key must be given together"));
+        }
+        if s.tls.self_signed && s.tls.cert.is_some() {
+            return Err(setting("tls.self_signed", "cannot be combined with tls.cert"));
+        }
+        Ok(s)
+    }
+}
+
+/// Checks an address setting ("127.0.0.1:1352", "[::1]:8080", "localhost:1352").
+fn socket_addr(key: &str, a: &str) -> Result<String, String> {
+    use std::net::ToSocketAddrs;
+    match a.to_socket_addrs() {
+        Ok(mut it) if it.next().is_some() => Ok(a.to_string()),
+        _ => Err(setting(key, format!("{a:?} is not an address such as 127.0.0.1:1352"))),
     }
 }
 
@@ -242,6 +409,49 @@ mod tests {
             .engine_config(Path::new("/d"))
             .unwrap();
         assert!(off.log.is_none());
+    }
+
+    #[test]
+    fn server_settings_are_checked_and_named() {
+        let c = parse("worker_threads = 8\nmax_connections = 10\nlisten = \"127.0.0.1:0\"\nhttp_listen = \"off\"\ncompression = [\"fast\"]").unwrap();
+        let s = c.server_settings(Path::new("/d")).unwrap();
+        assert_eq!((s.worker_threads, s.native.max_connections), (8, 10));
+        assert!(s.http_listen.is_none());
+        assert_eq!(s.native.compression, vec![protocol::Compression::Fast]);
+        for (text, key) in [
+            ("worker_threads = 0", "worker_threads"),
+            ("listen = \"nowhere\"", "listen"),
+            ("compression = [\"zip\"]", "compression"),
+            ("[tls]\ncert = \"c.pem\"", "tls"),
+        ] {
+            let e = parse(text).unwrap().server_settings(Path::new("/d")).unwrap_err();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        assert!(parse("[tls]\nself_sined = true").unwrap_err().contains("self_sined"));
+    }
+
+    #[test]
+    fn environment_overrides_settings() {
+        let env = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        let c = parse_with_env(
+            "worker_threads = 4",
+            env(&[
+                ("FOLIO__WORKER_THREADS", "16"),
+                ("FOLIO__TRANSLOG__STYLE", "linear"),
+                ("FOLIO_KILL_TRIALS", "3"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.worker_threads, Some(16));
+        assert_eq!(c.translog.style.as_deref(), Some("linear"));
+        let e = parse_with_env("", env(&[("FOLIO__WORKER_THREDS", "1")])).unwrap_err();
+        assert!(e.contains("worker_threds") && e.contains("FOLIO__WORKER_THREDS"), "{e}");
     }
 
     #[test]

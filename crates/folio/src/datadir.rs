@@ -21,6 +21,15 @@ pub struct OpenDataDir {
     _lock: File,
 }
 
+impl OpenDataDir {
+    /// The engine, the views and the directory lock, for a caller that
+    /// hands the engine to the server and closes it afterwards (the lock
+    /// must outlive the engine).
+    pub fn into_parts(self) -> (Engine, views::Views, File) {
+        (self.engine, self.views, self._lock)
+    }
+}
+
 /// Reads the settings for `data_dir` (from `config_path` or
 /// `<data>/folio.toml`).
 pub fn settings(

@@ -238,6 +238,15 @@ pub enum Request {
         /// Path relative to the data directory.
         path: String,
     },
+    /// Creates a view or folder from its definition (JSON, as
+    /// `views::ViewDef` serializes); answered with `Done`. Needs Designer
+    /// access.
+    CreateView {
+        /// The database.
+        db: DbHandle,
+        /// The definition.
+        json: String,
+    },
 }
 
 /// How a request names a document.

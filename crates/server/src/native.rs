@@ -419,7 +419,10 @@ fn op_of(r: &Request) -> Op {
         R::GetAttachment { .. } => Op::GetAttachment,
         R::OpenCollection { .. } => Op::OpenCollection,
         R::ReadEntries { .. } | R::FindByKey { .. } | R::CloseCollection { .. } => Op::ReadEntries,
-        R::UpdateCollection { .. } | R::FolderAdd { .. } | R::FolderRemove { .. } => {
+        R::UpdateCollection { .. }
+        | R::FolderAdd { .. }
+        | R::FolderRemove { .. }
+        | R::CreateView { .. } => {
             Op::UpdateCollection
         }
         R::Search { .. } => Op::Search,
@@ -474,10 +477,10 @@ impl Job {
                 Response::Done
             }
             R::CreateDocument { db, json } => {
-                Response::Saved(s.create_document(caller, &self.db(db)?, &json)?)
+                Response::Saved(s.create_document(caller, &*self.db(db)?, &json)?)
             }
             R::ReadDocument { db, doc } => {
-                Response::Document(s.read_document(caller, &self.db(db)?, doc)?)
+                Response::Document(s.read_document(caller, &*self.db(db)?, doc)?)
             }
             R::UpdateDocument {
                 db,
@@ -487,7 +490,7 @@ impl Job {
                 json,
             } => Response::Saved(s.update_document(
                 caller,
-                &self.db(db)?,
+                &*self.db(db)?,
                 unid,
                 based_on,
                 force,
@@ -498,9 +501,9 @@ impl Job {
                 unid,
                 based_on,
                 force,
-            } => Response::Saved(s.delete_document(caller, &self.db(db)?, unid, based_on, force)?),
+            } => Response::Saved(s.delete_document(caller, &*self.db(db)?, unid, based_on, force)?),
             R::ModifiedSince { db, since, limit } => {
-                let (docs, next, more) = s.modified_since(caller, &self.db(db)?, since, limit)?;
+                let (docs, next, more) = s.modified_since(caller, &*self.db(db)?, since, limit)?;
                 Response::Changes { docs, next, more }
             }
             R::PutAttachment {
@@ -519,7 +522,7 @@ impl Job {
                 let size = s.put_attachment(caller, &db, unid, &name, &mime, size, &mut reader)?;
                 Response::AttachmentStored { size }
             }
-            R::GetAttachment { db, unid, name } => self.download(&self.db(db)?, unid, &name)?,
+            R::GetAttachment { db, unid, name } => self.download(&*self.db(db)?, unid, &name)?,
             R::OpenCollection { db, name } => {
                 let database = self.db(db)?;
                 let info = s.open_collection(caller, &database, &name)?;
@@ -574,7 +577,7 @@ impl Job {
                 Response::Done
             }
             R::Search { db, formula, since } => {
-                let found = s.search(caller, &self.db(db)?, &formula, since, |doc| {
+                let found = s.search(caller, &*self.db(db)?, &formula, since, |doc| {
                     self.send(Out::Item(self.id, Response::SearchHit(doc)))
                 })?;
                 Response::SearchDone { found }
@@ -585,6 +588,10 @@ impl Job {
             },
             R::SetAcl { path, json } => {
                 s.set_acl(caller, &path, &json)?;
+                Response::Done
+            }
+            R::CreateView { db, json } => {
+                s.create_view(caller, &self.db(db)?, &json)?;
                 Response::Done
             }
             R::MyAccess { path } => {

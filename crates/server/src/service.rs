@@ -620,6 +620,26 @@ impl Service {
         Ok((r.last_seq, r.notes_seen))
     }
 
+    /// Creates a view or folder from its JSON definition (Designer access).
+    pub fn create_view(
+        &self,
+        caller: &Caller,
+        db: &Arc<Database>,
+        json: &str,
+    ) -> ServerResult<()> {
+        let access = self.access(caller, db)?;
+        if !access.can_design() {
+            return Err(ServerError::Forbidden(format!(
+                "{} needs Designer access to {} to create views",
+                who(caller),
+                db.path()
+            )));
+        }
+        let def: views::ViewDef = serde_json::from_value(self.parse_json(json)?)
+            .map_err(|e| bad(format!("bad view definition: {e}")))?;
+        self.views.create(db, def).map_err(view_err)
+    }
+
     /// Adds or removes documents from a folder (Author access and above,
     /// documents the caller can read).
     pub fn folder_change(
