@@ -23,6 +23,18 @@ pub struct Args {
     /// Log level for diagnostics on stderr (error, warn, info, debug).
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: String,
+    /// Run the command against a running server (HOST:PORT of its native
+    /// protocol) instead of opening the data directory.
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+    /// User to sign in as with --server; the password (or an API token)
+    /// is read from the FOLIO_PASSWORD environment variable.
+    #[arg(long, global = true)]
+    pub user: Option<String>,
+    /// With --server: speak TLS, trusting this PEM certificate (the
+    /// server's self-signed certificate or its CA).
+    #[arg(long, global = true)]
+    pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -57,6 +69,12 @@ pub enum Cmd {
     /// The transaction log.
     #[command(subcommand)]
     Log(LogCmd),
+    /// Live information from a running server.
+    #[command(subcommand)]
+    Show(ShowCmd),
+    /// A database's access-control list.
+    #[command(subcommand)]
+    Acl(AclCmd),
     /// Benchmark workloads.
     #[command(subcommand)]
     Load(load::LoadCmd),
@@ -149,6 +167,22 @@ pub enum AttachCmd {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum ShowCmd {
+    /// The server's statistics as JSON (transactions/min, response-time
+    /// percentiles per operation, buffer pool, log, locks). Asks the
+    /// server at --server, default 127.0.0.1:1352.
+    Stats,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AclCmd {
+    /// Print the access-control list as JSON (docs/http.md, "Access control").
+    Show { path: String },
+    /// Replace the access-control list with the JSON on stdin.
+    Set { path: String },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum LogCmd {
     /// Show the log's style, extents, bytes in use and checkpoint as JSON.
     Info,
@@ -186,6 +220,12 @@ pub fn run(args: Args) -> CliResult {
     if let Cmd::Serve(sa) = &args.cmd {
         return serve(&args, sa);
     }
+    if let Some(server) = &args.server {
+        return crate::remote::run(&args, server);
+    }
+    if let Cmd::Show(_) = &args.cmd {
+        return crate::remote::run(&args, client::DEFAULT_ADDR);
+    }
     let dd = open(&args)?;
     let result = dispatch(&args, &dd.engine, &dd.views);
     let views_closed = dd.views.close().map_err(|e| e.to_string());
@@ -211,7 +251,8 @@ fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
                 .ok_or("the transaction log is disabled (translog.enabled = false)")?;
             print_json(&log_info_json(&info))
         }
-        Cmd::Load(_) | Cmd::Debug(_) | Cmd::Serve(_) => {
+        Cmd::Acl(c) => acl_cmd(engine, c),
+        Cmd::Load(_) | Cmd::Debug(_) | Cmd::Serve(_) | Cmd::Show(_) => {
             unreachable!("handled before opening the data directory")
         }
     }
@@ -360,7 +401,29 @@ fn attach_cmd(engine: &Engine, c: &AttachCmd) -> CliResult {
     }
 }
 
-fn file_name(p: &Path) -> Result<String, String> {
+/// `folio acl show|set` on the data directory (full access: whoever can
+/// open the files can change them anyway).
+fn acl_cmd(engine: &Engine, c: &AclCmd) -> CliResult {
+    match c {
+        AclCmd::Show { path } => {
+            let db = engine.open_database(path).map_err(err)?;
+            let acl = db
+                .acl()
+                .map_err(err)?
+                .unwrap_or_else(|| nsf::Acl::for_creator(None));
+            print_json(&serde_json::from_str(&acl.to_json()).map_err(err)?)
+        }
+        AclCmd::Set { path } => {
+            let json = read_stdin_json()?;
+            let acl = nsf::Acl::parse_json(&json.to_string()).map_err(err)?;
+            let db = engine.open_database(path).map_err(err)?;
+            db.set_acl(&acl).map_err(err)?;
+            Ok(())
+        }
+    }
+}
+
+pub(crate) fn file_name(p: &Path) -> Result<String, String> {
     p.file_name()
         .and_then(|n| n.to_str())
         .map(str::to_string)

@@ -7,6 +7,8 @@ pub mod cli;
 pub mod config;
 pub mod crashtest;
 pub mod datadir;
+pub mod docsload;
 pub mod load;
+pub mod remote;
 pub mod report;
 pub mod viewcli;

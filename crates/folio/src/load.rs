@@ -29,6 +29,8 @@ pub enum LoadCmd {
     /// Very large folders and views: folder operations against size, and a
     /// rebuild of a sorted view over every document.
     Bigview(crate::bigview::BigviewArgs),
+    /// Parallel documents with attachments, over the network and embedded.
+    Docs(crate::docsload::DocsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -60,8 +62,9 @@ pub struct CommitArgs {
     pub pgbench: bool,
 }
 
-pub fn run(cmd: &LoadCmd, _args: &Args) -> Result<(), String> {
+pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
     match cmd {
+        LoadCmd::Docs(a) => crate::docsload::run(a, args),
         LoadCmd::Commit(a) => commit(a),
         LoadCmd::Bigview(a) => crate::bigview::run(a),
     }

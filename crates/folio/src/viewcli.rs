@@ -109,23 +109,7 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
             folder,
             refresh,
         } => {
-            let columns = columns
-                .iter()
-                .map(|c| ColumnDef::parse(c))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(err)?;
-            let mut def = if *folder {
-                if select.is_some() {
-                    return Err("a folder has no selection formula; drop --select".into());
-                }
-                ViewDef::folder(name, columns)
-            } else {
-                ViewDef::view(name, select.as_deref().unwrap_or(""), columns)
-            };
-            def.logged = *logged;
-            def.refresh = refresh.parse::<Refresh>().map_err(err)?;
-            // Check everything before touching the database.
-            def.compile().map_err(err)?;
+            let def = view_def(name, select.as_deref(), columns, *logged, *folder, refresh)?;
             let db = open_db(engine, path)?;
             views.create(&db, def).map_err(err)
         }
@@ -198,6 +182,36 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
     }
 }
 
+/// A checked view definition from the `view create` arguments (shared by
+/// the embedded and the networked command).
+pub fn view_def(
+    name: &str,
+    select: Option<&str>,
+    columns: &[String],
+    logged: bool,
+    folder: bool,
+    refresh: &str,
+) -> Result<ViewDef, String> {
+    let columns = columns
+        .iter()
+        .map(|c| ColumnDef::parse(c))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    let mut def = if folder {
+        if select.is_some() {
+            return Err("a folder has no selection formula; drop --select".into());
+        }
+        ViewDef::folder(name, columns)
+    } else {
+        ViewDef::view(name, select.unwrap_or(""), columns)
+    };
+    def.logged = logged;
+    def.refresh = refresh.parse::<Refresh>().map_err(err)?;
+    // Check everything before touching the database.
+    def.compile().map_err(err)?;
+    Ok(def)
+}
+
 fn say_rebuilt(coll: &views::Collection<'_>) {
     if let Some(why) = coll.rebuilt.as_ref().filter(|w| *w != "first use") {
         eprintln!("folio: rebuilt the index of {:?}: {why}", coll.name());
@@ -248,8 +262,8 @@ pub fn search_cmd(engine: &Engine, path: &str, formula: &str, since: Option<&str
     out.flush().map_err(err)
 }
 
-/// Gives a new mail file an `Inbox` folder and an `All Documents` view.
-pub fn create_mail_design(views: &Views, db: &Arc<Database>) -> CliResult {
+/// A mail file's design: an `Inbox` folder and an `All Documents` view.
+pub fn mail_design() -> Result<Vec<ViewDef>, String> {
     let col = |s: &str| ColumnDef::parse(s).map_err(err);
     let inbox = ViewDef::folder(
         "Inbox",
@@ -264,6 +278,13 @@ pub fn create_mail_design(views: &Views, db: &Arc<Database>) -> CliResult {
         "SELECT @All",
         vec![col("Date=@Modified:desc")?, col("Subject=Subject")?],
     );
-    views.create(db, inbox).map_err(err)?;
-    views.create(db, all).map_err(err)
+    Ok(vec![inbox, all])
+}
+
+/// Gives a new mail file an `Inbox` folder and an `All Documents` view.
+pub fn create_mail_design(views: &Views, db: &Arc<Database>) -> CliResult {
+    for def in mail_design()? {
+        views.create(db, def).map_err(err)?;
+    }
+    Ok(())
 }

@@ -1,0 +1,550 @@
+//! `folio load docs`: the parallel document and attachment loader.
+//!
+//! Each of `--threads` threads creates its own mail file from the mail
+//! template, then `--docs` documents each carrying the `--attach` file as
+//! an attachment, then (with `--search`) runs a formula search for every
+//! document of its file. The same work runs twice in one invocation:
+//! *embedded* (in-process calls into the engine, no network) and
+//! *network* (a `folio` server on loopback, or the one at `--server`,
+//! through the client library, one connection per thread), next to the
+//! disk's own streaming bandwidth measured with `dd … conv=fdatasync` on
+//! the same file system. The classic figure this reproduces: 30 threads ×
+//! 100 documents × 2 MiB, where the network run should cost little more
+//! than the local one and small operations stay fast while attachments
+//! stream.
+
+use crate::cli::Args;
+use hdrhistogram::Histogram;
+use nsf::{Engine, Item};
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct DocsArgs {
+    /// Concurrent threads (each with its own mail file and connection).
+    #[arg(long, default_value_t = 30)]
+    pub threads: usize,
+    /// Documents per thread.
+    #[arg(long, default_value_t = 100)]
+    pub docs: usize,
+    /// File attached to every document (default: a generated 2 MiB file).
+    #[arg(long)]
+    pub attach: Option<PathBuf>,
+    /// After writing, each thread searches its file for every document.
+    #[arg(long)]
+    pub search: bool,
+    /// Rounds (each runs embedded, then network); figures are medians.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
+    /// Bytes `dd` writes to measure the disk (MiB).
+    #[arg(long, default_value_t = 1024)]
+    pub dd_mib: u64,
+    /// Skip the embedded run (network only).
+    #[arg(long)]
+    pub no_embedded: bool,
+    /// Directory for the temporary data (default: the system temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Where result.json and report.html are written.
+    #[arg(long, default_value = "folio-load-docs")]
+    pub out: PathBuf,
+    /// Seed of the generated attachment and document bodies.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Per-operation response times of one run, in microseconds.
+struct Times {
+    ops: Vec<(&'static str, Histogram<u64>)>,
+}
+
+impl Times {
+    fn new() -> Times {
+        Times { ops: Vec::new() }
+    }
+
+    fn record(&mut self, op: &'static str, d: Duration) {
+        let us = (d.as_micros() as u64).max(1);
+        match self.ops.iter_mut().find(|(n, _)| *n == op) {
+            Some((_, h)) => h.saturating_record(us),
+            None => {
+                let mut h = Histogram::new(3).expect("valid histogram");
+                h.saturating_record(us);
+                self.ops.push((op, h));
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &Times) {
+        for (op, h) in &other.ops {
+            match self.ops.iter_mut().find(|(n, _)| n == op) {
+                Some((_, mine)) => mine.add(h).expect("same histogram bounds"),
+                None => self.ops.push((op, h.clone())),
+            }
+        }
+    }
+
+    fn get(&self, op: &str) -> Option<&Histogram<u64>> {
+        self.ops.iter().find(|(n, _)| *n == op).map(|(_, h)| h)
+    }
+
+    /// All small operations (everything but attachment transfers and
+    /// searches) together.
+    fn small(&self) -> Histogram<u64> {
+        let mut all = Histogram::new(3).expect("valid histogram");
+        for (op, h) in &self.ops {
+            if !matches!(*op, "attach" | "search") {
+                all.add(h).expect("same histogram bounds");
+            }
+        }
+        all
+    }
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, serde::Serialize)]
+struct RunResult {
+    variant: String,
+    elapsed_s: f64,
+    docs_per_s: f64,
+    attach_mb_per_s: f64,
+    ops: serde_json::Value,
+    small_p50_ms: f64,
+    small_p99_ms: f64,
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    h.value_at_quantile(q) as f64 / 1000.0
+}
+
+fn summarize(variant: &str, t: &Times, elapsed: Duration, docs: usize, bytes: u64) -> RunResult {
+    let secs = elapsed.as_secs_f64();
+    let ops = t
+        .ops
+        .iter()
+        .map(|(op, h)| {
+            (
+                op.to_string(),
+                json!({"count": h.len(), "p50_ms": ms(h, 0.5), "p95_ms": ms(h, 0.95), "p99_ms": ms(h, 0.99), "max_ms": h.max() as f64 / 1000.0}),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>();
+    let small = t.small();
+    RunResult {
+        variant: variant.into(),
+        elapsed_s: secs,
+        docs_per_s: docs as f64 / secs,
+        attach_mb_per_s: bytes as f64 / 1e6 / secs,
+        ops: serde_json::Value::Object(ops),
+        small_p50_ms: ms(&small, 0.5),
+        small_p99_ms: ms(&small, 0.99),
+    }
+}
+
+/// The work of one thread, against some way of reaching the engine.
+trait Target: Send + Sync {
+    fn run_thread(&self, t: usize, a: &DocsArgs, attach: &Path, times: &mut Times) -> Result<(), String>;
+}
+
+fn memo(rng: &mut impl Rng, t: usize, i: usize) -> serde_json::Value {
+    let words: String = (0..rng.gen_range(20..200))
+        .map(|_| ["report", "meeting", "budget", "plan", "review", "draft", "notes"][rng.gen_range(0..7)])
+        .collect::<Vec<_>>()
+        .join(" ");
+    json!({"Form": "Memo", "Subject": format!("Load document {i} of thread {t}"), "From": format!("loader{t}"), "Body": words})
+}
+
+/// In-process: straight calls into the engine.
+struct Embedded {
+    engine: Arc<Engine>,
+    views: Arc<views::Views>,
+}
+
+impl Target for Embedded {
+    fn run_thread(&self, t: usize, a: &DocsArgs, attach: &Path, times: &mut Times) -> Result<(), String> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
+        let path = format!("load/embedded{t:03}.fdb");
+        let start = Instant::now();
+        let db = self.engine.create_database(&path, "load").map_err(|e| e.to_string())?;
+        crate::viewcli::create_mail_design(&self.views, &db)?;
+        times.record("create_db", start.elapsed());
+        let name = attach_name(attach);
+        for i in 0..a.docs {
+            let items = nsf::items_from_json(&memo(&mut rng, t, i))
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .filter_map(|u| match u {
+                    nsf::ItemUpdate::Set(i) => Some(i),
+                    nsf::ItemUpdate::Remove(_) => None,
+                })
+                .collect::<Vec<Item>>();
+            let s = Instant::now();
+            let meta = db.create(items).map_err(|e| e.to_string())?;
+            times.record("create", s.elapsed());
+            let mut f = File::open(attach).map_err(|e| e.to_string())?;
+            let s = Instant::now();
+            db.put_attachment(meta.unid, &name, "application/octet-stream", &mut f)
+                .map_err(|e| e.to_string())?;
+            times.record("attach", s.elapsed());
+        }
+        if a.search {
+            let s = Instant::now();
+            let n = views::search(&db, "SELECT @All", None, |_| Ok(())).map_err(|e| e.to_string())?;
+            times.record("search", s.elapsed());
+            check_found(n, a.docs)?;
+        }
+        Ok(())
+    }
+}
+
+/// Over the native protocol, one connection per thread.
+struct Network {
+    connect: Box<dyn Fn() -> Result<client::blocking::Client, String> + Send + Sync>,
+    run_id: u64,
+}
+
+impl Target for Network {
+    fn run_thread(&self, t: usize, a: &DocsArgs, attach: &Path, times: &mut Times) -> Result<(), String> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
+        let c = (self.connect)()?;
+        let e = |e: client::ClientError| e.to_string();
+        let path = format!("load/r{:x}/network{t:03}.fdb", self.run_id);
+        let s = Instant::now();
+        c.create_database(&path, "load").map_err(e)?;
+        let (h, _) = c.open_database(&path).map_err(e)?;
+        for def in crate::viewcli::mail_design()? {
+            c.create_view(h, &serde_json::to_string(&def).map_err(|e| e.to_string())?)
+                .map_err(e)?;
+        }
+        times.record("create_db", s.elapsed());
+        let name = attach_name(attach);
+        for i in 0..a.docs {
+            let doc = memo(&mut rng, t, i).to_string();
+            let s = Instant::now();
+            let meta = c.create_document(h, &doc).map_err(e)?;
+            times.record("create", s.elapsed());
+            let f = File::open(attach).map_err(|e| e.to_string())?;
+            let size = f.metadata().map_err(|e| e.to_string())?.len();
+            let s = Instant::now();
+            c.put_attachment(h, meta.unid, &name, "application/octet-stream", Some(size), f)
+                .map_err(e)?;
+            times.record("attach", s.elapsed());
+        }
+        if a.search {
+            let s = Instant::now();
+            let n = c.search(h, "SELECT @All", None, |_| {}).map_err(e)?;
+            times.record("search", s.elapsed());
+            check_found(n, a.docs)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_found(n: u64, docs: usize) -> Result<(), String> {
+    if n != docs as u64 {
+        return Err(format!("search found {n} documents, expected {docs}"));
+    }
+    Ok(())
+}
+
+fn attach_name(p: &Path) -> String {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("attachment.bin")
+        .to_string()
+}
+
+/// Runs every thread of one variant; returns the merged times and elapsed.
+fn run_variant(target: Arc<dyn Target>, a: &DocsArgs, attach: &Path) -> Result<(Times, Duration), String> {
+    let merged = Arc::new(Mutex::new(Times::new()));
+    let start = Instant::now();
+    let errors: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..a.threads)
+            .map(|t| {
+                let (target, merged) = (target.clone(), merged.clone());
+                s.spawn(move || {
+                    let mut times = Times::new();
+                    let r = target.run_thread(t, a, attach, &mut times);
+                    merged.lock().expect("no poisoned lock").merge(&times);
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().map_err(|_| "a load thread panicked".to_string()).and_then(|r| r).err())
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    let times = Arc::try_unwrap(merged)
+        .map_err(|_| "load threads still running".to_string())?
+        .into_inner()
+        .map_err(|_| "poisoned lock".to_string())?;
+    Ok((times, elapsed))
+}
+
+/// `dd if=/dev/zero of=DIR/dd.probe bs=1M count=N conv=fdatasync`: the
+/// disk's streaming write bandwidth, in MB/s, as the classic test took it.
+fn dd_bandwidth(dir: &Path, mib: u64) -> Result<f64, String> {
+    let probe = dir.join("dd.probe");
+    let start = Instant::now();
+    let out = std::process::Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", probe.display()))
+        .arg("bs=1M")
+        .arg(format!("count={mib}"))
+        .arg("conv=fdatasync")
+        .output()
+        .map_err(|e| format!("cannot run dd: {e}"))?;
+    let secs = start.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&probe);
+    if !out.status.success() {
+        return Err(format!("dd failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    // dd's own figure excludes process start-up; use it when it parses.
+    let text = String::from_utf8_lossy(&out.stderr);
+    let dd_secs = text
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" s").and_then(|n| n.trim().parse::<f64>().ok()));
+    Ok((mib << 20) as f64 / 1e6 / dd_secs.unwrap_or(secs))
+}
+
+/// A generated attachment: text-like bytes, seeded.
+fn generated_attachment(dir: &Path, seed: u64) -> Result<PathBuf, String> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut buf = Vec::with_capacity(2 << 20);
+    while buf.len() < 2 << 20 {
+        let w = ["quarterly", "figures", "attached", "please", "review", "the", "draft", "before", "Friday"];
+        buf.extend_from_slice(w[rng.gen_range(0..w.len())].as_bytes());
+        buf.push(if rng.gen_range(0..12) == 0 { b'\n' } else { b' ' });
+    }
+    buf.truncate(2 << 20);
+    let p = dir.join("attachment-2MiB.txt");
+    std::fs::write(&p, &buf).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    Ok(p)
+}
+
+/// A data directory with a server on loopback, for the network run.
+struct LocalServer {
+    addr: String,
+    stop: tokio::sync::watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+const LOAD_USER: &str = "load";
+
+impl LocalServer {
+    fn start(dir: &Path, password: &str) -> Result<LocalServer, String> {
+        let file = crate::config::parse("")?;
+        let users = server::auth::UserStore::open(Arc::new(storage::backend::FsBackend), dir)
+            .map_err(|e| e.to_string())?;
+        users.add_user(LOAD_USER, password, true).map_err(|e| e.to_string())?;
+        let mut settings = file.server_settings(dir)?;
+        settings.listen = "127.0.0.1:0".into();
+        settings.http_listen = None;
+        let dd = crate::datadir::open(dir, (file.engine_config(dir)?, file.view_config()?))?;
+        let (engine, views, lock) = dd.into_parts();
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let r = server::run(settings, engine, views, |b| {
+                let _ = addr_tx.send(b.native.to_string());
+            }, Some(stop_rx));
+            let (engine, views) = r.map_err(|e| e.to_string())?;
+            views.close().map_err(|e| e.to_string())?;
+            engine.close().map_err(|e| e.to_string())?;
+            drop(lock);
+            Ok(())
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(|_| "the loopback server did not start".to_string())?;
+        Ok(LocalServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(mut self) -> Result<(), String> {
+        let _ = self.stop.send(true);
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("the loopback server panicked".into()),
+            None => Ok(()),
+        }
+    }
+}
+
+fn median_by(rs: &[RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
+    let mut v: Vec<f64> = rs.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
+    if a.threads == 0 || a.docs == 0 || a.rounds == 0 {
+        return Err("--threads, --docs and --rounds must be at least 1".into());
+    }
+    let base = match &a.dir {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let attach = match &a.attach {
+        Some(p) => p.clone(),
+        None => generated_attachment(base.path(), a.seed)?,
+    };
+    let attach_size = std::fs::metadata(&attach)
+        .map_err(|e| format!("{}: {e}", attach.display()))?
+        .len();
+    let total_docs = a.threads * a.docs;
+    let total_bytes = attach_size * total_docs as u64;
+    println!(
+        "docs workload: {} threads x {} documents x {} bytes = {:.0} MB of attachments per run",
+        a.threads,
+        a.docs,
+        attach_size,
+        total_bytes as f64 / 1e6
+    );
+    let dd = dd_bandwidth(base.path(), a.dd_mib)?;
+    println!("disk: dd bs=1M count={} conv=fdatasync: {dd:.0} MB/s", a.dd_mib);
+    let mut embedded = Vec::new();
+    let mut network = Vec::new();
+    for round in 0..a.rounds {
+        if !a.no_embedded {
+            let dir = base.path().join(format!("embedded-{round}"));
+            let file = crate::config::parse("")?;
+            let dd_ = crate::datadir::open(&dir, (file.engine_config(&dir)?, file.view_config()?))?;
+            let (engine, views, lock) = dd_.into_parts();
+            let target = Arc::new(Embedded {
+                engine: Arc::new(engine),
+                views: Arc::new(views),
+            });
+            let (t, el) = run_variant(target.clone(), a, &attach)?;
+            let r = summarize("embedded", &t, el, total_docs, total_bytes);
+            print_run(&r);
+            embedded.push(r);
+            let Embedded { engine, views } = Arc::try_unwrap(target).map_err(|_| "engine still in use")?;
+            Arc::try_unwrap(views).map_err(|_| "views still in use")?.close().map_err(|e| e.to_string())?;
+            Arc::try_unwrap(engine).map_err(|_| "engine still in use")?.close().map_err(|e| e.to_string())?;
+            drop(lock);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        let run_id = rand::random::<u64>() >> 16;
+        let r = match &args.server {
+            Some(server) => {
+                let (args_user, args_ca) = (args.user.clone(), args.tls_ca.clone());
+                let server = server.clone();
+                let connect = move || {
+                    let mut opts = client::ClientOptions::new(server.as_str());
+                    if let Some(u) = &args_user {
+                        let pw = std::env::var(crate::remote::PASSWORD_ENV).unwrap_or_default();
+                        opts = opts.with_credentials(u, &pw);
+                    }
+                    if let Some(ca) = &args_ca {
+                        opts = opts.with_tls(client::TlsOptions { ca_cert: ca.clone(), server_name: None });
+                    }
+                    client::blocking::Client::connect(opts).map_err(|e| e.to_string())
+                };
+                let target = Arc::new(Network { connect: Box::new(connect), run_id });
+                let (t, el) = run_variant(target, a, &attach)?;
+                summarize("network", &t, el, total_docs, total_bytes)
+            }
+            None => {
+                let dir = base.path().join(format!("network-{round}"));
+                let password: String = format!("load-{:x}", rand::random::<u64>());
+                let srv = LocalServer::start(&dir, &password)?;
+                let addr = srv.addr.clone();
+                let connect = move || {
+                    let opts = client::ClientOptions::new(addr.as_str()).with_credentials(LOAD_USER, &password);
+                    client::blocking::Client::connect(opts).map_err(|e| e.to_string())
+                };
+                let target = Arc::new(Network { connect: Box::new(connect), run_id });
+                let res = run_variant(target, a, &attach);
+                srv.stop()?;
+                let _ = std::fs::remove_dir_all(&dir);
+                let (t, el) = res?;
+                summarize("network", &t, el, total_docs, total_bytes)
+            }
+        };
+        print_run(&r);
+        network.push(r);
+    }
+    report(a, dd, attach_size, &embedded, &network)
+}
+
+fn print_run(r: &RunResult) {
+    println!(
+        "{:>9}: {:>7.1} s  {:>7.1} docs/s  {:>7.1} MB/s attachments  small ops p50 {:.2} ms p99 {:.2} ms",
+        r.variant, r.elapsed_s, r.docs_per_s, r.attach_mb_per_s, r.small_p50_ms, r.small_p99_ms
+    );
+}
+
+fn report(a: &DocsArgs, dd: f64, attach_size: u64, embedded: &[RunResult], network: &[RunResult]) -> Result<(), String> {
+    let net_mb = median_by(network, |r| r.attach_mb_per_s);
+    let net_el = median_by(network, |r| r.elapsed_s);
+    let net_p99 = median_by(network, |r| r.small_p99_ms);
+    let mut summary = format!(
+        "dd bandwidth {dd:.0} MB/s\nnetwork: attachments {net_mb:.0} MB/s = {:.0}% of dd; small-op p99 {net_p99:.2} ms; elapsed {net_el:.1} s\n",
+        100.0 * net_mb / dd
+    );
+    let mut ratio = serde_json::Value::Null;
+    if !embedded.is_empty() {
+        let emb_mb = median_by(embedded, |r| r.attach_mb_per_s);
+        let emb_el = median_by(embedded, |r| r.elapsed_s);
+        let emb_p99 = median_by(embedded, |r| r.small_p99_ms);
+        summary.push_str(&format!(
+            "embedded: attachments {emb_mb:.0} MB/s = {:.0}% of dd; small-op p99 {emb_p99:.2} ms; elapsed {emb_el:.1} s\nnetwork / embedded elapsed: {:.2}\n",
+            100.0 * emb_mb / dd,
+            net_el / emb_el
+        ));
+        ratio = json!(net_el / emb_el);
+    }
+    print!("{summary}");
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let result = json!({
+        "workload": "docs",
+        "settings": {"threads": a.threads, "docs": a.docs, "attachment_bytes": attach_size, "search": a.search, "rounds": a.rounds, "dd_mib": a.dd_mib},
+        "machine": crate::load::machine(),
+        "dd_mb_per_s": dd,
+        "embedded": embedded,
+        "network": network,
+        "network_over_embedded_elapsed": ratio,
+        "network_attach_fraction_of_dd": net_mb / dd,
+    });
+    let path = a.out.join("result.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let series = |rs: &[RunResult], name: &str| crate::report::Series {
+        name: name.into(),
+        points: rs
+            .first()
+            .map(|r| {
+                ["p50_ms", "p95_ms", "p99_ms"]
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, q)| r.ops.get("create").and_then(|o| o.get(q)).and_then(|v| v.as_f64()).map(|v| (i as f64 + 1.0, v)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    let chart = crate::report::line_chart(
+        "create document response time (1 = p50, 2 = p95, 3 = p99)",
+        "percentile",
+        "ms",
+        &[series(embedded, "embedded"), series(network, "network")],
+        false,
+    );
+    let html = crate::report::page("folio load docs", &[chart], &summary);
+    std::fs::write(a.out.join("report.html"), html).map_err(|e| e.to_string())?;
+    println!("wrote {} and report.html", path.display());
+    Ok(())
+}
