@@ -230,7 +230,9 @@ impl Users {
             let at = |reason: String| format!("user {} ({:?}): {reason}", i + 1, r.name);
             validate_name(&r.name).map_err(at)?;
             if users.by_name.insert(user_key(&r.name), i).is_some() {
-                return Err(at("a user of that name (ignoring case) comes earlier".into()));
+                return Err(at(
+                    "a user of that name (ignoring case) comes earlier".into()
+                ));
             }
             PasswordHash::new(&r.password)
                 .map_err(|e| at(format!("password is not a PHC hash string: {e}")))?;
@@ -663,10 +665,7 @@ fn parse_users(bytes: &[u8]) -> Result<Users, String> {
     let file: UsersFile =
         serde_json::from_slice(bytes).map_err(|e| format!("not a valid users file: {e}"))?;
     if file.format != FORMAT {
-        return Err(format!(
-            "format is {:?}, expected {FORMAT:?}",
-            file.format
-        ));
+        return Err(format!("format is {:?}, expected {FORMAT:?}", file.format));
     }
     if file.version != VERSION {
         return Err(format!(
@@ -725,6 +724,12 @@ fn validate_password(password: &str) -> ServerResult<()> {
     if chars > MAX_PASSWORD_CHARS {
         return Err(ServerError::BadRequest(format!(
             "the password must have at most {MAX_PASSWORD_CHARS} characters"
+        )));
+    }
+    // Clients send a token where a password goes; the prefix tells which.
+    if password.starts_with(TOKEN_PREFIX) {
+        return Err(ServerError::BadRequest(format!(
+            "the password must not start with {TOKEN_PREFIX:?} (that marks a token)"
         )));
     }
     Ok(())
@@ -795,7 +800,7 @@ pub(crate) fn write_secret_file(backend: &dyn Backend, path: &Path, data: &[u8])
         .unwrap_or_default();
     let tmp = dir.join(format!(".{file_name}.{:016x}.tmp", OsRng.next_u64()));
     let f = backend.open(&tmp, OpenMode::CreateNew)?;
-    let written = restrict_to_owner(&tmp)
+    let written = restrict_mode(&tmp, 0o600)
         .and_then(|()| write_all_at(f.as_ref(), data, 0))
         .and_then(|()| f.sync_data());
     drop(f);
@@ -809,12 +814,12 @@ pub(crate) fn write_secret_file(backend: &dyn Backend, path: &Path, data: &[u8])
     backend.sync_dir(dir)
 }
 
-/// Makes a file on the real file system readable and writable by its owner
-/// only. A backend that is not the real file system has no modes: a file it
-/// holds is not found here, and there is nothing to restrict.
-pub(crate) fn restrict_to_owner(path: &Path) -> io::Result<()> {
+/// Sets the mode of a file or directory on the real file system (0o600,
+/// 0o700: its owner's only). A backend that is not the real file system has
+/// no modes: a path it holds is not found here, and there is nothing to set.
+pub(crate) fn restrict_mode(path: &Path, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+    match std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         r => r,
     }
@@ -855,7 +860,12 @@ mod tests {
             }
         );
         assert!(!store.verify_password("bob", "bobs password").unwrap().admin);
-        let names: Vec<_> = store.list_users().unwrap().into_iter().map(|u| u.name).collect();
+        let names: Vec<_> = store
+            .list_users()
+            .unwrap()
+            .into_iter()
+            .map(|u| u.name)
+            .collect();
         assert_eq!(names, ["Alice Smith", "bob"]);
     }
 
@@ -906,13 +916,29 @@ mod tests {
     fn bad_names_and_passwords_are_refused() {
         let (_mem, store) = mem_store();
         let long = "x".repeat(MAX_NAME_CHARS + 1);
-        for name in ["", " alice", "alice ", "a/b", "a:b", "tab\there", long.as_str()] {
+        for name in [
+            "",
+            " alice",
+            "alice ",
+            "a/b",
+            "a:b",
+            "tab\there",
+            long.as_str(),
+        ] {
             assert!(
-                matches!(store.add_user(name, PW, false), Err(ServerError::BadRequest(_))),
+                matches!(
+                    store.add_user(name, PW, false),
+                    Err(ServerError::BadRequest(_))
+                ),
                 "{name:?} accepted"
             );
         }
-        for name in ["Jürgen Müller", "a.b_c@d-e", "x", &"y".repeat(MAX_NAME_CHARS)] {
+        for name in [
+            "Jürgen Müller",
+            "a.b_c@d-e",
+            "x",
+            &"y".repeat(MAX_NAME_CHARS),
+        ] {
             store.add_user(name, PW, false).unwrap();
         }
         assert!(matches!(
@@ -920,6 +946,10 @@ mod tests {
             Err(ServerError::BadRequest(m)) if m.contains("at least 8")
         ));
         store.add_user("eight", "12345678", false).unwrap();
+        assert!(matches!(
+            store.add_user("tokenlike", "folio_password", false),
+            Err(ServerError::BadRequest(m)) if m.contains("marks a token")
+        ));
     }
 
     #[test]
@@ -942,7 +972,10 @@ mod tests {
         unauthenticated(store.verify_token(""));
 
         let stored = String::from_utf8(mem.file_bytes(store.path()).unwrap()).unwrap();
-        assert!(!stored.contains(&token[TOKEN_PREFIX.len()..]), "token stored in clear");
+        assert!(
+            !stored.contains(&token[TOKEN_PREFIX.len()..]),
+            "token stored in clear"
+        );
         assert!(!stored.contains(PW), "password stored in clear");
 
         let reopened = UserStore::open(mem.clone(), Path::new("/mem/data")).unwrap();
@@ -965,11 +998,14 @@ mod tests {
         let start = Instant::now();
         let clock_offset = offset.clone();
         let mut store = store.with_session_lifetime(Duration::from_secs(60));
-        store.clock = Arc::new(move || {
-            start + Duration::from_secs(clock_offset.load(Ordering::SeqCst))
-        });
+        store.clock =
+            Arc::new(move || start + Duration::from_secs(clock_offset.load(Ordering::SeqCst)));
         store.add_user("alice", PW, true).unwrap();
-        unauthenticated(store.login("alice", "wrong password").map(|_| unreachable!()));
+        unauthenticated(
+            store
+                .login("alice", "wrong password")
+                .map(|_| unreachable!()),
+        );
 
         let token = store.login("alice", PW).unwrap();
         assert!(token.starts_with(TOKEN_PREFIX));
@@ -1000,7 +1036,10 @@ mod tests {
         let t = Instant::now();
         store.verify_password("alice", PW).unwrap();
         let cached = t.elapsed();
-        assert!(cached < Duration::from_millis(5), "cached check took {cached:?}");
+        assert!(
+            cached < Duration::from_millis(5),
+            "cached check took {cached:?}"
+        );
 
         store.set_password("alice", "new password").unwrap();
         unauthenticated(store.verify_password("alice", PW));
@@ -1033,7 +1072,10 @@ mod tests {
         unauthenticated(cli.verify_token(&token));
 
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(server.path()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(server.path())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 1, "temporary files left behind");
@@ -1094,7 +1136,10 @@ mod tests {
         let faulty = Arc::new(FaultBackend::new(mem.clone()));
         let store = UserStore::open(faulty.clone(), Path::new("/mem/data")).unwrap();
         store.add_user("alice", PW, false).unwrap();
-        faulty.add_rule(FaultRule::new(FaultOp::Sync, FaultKind::Eio));
+        faulty.add_rule(FaultRule {
+            sticky: true,
+            ..FaultRule::new(FaultOp::Sync, FaultKind::Eio)
+        });
         let err = store.add_user("bob", PW, false).unwrap_err();
         assert!(matches!(err, ServerError::File { .. }), "{err}");
         unauthenticated(store.verify_password("bob", PW));
