@@ -1,0 +1,236 @@
+//! Attachment uploads and downloads, streamed: neither side ever holds a
+//! whole file.
+//!
+//! ```text
+//!   upload     content ─read 256 KiB─▶ Chunk ─▶ … ─▶ End ─▶ AttachmentStored
+//!                  ▲ next read once the previous chunk is queued
+//!   download   Item(header) ─▶ Chunk ─▶ … ─▶ AttachmentSent
+//!                  └─ written to `out` as they come, at most a few chunks queued
+//! ```
+//!
+//! **Uploads** read the content a chunk at a time and read the next only
+//! once the connection task has queued the previous one, so memory stays
+//! at about one chunk per upload plus the connection's output limit. The
+//! server may refuse an upload before its end (413 too large, 404 no such
+//! document, docs/protocol.md §5.5): the upload checks for an early answer
+//! before each chunk, stops reading, sends the `End` the protocol still
+//! requires, and returns the refusal; the connection stays usable.
+//!
+//! An upload that cannot finish (its content fails to read, or its future
+//! is dropped) cannot be cancelled either: the protocol has no cancel
+//! frame, and an `End` would make the server store a truncated file. So
+//! the connection is closed (every other call on it fails with
+//! [`ClientError::Closed`] naming the upload) and the server discards the
+//! partial upload.
+//!
+//! **Downloads** are written to the caller's writer chunk by chunk. The
+//! connection task queues at most [`DOWNLOAD_QUEUE`] chunks for a
+//! download; when the writer is slower than the network it stops reading
+//! the socket, and TCP slows the server down.
+
+use crate::client::Client;
+use crate::driver::{Answer, Command, Delivery, Route};
+use crate::error::ClientError;
+use protocol::{DbHandle, Request, RequestId, Response, Unid};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot::error::TryRecvError;
+use tokio::sync::{mpsc, oneshot};
+
+/// Bytes read from an upload's content per chunk.
+pub const UPLOAD_CHUNK: usize = 256 * 1024;
+/// Chunks of one download queued for its writer before the connection
+/// stops reading.
+pub const DOWNLOAD_QUEUE: usize = 4;
+
+/// An attachment's header, as a download reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttachmentInfo {
+    /// File name.
+    pub name: String,
+    /// MIME type.
+    pub mime: String,
+    /// Content size in bytes.
+    pub size: u64,
+}
+
+impl Client {
+    /// Uploads `content` as attachment `name` of document `unid` and
+    /// returns the size stored. `size`, if known, lets the server refuse
+    /// a too large file before any byte is sent. See the module docs for
+    /// early refusals and for what a failing `content` does.
+    pub async fn put_attachment(
+        &self,
+        db: DbHandle,
+        unid: Unid,
+        name: &str,
+        mime: &str,
+        size: Option<u64>,
+        mut content: impl AsyncRead + Unpin,
+    ) -> Result<u64, ClientError> {
+        let request = Request::PutAttachment {
+            db,
+            unid,
+            name: name.into(),
+            mime: mime.into(),
+            size,
+        };
+        let (answer_tx, mut answer) = oneshot::channel();
+        let (started_tx, started) = oneshot::channel();
+        self.submit(Command::Request {
+            request,
+            route: Route::Answer(answer_tx),
+            started: Some(started_tx),
+        })?;
+        let Ok(id) = started.await else {
+            // Never sent: the answer says why.
+            return self.answer(answer).await.and_then(stored);
+        };
+        let mut upload = Upload {
+            client: self,
+            id,
+            ended: false,
+        };
+        let early = upload.send_content(&mut content, &mut answer).await?;
+        upload.end()?;
+        match early {
+            Some(answer) => answer,
+            None => self.answer(answer).await,
+        }
+        .and_then(stored)
+    }
+
+    /// Downloads attachment `name` of document `unid` into `out`, writing
+    /// each chunk as it arrives, and flushes `out` at the end.
+    pub async fn get_attachment(
+        &self,
+        db: DbHandle,
+        unid: Unid,
+        name: &str,
+        mut out: impl AsyncWrite + Unpin,
+    ) -> Result<AttachmentInfo, ClientError> {
+        let request = Request::GetAttachment {
+            db,
+            unid,
+            name: name.into(),
+        };
+        let (tx, mut rx) = mpsc::channel(DOWNLOAD_QUEUE);
+        self.submit(Command::Request {
+            request,
+            route: Route::Download(tx),
+            started: None,
+        })?;
+        let mut header = None;
+        let mut written = 0u64;
+        loop {
+            match rx.recv().await.ok_or_else(|| self.closed_error())? {
+                Delivery::Item(Response::AttachmentHeader { name, mime, size }) => {
+                    header = Some(AttachmentInfo { name, mime, size })
+                }
+                Delivery::Item(other) => {
+                    return Err(ClientError::unexpected("AttachmentHeader", &other))
+                }
+                Delivery::Chunk(data) => {
+                    out.write_all(&data).await?;
+                    written += data.len() as u64;
+                }
+                Delivery::Final(answer) => {
+                    out.flush().await?;
+                    return downloaded(header, answer?, written);
+                }
+            }
+        }
+    }
+}
+
+/// An upload whose `End` is owed: dropping it unsent closes the connection.
+struct Upload<'a> {
+    client: &'a Client,
+    id: RequestId,
+    ended: bool,
+}
+
+impl Upload<'_> {
+    /// Sends `content` chunk by chunk until its end, or until the server
+    /// answers early (that answer is returned).
+    async fn send_content(
+        &mut self,
+        content: &mut (impl AsyncRead + Unpin),
+        answer: &mut oneshot::Receiver<Answer>,
+    ) -> Result<Option<Answer>, ClientError> {
+        loop {
+            match answer.try_recv() {
+                Ok(early) => return Ok(Some(early)),
+                Err(TryRecvError::Closed) => return Err(self.client.closed_error()),
+                Err(TryRecvError::Empty) => {}
+            }
+            let chunk = read_chunk(content).await?;
+            if chunk.is_empty() {
+                return Ok(None);
+            }
+            self.send_chunk(chunk).await?;
+        }
+    }
+
+    /// Hands a chunk to the connection task; returns once it is queued.
+    async fn send_chunk(&self, data: Vec<u8>) -> Result<(), ClientError> {
+        let (queued, is_queued) = oneshot::channel();
+        self.client.submit(Command::Chunk {
+            id: self.id,
+            data,
+            queued,
+        })?;
+        is_queued.await.map_err(|_| self.client.closed_error())
+    }
+
+    fn end(&mut self) -> Result<(), ClientError> {
+        self.ended = true;
+        self.client.submit(Command::End { id: self.id })
+    }
+}
+
+impl Drop for Upload<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.client.submit(Command::Abandon { id: self.id });
+        }
+    }
+}
+
+/// Up to [`UPLOAD_CHUNK`] bytes; empty at the end of the content.
+async fn read_chunk(content: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Vec<u8>> {
+    let mut chunk = Vec::with_capacity(UPLOAD_CHUNK);
+    content
+        .take(UPLOAD_CHUNK as u64)
+        .read_to_end(&mut chunk)
+        .await?;
+    Ok(chunk)
+}
+
+fn stored(response: Response) -> Result<u64, ClientError> {
+    match response {
+        Response::AttachmentStored { size } => Ok(size),
+        other => Err(ClientError::unexpected("AttachmentStored", &other)),
+    }
+}
+
+/// The download's header, if the server's account of it adds up.
+fn downloaded(
+    header: Option<AttachmentInfo>,
+    response: Response,
+    written: u64,
+) -> Result<AttachmentInfo, ClientError> {
+    let sent = match response {
+        Response::AttachmentSent { size } => size,
+        other => return Err(ClientError::unexpected("AttachmentSent", &other)),
+    };
+    let header = header.ok_or_else(|| {
+        ClientError::UnexpectedResponse("a download ended without its AttachmentHeader".into())
+    })?;
+    if sent != written || header.size != written {
+        return Err(ClientError::UnexpectedResponse(format!(
+            "download of {:?}: header said {} bytes, the server sent {written} and claims {sent}",
+            header.name, header.size
+        )));
+    }
+    Ok(header)
+}
