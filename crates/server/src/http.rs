@@ -47,7 +47,7 @@
 use crate::service::{Caller, Service};
 use crate::stats::Op;
 use crate::{ServerError, ServerResult};
-use axum::body::{Body, Bytes};
+use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{FromRequestParts, Query, RawPathParams, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
@@ -57,8 +57,8 @@ use axum::routing::{get, post};
 use axum::serve::{Listener, ListenerExt};
 use axum::Router;
 use base64::Engine as _;
+use bytes::BytesMut;
 use futures_util::StreamExt;
-use http_body_util::BodyExt;
 use nsf::Database;
 use protocol::{DatabaseInfo, Document, NoteMeta, ReadFlags, Row, Start, Unid, Value};
 use serde_json::{json, Map, Value as Json};
@@ -82,6 +82,10 @@ const SEARCH_BATCH: usize = 32 << 10;
 const DEFAULT_VIEW_ROWS: u32 = 40;
 /// Documents a change listing returns when the query does not say.
 const DEFAULT_CHANGES: u32 = 100;
+/// Most bytes of a refused request's body read and dropped (see
+/// `discard_rest`), and for how long.
+const DISCARD_MAX: usize = 16 << 20;
+const DISCARD_TIME: Duration = Duration::from_secs(5);
 /// Time a client has to finish its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The realm named in `WWW-Authenticate`.
@@ -540,19 +544,53 @@ fn parse_unid(s: &str) -> Result<Unid, ApiError> {
 /// Reads a body of at most `max` bytes; a larger one is refused as soon
 /// as its declared length (or its bytes so far) says so.
 async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, ApiError> {
-    let too_large = |n: &dyn std::fmt::Display| {
+    let too_large = |n: u64| {
         ApiError::from(ServerError::TooLarge(format!(
-            "request body of {n} bytes is above the limit of {max} bytes"
+            "request body of {n} bytes or more is above the limit of {max} bytes"
         )))
     };
+    let mut stream = body.into_data_stream();
     if let Some(n) = content_length(headers)?.filter(|n| *n > max as u64) {
-        return Err(too_large(&n));
+        discard_rest(headers, stream);
+        return Err(too_large(n));
     }
-    match http_body_util::Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(&"more than")),
-        Err(e) => Err(bad(format!("the request body could not be read: {e}"))),
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| bad(format!("the request body could not be read: {e}")))?;
+        if buf.len() + chunk.len() > max {
+            let n = (buf.len() + chunk.len()) as u64;
+            discard_rest(headers, stream);
+            return Err(too_large(n));
+        }
+        buf.extend_from_slice(&chunk);
     }
+    Ok(buf.freeze())
+}
+
+/// Reads and drops what is left of a refused request's body, in the
+/// background and within bounds, so that a client writing its whole body
+/// before it reads the answer gets the answer, not a connection reset
+/// (closing a socket with unread input resets it). A client that sent
+/// `Expect: 100-continue` was never asked for its body: nothing to read.
+fn discard_rest(headers: &HeaderMap, mut rest: BodyDataStream) {
+    let expects_continue = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if expects_continue {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut left = DISCARD_MAX;
+        let drain = async {
+            while let Some(Ok(chunk)) = rest.next().await {
+                left = left.saturating_sub(chunk.len());
+                if left == 0 {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
+    });
 }
 
 fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
@@ -1022,12 +1060,19 @@ async fn put_attachment(State(s): Svc, c: Call, body: Body) -> Answer {
         s.put_attachment(caller, &db, unid, &name, &mime, size, &mut content)
     });
     tokio::pin!(job);
+    let mut stream = body.into_data_stream();
     // The job may answer before the body ends (413, 404): stop feeding it.
     let stored = tokio::select! {
         r = &mut job => r,
-        () = feed_upload(body, tx) => job.await,
-    }?;
-    Ok(json_response(StatusCode::CREATED, &json!({"size": stored})))
+        () = feed_upload(&mut stream, tx) => job.await,
+    };
+    if stored.is_err() {
+        discard_rest(&c.headers, stream);
+    }
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"size": stored?}),
+    ))
 }
 
 /// An upload's next piece, as its job reads it.
@@ -1038,8 +1083,7 @@ enum Piece {
 
 /// Forwards a request body to its job; ends without `End` if the body
 /// fails (the client went away), so the job's reader fails too.
-async fn feed_upload(body: Body, tx: mpsc::Sender<Piece>) {
-    let mut stream = body.into_data_stream();
+async fn feed_upload(stream: &mut BodyDataStream, tx: mpsc::Sender<Piece>) {
     while let Some(chunk) = stream.next().await {
         match chunk {
             Ok(data) if data.is_empty() => {}
