@@ -75,6 +75,9 @@ pub enum Cmd {
     /// A database's access-control list.
     #[command(subcommand)]
     Acl(AclCmd),
+    /// Server users and API tokens (works while the server runs).
+    #[command(subcommand)]
+    User(crate::usercli::UserCmd),
     /// Benchmark workloads.
     #[command(subcommand)]
     Load(load::LoadCmd),
@@ -214,6 +217,7 @@ fn open(args: &Args) -> Result<OpenDataDir, String> {
 pub fn run(args: Args) -> CliResult {
     match &args.cmd {
         Cmd::Load(cmd) => return load::run(cmd, &args),
+        Cmd::User(cmd) => return crate::usercli::run(cmd, &args),
         Cmd::Debug(DebugCmd::CrashWorkload(c)) => return crashtest::run_child(c, &args),
         _ => {}
     }
@@ -252,7 +256,7 @@ fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
             print_json(&log_info_json(&info))
         }
         Cmd::Acl(c) => acl_cmd(engine, c),
-        Cmd::Load(_) | Cmd::Debug(_) | Cmd::Serve(_) | Cmd::Show(_) => {
+        Cmd::Load(_) | Cmd::Debug(_) | Cmd::Serve(_) | Cmd::Show(_) | Cmd::User(_) => {
             unreachable!("handled before opening the data directory")
         }
     }

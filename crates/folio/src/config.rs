@@ -312,8 +312,8 @@ impl FileConfig {
 /// Checks an address setting ("127.0.0.1:1352", "[::1]:8080", "localhost:1352").
 fn socket_addr(key: &str, a: &str) -> Result<String, String> {
     use std::net::ToSocketAddrs;
-    match a.to_socket_addrs() {
-        Ok(mut it) if it.next().is_some() => Ok(a.to_string()),
+    match a.to_socket_addrs().map(|mut it| it.next().is_some()) {
+        Ok(true) => Ok(a.to_string()),
         _ => Err(setting(key, format!("{a:?} is not an address such as 127.0.0.1:1352"))),
     }
 }

@@ -88,10 +88,6 @@ impl Times {
         }
     }
 
-    fn get(&self, op: &str) -> Option<&Histogram<u64>> {
-        self.ops.iter().find(|(n, _)| *n == op).map(|(_, h)| h)
-    }
-
     /// All small operations (everything but attachment transfers and
     /// searches) together.
     fn small(&self) -> Histogram<u64> {
@@ -217,8 +213,7 @@ impl Target for Network {
         c.create_database(&path, "load").map_err(e)?;
         let (h, _) = c.open_database(&path).map_err(e)?;
         for def in crate::viewcli::mail_design()? {
-            c.create_view(h, &serde_json::to_string(&def).map_err(|e| e.to_string())?)
-                .map_err(e)?;
+            crate::remote::create_view(&c, h, &def)?;
         }
         times.record("create_db", s.elapsed());
         let name = attach_name(attach);

@@ -11,4 +11,5 @@ pub mod docsload;
 pub mod load;
 pub mod remote;
 pub mod report;
+pub mod usercli;
 pub mod viewcli;

@@ -110,6 +110,18 @@ fn info_json(i: &client::DatabaseInfo) -> serde_json::Value {
     })
 }
 
+/// Creates a view or folder on the server from its definition.
+pub fn create_view(c: &Client, db: client::DbHandle, def: &views::ViewDef) -> CliResult {
+    let json = serde_json::to_string(def).map_err(err)?;
+    match c
+        .request(client::Request::CreateView { db, json })
+        .map_err(err)?
+    {
+        client::Response::Done => Ok(()),
+        other => Err(format!("unexpected answer to CreateView: {other:?}")),
+    }
+}
+
 fn db_cmd(c: &Client, cmd: &DbCmd) -> CliResult {
     match cmd {
         DbCmd::Create { path, title, mail } => {
@@ -122,8 +134,7 @@ fn db_cmd(c: &Client, cmd: &DbCmd) -> CliResult {
             if !design.is_empty() {
                 let h = open(c, path)?;
                 for def in design {
-                    c.create_view(h, &serde_json::to_string(&def).map_err(err)?)
-                        .map_err(err)?;
+                    create_view(c, h, &def)?;
                 }
             }
             print_json(&info_json(&info))
@@ -258,8 +269,7 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
         } => {
             let def = viewcli::view_def(name, select.as_deref(), columns, *logged, *folder, refresh)?;
             let h = open(c, path)?;
-            c.create_view(h, &serde_json::to_string(&def).map_err(err)?)
-                .map_err(err)
+            create_view(c, h, &def)
         }
         ViewCmd::Read {
             path,
@@ -317,8 +327,8 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
         ViewCmd::Update { path, name } => {
             let h = open(c, path)?;
             let opened = c.open_collection(h, name).map_err(err)?;
-            let (seq, changed) = c.update_collection(opened.collection).map_err(err)?;
-            println!("{}", serde_json::json!({"notes_seen": changed, "last_seq": seq}));
+            let u = c.update_collection(opened.collection).map_err(err)?;
+            println!("{}", serde_json::json!({"notes_seen": u.changed, "last_seq": u.seq}));
             Ok(())
         }
         ViewCmd::Rebuild { .. } => Err(local_only("view rebuild")),
@@ -377,9 +387,9 @@ fn folder_cmd(c: &Client, cmd: &FolderCmd) -> CliResult {
         .collect::<Result<Vec<_>, _>>()?;
     let h = open(c, path)?;
     if add {
-        c.folder_add(h, name, unids).map_err(err)
+        c.folder_add(h, name, &unids).map_err(err)
     } else {
-        c.folder_remove(h, name, unids).map_err(err)
+        c.folder_remove(h, name, &unids).map_err(err)
     }
 }
 
