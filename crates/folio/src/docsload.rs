@@ -57,6 +57,12 @@ pub struct DocsArgs {
     pub seed: u64,
 }
 
+/// A histogram of microseconds, 1 µs to an hour (fixed bounds: a
+/// saturating record never resizes, so the bounds must hold every value).
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
 /// Per-operation response times of one run, in microseconds.
 struct Times {
     ops: Vec<(&'static str, Histogram<u64>)>,
@@ -72,7 +78,7 @@ impl Times {
         match self.ops.iter_mut().find(|(n, _)| *n == op) {
             Some((_, h)) => h.saturating_record(us),
             None => {
-                let mut h = Histogram::new(3).expect("valid histogram");
+                let mut h = hist();
                 h.saturating_record(us);
                 self.ops.push((op, h));
             }
@@ -91,7 +97,7 @@ impl Times {
     /// All small operations (everything but attachment transfers and
     /// searches) together.
     fn small(&self) -> Histogram<u64> {
-        let mut all = Histogram::new(3).expect("valid histogram");
+        let mut all = hist();
         for (op, h) in &self.ops {
             if !matches!(*op, "attach" | "search") {
                 all.add(h).expect("same histogram bounds");
