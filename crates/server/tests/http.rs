@@ -9,6 +9,7 @@ use nsf::{Engine, EngineConfig};
 use serde_json::{json, Value};
 use server::auth::UserStore;
 use server::stats::Stats;
+use server::tls::{server_tls_config, TlsSettings};
 use server::{http, Limits, Service};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -29,6 +30,8 @@ struct Server {
     served: Option<tokio::task::JoinHandle<()>>,
     runtime: tokio::runtime::Runtime,
     agent: ureq::Agent,
+    /// The certificate to trust, when serving over TLS.
+    cert: Option<std::path::PathBuf>,
     _dir: tempfile::TempDir,
 }
 
@@ -97,6 +100,10 @@ impl Server {
     }
 
     fn with_limits(limits: Limits) -> Server {
+        Server::launch(limits, false)
+    }
+
+    fn launch(limits: Limits, tls: bool) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let mut cfg = EngineConfig::new(&data);
@@ -133,8 +140,19 @@ impl Server {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let addr = listener.local_addr().unwrap();
+        let tls = tls.then(|| {
+            let settings = TlsSettings {
+                self_signed: true,
+                ..TlsSettings::default()
+            };
+            server_tls_config(&settings, &data, service.engine().backend())
+                .unwrap()
+                .unwrap()
+        });
+        let cert = tls.as_ref().map(|t| t.cert_path.clone());
+        let acceptor = tls.map(|t| tokio_rustls::TlsAcceptor::from(t.config));
         let (stop, stopped) = watch::channel(false);
-        let served = runtime.spawn(http::serve(listener, None, service.clone(), stopped));
+        let served = runtime.spawn(http::serve(listener, acceptor, service.clone(), stopped));
         Server {
             addr,
             service,
@@ -144,6 +162,7 @@ impl Server {
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(60))
                 .build(),
+            cert,
             _dir: dir,
         }
     }
@@ -1108,4 +1127,89 @@ fn statistics_count_requests() {
     assert!(stats["server.http_requests"].as_u64().unwrap() >= 4);
     assert_eq!(stats["op.create.count"], 1);
     assert!(stats["server.uptime_s"].is_number());
+}
+
+#[test]
+fn tls_listener_serves_https_and_handshakes_off_the_accept_path() {
+    let s = Server::launch(Limits::default(), true);
+    let pem = std::fs::read(s.cert.as_ref().unwrap()).unwrap();
+    let trusted = rustls_pemfile::certs(&mut pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in trusted {
+        roots.add(c).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    // A client that connects and says nothing holds up no one else.
+    let _silent = TcpStream::connect(s.addr).unwrap();
+    let addr = s.addr;
+    let answer = s.runtime.block_on(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = connector.connect(name, tcp).await.unwrap();
+        let request = format!(
+            "GET / HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\nConnection: close\r\n\r\n",
+            basic("alice", PW)
+        );
+        tls.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut answer))
+            .await
+            .expect("the HTTPS answer never came")
+            .unwrap();
+        String::from_utf8(answer).unwrap()
+    });
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"server\":\"folio\""), "{answer}");
+    assert!(answer.contains("\"user\":\"alice\""), "{answer}");
+    // Plain HTTP on the TLS port gets no answer.
+    assert_eq!(
+        raw_request(s.addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"", false),
+        None
+    );
+}
+
+#[test]
+fn shutdown_lets_a_download_in_flight_finish() {
+    let mut s = Server::start();
+    let db = "dl.fdb";
+    s.create_db(db);
+    let unid = s.create_doc(db, ADMIN, &json!({"Subject": "big"}));
+    let att = format!("{}/attachments/big.bin", doc_url(db, &unid));
+    let data = noise(8 << 20, 9);
+    s.call("PUT", &att, ADMIN, Some(&data)).expect(201);
+
+    let resp = s
+        .agent
+        .get(&format!("http://{}{att}", s.addr))
+        .set("Authorization", &basic("admin", PW))
+        .call()
+        .unwrap();
+    let mut body = resp.into_reader();
+    let mut got = vec![0u8; 64 << 10];
+    body.read_exact(&mut got).unwrap();
+    s.stop.send(true).unwrap();
+    // New connections are refused once the listener has stopped.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(s.addr).is_ok() {
+        assert!(Instant::now() < deadline, "the listener kept accepting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The download in flight still completes, byte for byte.
+    body.read_to_end(&mut got).unwrap();
+    assert!(got == data, "the download was cut short or changed");
+    let served = s.served.take().unwrap();
+    let done = s
+        .runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(20), served).await });
+    assert!(matches!(done, Ok(Ok(()))), "serve did not return");
 }
