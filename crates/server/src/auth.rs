@@ -1033,9 +1033,14 @@ mod tests {
         let (_mem, store) = mem_store();
         store.add_user("alice", PW, false).unwrap();
         store.verify_password("alice", PW).unwrap();
-        let t = Instant::now();
-        store.verify_password("alice", PW).unwrap();
-        let cached = t.elapsed();
+        let cached = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                store.verify_password("alice", PW).unwrap();
+                t.elapsed()
+            })
+            .min()
+            .unwrap();
         assert!(
             cached < Duration::from_millis(5),
             "cached check took {cached:?}"
