@@ -15,8 +15,13 @@
 //! Keys starting with `$` are system fields (`$unid`, `$seq`, ...). Item
 //! names may not start with `$`, so the two never collide; on input such
 //! keys are skipped and the caller reads the ones it needs (e.g. `$seq`).
+//! The exceptions are the access items `$Readers` and `$Authors`, which are
+//! items like any other: `"$Readers": ["alice", "[Sales]"]` sets one (text
+//! or a list of text; the key in any case, stored as spelled here) and
+//! `null` removes it. They are never skipped, so a document meant to be
+//! restricted cannot be stored unrestricted because of a key's spelling.
 
-use crate::note::check_names;
+use crate::note::{access_item_name, check_names};
 use crate::{validate_items, AttachmentRef, CodecError, Item, ItemValue, Note, Timestamp};
 use serde_json::{json, Map, Number, Value};
 
@@ -41,11 +46,14 @@ pub enum JsonError {
 }
 
 /// The item changes a JSON object asks for; keys starting with `$` are
-/// skipped. The result obeys the item limits (see [`validate_items`]).
+/// skipped, except the access items. The result obeys the item limits (see
+/// [`validate_items`]).
 pub fn items_from_json(v: &Value) -> Result<Vec<ItemUpdate>, JsonError> {
     let obj = v.as_object().ok_or(JsonError::NotObject)?;
-    let fields = obj.iter().filter(|(k, _)| !k.starts_with('$'));
-    check_names(fields.clone().map(|(k, _)| (k.as_str(), false)))?;
+    let fields = obj
+        .iter()
+        .filter_map(|(k, v)| item_name_of_key(k).map(|name| (name, v)));
+    check_names(fields.clone().map(|(k, _)| (k, false)))?;
     let (removes, sets): (Vec<_>, Vec<_>) = fields.partition(|(_, v)| v.is_null());
     let sets = sets
         .into_iter()
@@ -54,12 +62,22 @@ pub fn items_from_json(v: &Value) -> Result<Vec<ItemUpdate>, JsonError> {
     validate_items(&sets)?;
     let removes = removes
         .into_iter()
-        .map(|(name, _)| ItemUpdate::Remove(name.clone()));
+        .map(|(name, _)| ItemUpdate::Remove(name.to_string()));
     Ok(sets
         .into_iter()
         .map(ItemUpdate::Set)
         .chain(removes)
         .collect())
+}
+
+/// The item a JSON key names: the key itself, the canonical name of an
+/// access item, or nothing for a system field.
+fn item_name_of_key(key: &str) -> Option<&str> {
+    if key.starts_with('$') {
+        access_item_name(key)
+    } else {
+        Some(key)
+    }
 }
 
 /// A note as JSON: its system fields and every item.
@@ -278,6 +296,65 @@ mod tests {
     fn null_removes_and_system_keys_are_skipped() {
         let updates = parse(json!({ "Old": null, "$seq": 4, "$unid": "x", "$Anything": true }));
         assert_eq!(updates.unwrap(), [ItemUpdate::Remove("Old".into())]);
+    }
+
+    #[test]
+    fn access_items_are_read_like_other_items() {
+        let updates = parse(json!({
+            "$Readers": ["alice", "[Sales]"],
+            "$authors": "bob",
+            "$Bogus": ["x"],
+            "$seq": 2,
+        }));
+        let expected = [
+            set(
+                "$Readers",
+                ItemValue::TextList(vec!["alice".into(), "[Sales]".into()]),
+            ),
+            set("$Authors", ItemValue::Text("bob".into())),
+        ];
+        assert_eq!(
+            updates.unwrap(),
+            expected,
+            "canonical names; $Bogus skipped"
+        );
+        let removed = parse(json!({ "$READERS": null })).unwrap();
+        assert_eq!(removed, [ItemUpdate::Remove("$Readers".into())]);
+        for v in [
+            json!(1),
+            json!([1, 2]),
+            json!({ "$type": "richtext", "v": "a" }),
+        ] {
+            let err = parse(json!({ "$Readers": v })).unwrap_err();
+            assert!(
+                matches!(&err, JsonError::Invalid(CodecError::NotNames { item }) if item == "$Readers"),
+                "{err}"
+            );
+        }
+        let dup = parse(json!({ "$Readers": "a", "$readers": "b" })).unwrap_err();
+        assert!(
+            matches!(dup, JsonError::Invalid(CodecError::Duplicate(_))),
+            "{dup}"
+        );
+    }
+
+    #[test]
+    fn access_items_round_trip_through_json_text() {
+        let mut n = sample_note();
+        n.remove_item("File");
+        n.set_item(Item {
+            name: "$Readers".into(),
+            value: ItemValue::TextList(vec!["alice".into(), "[Sales]".into(), "*".into()]),
+        });
+        n.set_item(Item {
+            name: "$Authors".into(),
+            value: ItemValue::Text("bob".into()),
+        });
+        let v = note_to_json(&n);
+        assert_eq!(v["$Readers"], json!(["alice", "[Sales]", "*"]));
+        assert_eq!(v["$Authors"], json!("bob"));
+        let updates = items_from_json(&serde_json::from_str(&v.to_string()).unwrap()).unwrap();
+        assert_eq!(sorted_sets(updates), sorted(n.items));
     }
 
     #[test]

@@ -11,7 +11,11 @@
 //! a note decodes only from the exact bytes [`encode_note`] produces for it.
 //!
 //! Item names are matched case-insensitively, as in Notes; names starting
-//! with `$` are reserved for the system fields the JSON form adds.
+//! with `$` are reserved for the system fields the JSON form adds and the
+//! items the system names itself (attachments, design notes), with two
+//! exceptions anyone may set: the *access items* `$Readers` and `$Authors`
+//! ([`READERS_ITEM`], [`AUTHORS_ITEM`]), text or text lists of the names,
+//! `[roles]` or `*` allowed to read or edit the note (see `acl.rs`).
 //!
 //! # Encoding, version 1 (all integers little-endian)
 //!
@@ -196,6 +200,8 @@ pub enum CodecError {
     NotFinite { item: String },
     #[error("item {item:?} holds a date outside the years 0000 to 9999")]
     DateOutOfRange { item: String },
+    #[error("item {item:?} must be text or a list of text (user names, [roles] or *)")]
+    NotNames { item: String },
 }
 
 /// Checks `items` against the limits: valid, distinct names, the value
@@ -313,8 +319,23 @@ impl<'a> NoteRef<'a> {
     /// The value of the item called `name` (ignoring case), decoded and
     /// checked; `Ok(None)` if there is none.
     pub fn item(&self, name: &str) -> Result<Option<ItemValue>, CodecError> {
+        let [value] = self.items([name])?;
+        Ok(value)
+    }
+
+    /// The values of the items called `names` (ignoring case), found in one
+    /// pass over the items, which stops once all of them are found.
+    pub(crate) fn items<const N: usize>(
+        &self,
+        names: [&str; N],
+    ) -> Result<[Option<ItemValue>; N], CodecError> {
+        let mut found: [Option<ItemValue>; N] = std::array::from_fn(|_| None);
+        let mut missing = N;
         let mut r = Reader::new(&self.bytes[self.items_at..]);
         for _ in 0..self.count {
+            if missing == 0 {
+                break;
+            }
             let name_len = usize::from(r.u16("item name length")?);
             let item_name = r.str(name_len, "item name")?;
             let tag = r.u8("item type")?;
@@ -327,13 +348,18 @@ impl<'a> NoteRef<'a> {
                 ));
             }
             let mut v = r.value(len, item_name)?;
-            if same_name(item_name, name) {
+            let wanted = names.iter().position(|n| same_name(item_name, n));
+            if let Some(slot) = wanted
+                .and_then(|i| found.get_mut(i))
+                .filter(|s| s.is_none())
+            {
                 let value = read_value(item_name, tag, &mut v)?;
                 v.finish("the value")?;
-                return Ok(Some(value));
+                *slot = Some(value);
+                missing -= 1;
             }
         }
-        Ok(None)
+        Ok(found)
     }
 
     /// Whether the note has an item called `name` (ignoring case).
@@ -358,18 +384,34 @@ impl<'a> NoteRef<'a> {
     }
 }
 
-/// Checks each name and that no two are equal ignoring case.
 /// Item name prefix of attachment items. Attachments and the items of
-/// design notes are the items the system names itself, so only they may
-/// use a `$` name.
+/// design notes are the items the system names itself, so only they (and
+/// the access items) may use a `$` name.
 pub const ATTACHMENT_PREFIX: &str = "$FILE:";
 
-/// Text items that mark and define a design note (a view or folder
-/// definition, written by the views layer).
-pub const DESIGN_ITEMS: [&str; 3] = ["$DesignType", "$Title", "$ViewDef"];
+/// Text items that mark and define a design note: a view or folder
+/// definition (written by the views layer) or the access-control list
+/// (`$DesignType` = `acl`, `$ACL` = the list as JSON; see `acl.rs`).
+pub const DESIGN_ITEMS: [&str; 4] = ["$DesignType", "$Title", "$ViewDef", "$ACL"];
 
-/// Checks names (and case-insensitive uniqueness); `system` marks names the
-/// engine chose (attachment items), which may carry `ATTACHMENT_PREFIX`.
+/// Reader names: when a note has this item, only the names, `[roles]` and
+/// `*` it lists (or lists in [`AUTHORS_ITEM`]) may read it.
+pub const READERS_ITEM: &str = "$Readers";
+/// Author names: an Author may edit only the notes whose item of this name
+/// lists them; being listed also lets one read a note with readers.
+pub const AUTHORS_ITEM: &str = "$Authors";
+
+/// The canonical spelling of an access item's name, if `name` is one
+/// (ignoring case, like every item name).
+pub(crate) fn access_item_name(name: &str) -> Option<&'static str> {
+    [READERS_ITEM, AUTHORS_ITEM]
+        .into_iter()
+        .find(|a| same_name(a, name))
+}
+
+/// Checks each name and that no two are equal ignoring case; `system`
+/// marks names the engine chose (attachment and design items), which may
+/// start with `$`.
 pub(crate) fn check_names<'a>(
     names: impl IntoIterator<Item = (&'a str, bool)>,
 ) -> Result<(), CodecError> {
@@ -399,8 +441,8 @@ fn check_name(name: &str, system: bool) -> Result<(), CodecError> {
         "item names are at most 255 bytes"
     } else if name.chars().any(char::is_control) {
         "item names must not contain control characters"
-    } else if name.starts_with('$') && !system {
-        "names starting with '$' are reserved for the system"
+    } else if name.starts_with('$') && !system && access_item_name(name).is_none() {
+        "names starting with '$' are reserved for the system (only $Readers and $Authors may be set)"
     } else {
         return Ok(());
     };
@@ -414,7 +456,7 @@ fn fold(name: &str) -> impl Iterator<Item = char> + '_ {
     name.chars().flat_map(char::to_lowercase)
 }
 
-fn same_name(a: &str, b: &str) -> bool {
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         return a.eq_ignore_ascii_case(b); // the common case, without folding
     }
@@ -458,8 +500,16 @@ fn check_value(item: &Item) -> Result<usize, CodecError> {
     Ok(len)
 }
 
-/// Numbers are finite, dates lie in RFC 3339's years, attachment fields fit.
+/// Numbers are finite, dates lie in RFC 3339's years, attachment fields
+/// fit, access items hold names.
 fn check_contents(item: &Item) -> Result<(), CodecError> {
+    if access_item_name(&item.name).is_some()
+        && !matches!(item.value, ItemValue::Text(_) | ItemValue::TextList(_))
+    {
+        return Err(CodecError::NotNames {
+            item: item.name.clone(),
+        });
+    }
     let finite = |l: &[f64]| l.iter().all(|x| x.is_finite());
     let in_range = |l: &[Timestamp]| l.iter().all(|t| (MIN_DATETIME..=MAX_DATETIME).contains(t));
     let not_finite = || CodecError::NotFinite {
@@ -1105,6 +1155,63 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn access_items_are_the_only_settable_dollar_names() {
+        let names = |v| vec![item("$Readers", v)];
+        assert!(validate_items(&names(ItemValue::Text("alice".into()))).is_ok());
+        assert!(validate_items(&names(ItemValue::TextList(vec![]))).is_ok());
+        let list = ItemValue::TextList(vec!["[Sales]".into(), "*".into()]);
+        assert!(
+            validate_items(&[item("$authors", list)]).is_ok(),
+            "any case"
+        );
+        for bad in [
+            ItemValue::Number(1.0),
+            ItemValue::RichText("alice".into()),
+            ItemValue::DateTimeList(vec![]),
+            ItemValue::Attachment(attachment()),
+        ] {
+            let err = validate_items(&[item("$AUTHORS", bad)]).unwrap_err();
+            assert_eq!(
+                err,
+                CodecError::NotNames {
+                    item: "$AUTHORS".into()
+                }
+            );
+        }
+        assert_eq!(
+            validate_items(&[item("$Readers", ItemValue::Number(1.0))])
+                .unwrap_err()
+                .to_string(),
+            r#"item "$Readers" must be text or a list of text (user names, [roles] or *)"#
+        );
+        for name in ["$Bogus", "$Reader", "$Readers2", "$ACL", "$DesignType"] {
+            let err = validate_items(&[item(name, ItemValue::TextList(vec![]))]).unwrap_err();
+            assert!(matches!(err, CodecError::BadName { .. }), "{name}: {err}");
+        }
+        let dup = [text("$Readers", "a"), text("$READERS", "b")];
+        assert_eq!(
+            validate_items(&dup),
+            Err(CodecError::Duplicate("$READERS".into()))
+        );
+        let n = note(vec![text("Subject", "x"), text("$Readers", "alice")]);
+        assert_eq!(decode_note(&encode_note(&n).unwrap()).unwrap(), n);
+    }
+
+    #[test]
+    fn note_ref_finds_several_items_in_one_pass() {
+        let mut items = every_type();
+        items.push(text("$Readers", "alice"));
+        let b = encode_note(&note(items)).unwrap();
+        let r = NoteRef::new(&b).unwrap();
+        let [readers, price, missing, subject] =
+            r.items(["$readers", "PRICE", "Nope", "Subject"]).unwrap();
+        assert_eq!(readers, Some(ItemValue::Text("alice".into())));
+        assert_eq!(price, Some(ItemValue::Number(1.5)));
+        assert_eq!(missing, None);
+        assert_eq!(subject, Some(ItemValue::Text("Hi".into())));
+    }
+
+    #[test]
     fn encode_refuses_invalid_items() {
         let n = note(vec![text("$x", "")]);
         assert!(matches!(encode_note(&n), Err(CodecError::BadName { .. })));
@@ -1332,13 +1439,29 @@ pub(crate) mod tests {
         }
     }
 
-    /// Valid items with distinct names (ignoring case).
+    /// A value an access item may hold.
+    fn arb_names() -> impl Strategy<Value = ItemValue> {
+        prop_oneof![
+            arb_string().prop_map(ItemValue::Text),
+            vec(arb_string(), 0..4).prop_map(ItemValue::TextList),
+        ]
+    }
+
+    /// Valid items with distinct names (ignoring case), sometimes with
+    /// access items.
     pub(crate) fn arb_items(attachments: bool) -> impl Strategy<Value = Vec<Item>> {
-        vec((arb_name(), arb_value(attachments)), 0..8).prop_map(|pairs| {
+        let pairs = vec((arb_name(), arb_value(attachments)), 0..8);
+        let access = || prop::option::weighted(0.2, arb_names());
+        (pairs, access(), access()).prop_map(|(pairs, readers, authors)| {
             let mut seen = HashSet::new();
+            let access = [(READERS_ITEM, readers), (AUTHORS_ITEM, authors)];
+            let access = access
+                .into_iter()
+                .filter_map(|(name, v)| v.map(|v| (name.to_string(), v)));
             pairs
                 .into_iter()
                 .filter(|(name, _)| seen.insert(fold(name).collect::<String>()))
+                .chain(access)
                 .map(|(name, value)| Item { name, value })
                 .collect()
         })
