@@ -19,14 +19,23 @@
 //!
 //! In unlogged mode the commit writes the staged pages to the file and
 //! fdatasyncs it before returning (I12).
+//!
+//! The access-control list is a note like any other (see `acl.rs`); the
+//! database caches it parsed and drops the cache when a transaction that
+//! wrote it is installed (I15). Writers that find the writer lock taken are
+//! counted, with the time until their write starts, in the engine-wide
+//! `LockCounters`; the uncontended path reads no clock.
 
+use crate::acl::{acl_note_items, acl_of_note, acl_unid, is_acl_note};
 use crate::attach::{self, AttachmentReader, BlobWriter};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
 use crate::index::{BulkWriter, IndexRead, IndexTxn};
+use crate::note::access_item_name;
 use crate::txn::{Txn, TxnPages};
 use crate::{
-    decode_note, encode_note, validate_items, AttachmentRef, Item, ItemUpdate, ItemValue, Note,
-    NoteId, NoteRef, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid, ATTACHMENT_PREFIX,
+    decode_note, encode_note, validate_items, Acl, AclError, AttachmentRef, Item, ItemUpdate,
+    ItemValue, Note, NoteId, NoteRef, NsfError, NsfResult, OriginatorId, Seq, Timestamp, Unid,
+    ATTACHMENT_PREFIX, MAX_ACL_JSON_BYTES,
 };
 use parking_lot::{Mutex, RwLock};
 use std::borrow::Cow;
@@ -35,6 +44,7 @@ use std::io::Read;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use storage::backend::write_all_at;
 use storage::pool::{BufferPool, FileId, Prepared, Stamp};
 use storage::{
@@ -80,6 +90,32 @@ impl Inflight {
     }
     pub fn min(&self) -> Option<Lsn> {
         self.entries.lock().values().min().copied()
+    }
+}
+
+/// Writer-lock counters shared by an engine and all its databases.
+#[derive(Default)]
+pub(crate) struct LockCounters {
+    writes: AtomicU64,
+    waits: AtomicU64,
+    wait_micros: AtomicU64,
+}
+
+impl LockCounters {
+    pub fn snapshot(&self) -> crate::LockStats {
+        crate::LockStats {
+            waits: self.waits.load(Ordering::Relaxed),
+            wait_micros: self.wait_micros.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Records one write that waited from `since` until `until`.
+    fn waited(&self, since: Instant, until: Instant) {
+        let micros = until.saturating_duration_since(since).as_micros();
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.wait_micros
+            .fetch_add(u64::try_from(micros).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 }
 
@@ -193,6 +229,8 @@ enum WriteOp {
         blob: AttachmentRef,
     },
     Release(Vec<(u32, u32)>),
+    /// Creates or replaces the ACL note with this JSON.
+    SetAcl(String),
     /// An index transaction from the layer above (views).
     Index(IndexFn),
 }
@@ -214,6 +252,9 @@ struct SlotState {
     /// The writer lock was released while this write was still queued:
     /// its caller should try to take the lock itself.
     kicked: bool,
+    /// When another caller's lock hold started running this write (set
+    /// only for writes that waited, for the lock-wait statistics).
+    started: Option<Instant>,
 }
 
 impl Slot {
@@ -223,6 +264,12 @@ impl Slot {
     fn fill(&self, r: NsfResult<Option<NoteMeta>>) {
         self.state.lock().result = Some(r);
         self.ready.notify_one();
+    }
+    fn mark_started(&self, at: Instant) {
+        self.state.lock().started = Some(at);
+    }
+    fn started(&self) -> Option<Instant> {
+        self.state.lock().started
     }
     fn kick(&self) {
         self.state.lock().kicked = true;
@@ -281,6 +328,18 @@ pub struct Database {
     state: RwLock<DbHeader>,
     /// Header flags seen at open (I12 "unlogged and not closed cleanly").
     opened_unclean: bool,
+    /// The parsed ACL (I15: emptied when a write of the ACL note installs).
+    acl: Mutex<AclCache>,
+    /// Engine-wide writer-lock statistics.
+    locks: Arc<LockCounters>,
+}
+
+/// The ACL note as last read.
+enum AclCache {
+    /// Not read since the database opened or the ACL note last changed.
+    Unread,
+    /// What the ACL note held (`None`: no list was ever set).
+    Read(Option<Arc<Acl>>),
 }
 
 impl Database {
@@ -291,6 +350,7 @@ impl Database {
         header: DbHeader,
         durability: Durability,
         refused: Option<String>,
+        locks: Arc<LockCounters>,
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {
@@ -307,6 +367,8 @@ impl Database {
             writer: Mutex::new(()),
             queue: Mutex::new(Vec::new()),
             state: RwLock::new(header),
+            acl: Mutex::new(AclCache::Unread),
+            locks,
         }
     }
 
@@ -493,6 +555,59 @@ impl Database {
         Ok(out)
     }
 
+    /// The database's access-control list; `None` if none was ever set.
+    /// Parsed once and cached until the ACL note next changes (I15), so it
+    /// is cheap to ask on every request. A stored list that cannot be used
+    /// is an error every time (never cached), so callers fail closed.
+    pub fn acl(&self) -> NsfResult<Option<Acl>> {
+        if let AclCache::Read(acl) = &*self.acl.lock() {
+            return Ok(acl.as_deref().cloned());
+        }
+        // I15: fill the cache under the shared state lock, so no install
+        // of a newer ACL note can come between the read and the fill.
+        let h = self.state.read();
+        let mut cache = self.acl.lock();
+        if let AclCache::Read(acl) = &*cache {
+            return Ok(acl.as_deref().cloned());
+        }
+        let store = Committed(&self.core);
+        let acl = match lookup_unid(&store, &h, acl_unid(h.replica_id))? {
+            None => None,
+            Some(id) => match load_note(&store, &h, id)? {
+                None => None,
+                Some(note) => acl_of_note(&note)
+                    .map_err(|reason| NsfError::BadStoredAcl {
+                        db: self.core.path.clone(),
+                        reason,
+                    })?
+                    .map(Arc::new),
+            },
+        };
+        *cache = AclCache::Read(acl.clone());
+        Ok(acl.as_deref().cloned())
+    }
+
+    /// Replaces the access-control list (creating the ACL note the first
+    /// time); returns once it is durable (I2), like a document write.
+    pub fn set_acl(&self, acl: &Acl) -> NsfResult<NoteMeta> {
+        acl.validate()?;
+        let json = acl.to_json();
+        if json.len() > MAX_ACL_JSON_BYTES {
+            return Err(AclError::TooLarge {
+                size: json.len(),
+                limit: MAX_ACL_JSON_BYTES,
+            }
+            .into());
+        }
+        self.submit(WriteOp::SetAcl(json)).and_then(expect_meta)
+    }
+
+    /// The UNID of this database's ACL note, the same in every replica:
+    /// the replica id (big-endian) followed by the bytes `FOLIOACL`.
+    pub fn acl_unid(&self) -> Unid {
+        acl_unid(self.state.read().replica_id)
+    }
+
     /// Opens an attachment of a document for streaming.
     pub fn open_attachment(&self, unid: Unid, name: &str) -> NsfResult<AttachmentReader> {
         let note = self.get(unid)?;
@@ -591,23 +706,58 @@ impl Database {
     }
 
     /// Loads a live document for rewriting, with what `store_note` needs
-    /// to replace its stored version.
+    /// to replace its stored version. The ACL note is refused: it changes
+    /// only through `set_acl`.
     fn load_for_write(&self, txn: &Txn<'_>, unid: Unid) -> NsfResult<(Note, Stored)> {
         let id = lookup_unid(txn, &txn.header, unid)?.ok_or_else(|| self.missing(unid))?;
-        let value = btree::get(txn, txn.header.note_root, &id.0.to_be_bytes())?
-            .ok_or_else(|| self.missing(unid))?;
-        let note = decode_note_value(txn, &value)?;
+        let (note, stored) = self.load_stored(txn, unid, id)?;
         if note.deleted {
             return Err(NsfError::Deleted {
                 db: self.core.path.clone(),
                 unid,
             });
         }
+        if unid == acl_unid(txn.header.replica_id) {
+            return Err(NsfError::AclNote {
+                db: self.core.path.clone(),
+                unid,
+            });
+        }
+        Ok((note, stored))
+    }
+
+    /// Loads note `id` (live or a stub) as this transaction sees it.
+    fn load_stored(&self, txn: &Txn<'_>, unid: Unid, id: NoteId) -> NsfResult<(Note, Stored)> {
+        let value = btree::get(txn, txn.header.note_root, &id.0.to_be_bytes())?
+            .ok_or_else(|| self.missing(unid))?;
+        let note = decode_note_value(txn, &value)?;
         let stored = Stored {
             overflow: overflow_of(&value),
             change_seq: note.change_seq,
         };
         Ok((note, stored))
+    }
+
+    /// Writes the ACL note: creates it under its fixed UNID, or rewrites it
+    /// (a deletion stub of it, which only replication can leave, comes
+    /// back to life).
+    fn apply_set_acl(&self, txn: &mut Txn<'_>, json: String) -> NsfResult<NoteMeta> {
+        let unid = acl_unid(txn.header.replica_id);
+        let items = acl_note_items(json);
+        let Some(id) = lookup_unid(txn, &txn.header, unid)? else {
+            return self.create_with_unid(txn, unid, items);
+        };
+        let (mut note, stored) = self.load_stored(txn, unid, id)?;
+        if !note.deleted && !is_acl_note(&note) {
+            return Err(NsfError::BadStoredAcl {
+                db: self.core.path.clone(),
+                reason: format!("note {unid} has the ACL note's UNID but is not an ACL note"),
+            });
+        }
+        note.deleted = false;
+        note.items = items;
+        bump(&mut note);
+        store_note(txn, &mut note, Some(stored))
     }
 
     /// The body of each kind of write, run inside its own transaction.
@@ -646,7 +796,9 @@ impl Database {
                 for a in note.attachments().cloned().collect::<Vec<_>>() {
                     attach::free_blob(txn, &a)?;
                 }
-                note.items.clear();
+                // The stub keeps the access items: whoever could not see
+                // the document does not see its deletion either.
+                note.items.retain(|i| access_item_name(&i.name).is_some());
                 note.deleted = true;
                 bump(&mut note);
                 store_note(txn, &mut note, Some(stored)).map(Some)
@@ -676,6 +828,7 @@ impl Database {
                 }
                 Ok(None)
             }
+            WriteOp::SetAcl(json) => self.apply_set_acl(txn, json).map(Some),
             WriteOp::Index(f) => {
                 f(&mut IndexTxn { db: self, txn })?;
                 Ok(None)
@@ -684,8 +837,18 @@ impl Database {
     }
 
     pub(crate) fn apply_create(&self, txn: &mut Txn<'_>, items: Vec<Item>) -> NsfResult<NoteMeta> {
-        let now = Timestamp::now();
         let unid = fresh_unid(txn)?;
+        self.create_with_unid(txn, unid, items)
+    }
+
+    /// Creates a note under `unid`, which no note has yet.
+    fn create_with_unid(
+        &self,
+        txn: &mut Txn<'_>,
+        unid: Unid,
+        items: Vec<Item>,
+    ) -> NsfResult<NoteMeta> {
+        let now = Timestamp::now();
         let note_id = NoteId(txn.header.next_note_id);
         txn.header.next_note_id += 1;
         let mut note = Note {
@@ -715,17 +878,32 @@ impl Database {
     /// waits once for the log to make them all durable, and hands each
     /// caller its result. Callers therefore sleep once per write instead
     /// of once for the lock and again for the fsync.
+    ///
+    /// A write that finds the lock taken counts as a lock wait, lasting
+    /// until it takes the lock itself or another holder starts running it
+    /// (so the wait for the log's fsync, which every write has, is not
+    /// counted). Only waiting writes read the clock.
     fn submit(&self, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
+        self.locks.writes.fetch_add(1, Ordering::Relaxed);
         let slot = Arc::new(Slot::default());
         self.queue.lock().push((op, slot.clone()));
+        let mut waiting_since: Option<Instant> = None;
         loop {
             if let Some(done) = slot.take() {
+                if let Some(since) = waiting_since {
+                    let started = slot.started().unwrap_or_else(Instant::now);
+                    self.locks.waited(since, started);
+                }
                 return done;
             }
             if let Some(guard) = self.writer.try_lock() {
-                self.combine(guard);
+                if let Some(since) = waiting_since.take() {
+                    self.locks.waited(since, Instant::now());
+                }
+                self.combine(guard, &slot);
                 continue;
             }
+            waiting_since.get_or_insert_with(Instant::now);
             // The lock holder runs this write, or kicks it if it released
             // the lock without seeing it.
             slot.wait();
@@ -733,7 +911,8 @@ impl Database {
     }
 
     /// Runs every queued write, then waits for durability outside the lock.
-    fn combine(&self, guard: parking_lot::MutexGuard<'_, ()>) {
+    /// `own` is the holder's own write, which did not wait.
+    fn combine(&self, guard: parking_lot::MutexGuard<'_, ()>, own: &Arc<Slot>) {
         let mut done: Vec<(Arc<Slot>, NsfResult<Option<NoteMeta>>)> = Vec::new();
         let mut durable_to = None;
         loop {
@@ -742,6 +921,9 @@ impl Database {
                 break;
             }
             for (op, slot) in queued {
+                if !Arc::ptr_eq(&slot, own) {
+                    slot.mark_started(Instant::now());
+                }
                 let r = self.execute(op).map(|(meta, end)| {
                     durable_to = durable_to.max(end);
                     meta
@@ -797,10 +979,11 @@ impl Database {
                     header,
                     mut logged,
                     unlogged,
+                    acl_written,
                 } = pages;
                 logged.extend(unlogged);
                 logged.sort_by_key(|(id, _)| *id);
-                self.commit_unlogged(header, logged)?;
+                self.commit_unlogged(header, logged, acl_written)?;
                 Ok((out, None))
             }
         }
@@ -817,6 +1000,7 @@ impl Database {
             header,
             logged: pages,
             unlogged,
+            acl_written,
         } = pages;
         if pages.is_empty() {
             // Only unlogged pages: nothing to append (I14).
@@ -826,6 +1010,9 @@ impl Database {
                 c.pool.install_unlogged(c.file, id, page, lsn);
             }
             *state = header;
+            if acl_written {
+                *self.acl.lock() = AclCache::Unread; // I15
+            }
             return Ok(None);
         }
         let mut attempts = 0;
@@ -867,6 +1054,10 @@ impl Database {
                 c.pool.install_unlogged(c.file, id, page, appended.end_lsn);
             }
             *state = header;
+            if acl_written {
+                // I15: in the same critical section as the install.
+                *self.acl.lock() = AclCache::Unread;
+            }
         }
         inflight.deregister(ticket);
         Ok(Some(appended.end_lsn))
@@ -908,6 +1099,7 @@ impl Database {
         &self,
         mut header: DbHeader,
         mut pages: Vec<(PageId, Arc<PageBuf>)>,
+        acl_written: bool,
     ) -> NsfResult<()> {
         let c = &self.core;
         if self.state.read().flags & FLAG_UNLOGGED_OPEN == 0 {
@@ -926,6 +1118,10 @@ impl Database {
             c.pool.install_clean(c.file, id, page);
         }
         *state = header;
+        if acl_written {
+            // I15: in the same critical section as the install.
+            *self.acl.lock() = AclCache::Unread;
+        }
         Ok(())
     }
 
@@ -1143,10 +1339,12 @@ fn bump(note: &mut Note) {
     note.modified = now;
 }
 
+/// A random UNID no note has, and never the ACL note's.
 fn fresh_unid(txn: &Txn<'_>) -> NsfResult<Unid> {
+    let reserved = acl_unid(txn.header.replica_id);
     loop {
         let u = Unid::random();
-        if lookup_unid(txn, &txn.header, u)?.is_none() {
+        if u != reserved && lookup_unid(txn, &txn.header, u)?.is_none() {
             return Ok(u);
         }
     }
@@ -1241,6 +1439,9 @@ fn store_note(txn: &mut Txn<'_>, note: &mut Note, replaces: Option<Stored>) -> N
         let mut seq_root = txn.header.seq_root;
         btree::remove(txn, &mut seq_root, &old.change_seq.0.to_be_bytes())?;
         txn.header.seq_root = seq_root;
+    }
+    if note.oid.unid == acl_unid(txn.header.replica_id) {
+        txn.acl_written = true;
     }
     txn.header.last_seq.0 += 1;
     note.change_seq = txn.header.last_seq;

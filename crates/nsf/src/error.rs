@@ -2,7 +2,7 @@
 //! terms an administrator can act on: which database, which document, which
 //! limit.
 
-use crate::{CodecError, JsonError, Unid};
+use crate::{AclError, CodecError, JsonError, Unid};
 use storage::StorageError;
 use translog::LogError;
 
@@ -57,6 +57,12 @@ pub enum NsfError {
     Codec(#[from] CodecError),
     #[error(transparent)]
     Json(#[from] JsonError),
+    #[error(transparent)]
+    Acl(#[from] AclError),
+    #[error("{db}: the stored access-control list cannot be used: {reason}")]
+    BadStoredAcl { db: String, reason: String },
+    #[error("{db}: document {unid} is the access-control list; it is changed only as a whole, with set_acl")]
+    AclNote { db: String, unid: Unid },
     #[error("invalid setting {key}: {reason}")]
     Setting { key: String, reason: String },
     #[error("{0}")]

@@ -7,6 +7,7 @@
 //! This crate builds on `storage` (pages, pool, B+tree) and `translog`
 //! (commit and recovery) and knows nothing of networks or views.
 
+mod acl;
 mod attach;
 mod db;
 mod engine;
@@ -18,9 +19,13 @@ mod json;
 mod note;
 mod txn;
 
+pub use acl::{
+    Access, AccessLevel, Acl, AclEntry, AclError, UnknownLevel, MAX_ACL_ENTRIES,
+    MAX_ACL_JSON_BYTES, MAX_ACL_NAME_BYTES, MAX_ACL_ROLES, MAX_ROLE_BYTES,
+};
 pub use attach::{AttachmentReader, BLOB_DATA};
 pub use db::{CheckReport, Database, DbInfo, NoteMeta};
-pub use engine::{validate_db_path, Engine, EngineConfig};
+pub use engine::{validate_db_path, Engine, EngineConfig, LockStats};
 pub use error::{NsfError, NsfResult};
 pub use header::MAX_TITLE;
 pub use ids::*;

@@ -24,6 +24,9 @@ pub(crate) struct Txn<'a> {
     staged: BTreeMap<PageId, Arc<PageBuf>>,
     /// Pages written without logging (unlogged view indexes, I14).
     unlogged: BTreeMap<PageId, Arc<PageBuf>>,
+    /// The transaction wrote the ACL note, so installing it must drop the
+    /// database's cached ACL (I15).
+    pub acl_written: bool,
 }
 
 /// What a finished transaction changed.
@@ -33,6 +36,8 @@ pub(crate) struct TxnPages {
     pub logged: Vec<(PageId, Arc<PageBuf>)>,
     /// Pages to install without logging (I14).
     pub unlogged: Vec<(PageId, Arc<PageBuf>)>,
+    /// The ACL note changed (I15).
+    pub acl_written: bool,
 }
 
 impl TxnPages {
@@ -48,6 +53,7 @@ impl<'a> Txn<'a> {
             header,
             staged: BTreeMap::new(),
             unlogged: BTreeMap::new(),
+            acl_written: false,
         }
     }
 
@@ -83,6 +89,7 @@ impl<'a> Txn<'a> {
             header: self.header,
             logged: self.staged.into_iter().collect(),
             unlogged: self.unlogged.into_iter().collect(),
+            acl_written: self.acl_written,
         }
     }
 }
