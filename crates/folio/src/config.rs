@@ -40,6 +40,8 @@ pub struct FileConfig {
     pub max_document_size: Option<Size>,
     /// Largest attachment accepted.
     pub max_attachment_size: Option<Size>,
+    /// Attachment uploads written at once (0 = no limit).
+    pub attachment_streams: Option<usize>,
     #[serde(default)]
     pub tls: TlsSection,
 }
@@ -286,6 +288,9 @@ impl FileConfig {
                 return Err(setting("max_attachment_size", "must be above 0"));
             }
             s.limits.max_attachment_bytes = n;
+        }
+        if let Some(n) = self.attachment_streams {
+            s.limits.attachment_streams = n;
         }
         let rel = |p: &PathBuf| {
             if p.is_absolute() {

@@ -31,6 +31,8 @@ pub enum LoadCmd {
     Bigview(crate::bigview::BigviewArgs),
     /// Parallel documents with attachments, over the network and embedded.
     Docs(crate::docsload::DocsArgs),
+    /// Response times of small operations against 1, 30, 100 clients.
+    Pool(crate::docsload::PoolArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -65,6 +67,7 @@ pub struct CommitArgs {
 pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
     match cmd {
         LoadCmd::Docs(a) => crate::docsload::run(a, args),
+        LoadCmd::Pool(a) => crate::docsload::pool(a),
         LoadCmd::Commit(a) => commit(a),
         LoadCmd::Bigview(a) => crate::bigview::run(a),
     }

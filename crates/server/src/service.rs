@@ -74,6 +74,10 @@ pub struct Limits {
     pub max_page_rows: u32,
     /// Most documents one `ModifiedSince` answer carries.
     pub max_changes: u32,
+    /// Attachment uploads written to disk at once (0: no limit). More
+    /// wait their turn: a few streams already fill the disk, and every
+    /// megabyte in flight is one a small commit's log fsync waits behind.
+    pub attachment_streams: usize,
 }
 
 impl Default for Limits {
@@ -83,6 +87,7 @@ impl Default for Limits {
             max_attachment_bytes: 2 << 30,
             max_page_rows: 10_000,
             max_changes: 1_000,
+            attachment_streams: 0,
         }
     }
 }
@@ -94,6 +99,38 @@ pub struct Service {
     users: Arc<UserStore>,
     stats: Arc<Stats>,
     limits: Limits,
+    streams: Turns,
+}
+
+/// A counting semaphore for blocking worker threads.
+#[derive(Default)]
+struct Turns {
+    busy: parking_lot::Mutex<usize>,
+    freed: parking_lot::Condvar,
+}
+
+impl Turns {
+    /// Waits until fewer than `max` holders (0: never waits).
+    fn take(&self, max: usize) -> Option<TurnGuard<'_>> {
+        if max == 0 {
+            return None;
+        }
+        let mut busy = self.busy.lock();
+        while *busy >= max {
+            self.freed.wait(&mut busy);
+        }
+        *busy += 1;
+        Some(TurnGuard(self))
+    }
+}
+
+struct TurnGuard<'a>(&'a Turns);
+
+impl Drop for TurnGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.busy.lock() -= 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// An open collection: what a later page read needs.
@@ -124,6 +161,7 @@ impl Service {
             users,
             stats,
             limits,
+            streams: Turns::default(),
         }
     }
 
@@ -447,6 +485,7 @@ impl Service {
                 )));
             }
         }
+        let _turn = self.streams.take(self.limits.attachment_streams);
         let mut limited = Limited {
             inner: content,
             left: max,
