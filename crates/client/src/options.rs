@@ -183,8 +183,10 @@ mod tests {
 
     #[test]
     fn credentials_reach_the_hello_only_with_a_user() {
-        let mut opts = ClientOptions::default();
-        opts.password = Some("pw".into());
+        let mut opts = ClientOptions {
+            password: Some("pw".into()),
+            ..ClientOptions::default()
+        };
         assert!(opts.protocol_config().credentials.is_none());
         opts.user = Some("alice".into());
         let creds = opts.protocol_config().credentials.unwrap();
