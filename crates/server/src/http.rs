@@ -22,8 +22,12 @@
 //!   the same JSON error body as every other failure. Bodies are read as
 //!   bytes and parsed with serde_json here (axum's `Json` extractor would
 //!   answer 415/422 with a text body), and read through a limit of
-//!   `max_document_bytes`, so an oversized body is a 413 without being
-//!   buffered.
+//!   `max_document_bytes`: a body is refused with 413 as soon as its
+//!   declared length, or its bytes so far, pass it. What is left of a
+//!   refused body is read off and dropped (within bounds), because
+//!   closing a socket with unread input resets it, and a client that
+//!   writes its whole body before reading would see the reset instead of
+//!   the answer.
 //! - **Attachments stream both ways.** An upload's body is forwarded chunk
 //!   by chunk over a small bounded channel to the job, which reads it as a
 //!   `std::io::Read`; a full channel stops the handler reading the socket,
@@ -278,9 +282,16 @@ impl From<ServerError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut r = json_response(self.status, &error_body(self.status, &self.reason));
-        if self.status == StatusCode::UNAUTHORIZED {
-            r.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(REALM));
+        let h = r.headers_mut();
+        match self.status {
+            StatusCode::UNAUTHORIZED => {
+                h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(REALM));
+            }
+            // The log frees space as soon as a checkpoint runs.
+            StatusCode::SERVICE_UNAVAILABLE => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
         }
         r
     }
@@ -358,10 +369,13 @@ impl Credentials {
                 format!("malformed Authorization header: {why}"),
             )
         };
-        let value = value.to_str().map_err(|_| malformed("not ASCII"))?;
-        let (scheme, rest) = value.trim().split_once(' ').unwrap_or((value, ""));
+        let value = value.to_str().map_err(|_| malformed("not ASCII"))?.trim();
+        let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
         let rest = rest.trim();
-        if scheme.eq_ignore_ascii_case("bearer") && !rest.is_empty() {
+        if rest.is_empty() {
+            return Err(malformed("no credentials after the scheme"));
+        }
+        if scheme.eq_ignore_ascii_case("bearer") {
             return Ok(Credentials::Bearer(rest.to_string()));
         }
         if !scheme.eq_ignore_ascii_case("basic") {
