@@ -2,7 +2,7 @@
 //!
 //! These commands work on `<data>/users.json` alone and never open the
 //! engine, so they run while the server does (the server notices the
-//! change before its next check). Passwords come from `FOLIO_PASSWORD`
+//! change before its next check). Passwords come from `FOLIO_NEW_PASSWORD`
 //! when it is set, else from the terminal without echo (asked twice), else
 //! as one line of standard input, so scripts and tests can pipe them.
 
@@ -14,11 +14,11 @@ use std::sync::Arc;
 use storage::backend::FsBackend;
 
 /// The environment variable a password is taken from.
-pub const PASSWORD_ENV: &str = "FOLIO_PASSWORD";
+pub const PASSWORD_ENV: &str = "FOLIO_NEW_PASSWORD";
 
 #[derive(Subcommand, Debug)]
 pub enum UserCmd {
-    /// Add a server user (password from FOLIO_PASSWORD, the terminal or
+    /// Add a server user (password from FOLIO_NEW_PASSWORD, the terminal or
     /// standard input).
     Add {
         name: String,

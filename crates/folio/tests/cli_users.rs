@@ -13,11 +13,11 @@ fn store(data: &std::path::Path) -> UserStore {
     UserStore::open(Arc::new(FsBackend), data).unwrap()
 }
 
-/// The piped passwords below are used only when FOLIO_PASSWORD is unset.
+/// The piped passwords below are used only when FOLIO_NEW_PASSWORD is unset.
 fn password_env_unset() {
     assert!(
-        std::env::var_os("FOLIO_PASSWORD").is_none(),
-        "unset FOLIO_PASSWORD to run these tests"
+        std::env::var_os("FOLIO_NEW_PASSWORD").is_none(),
+        "unset FOLIO_NEW_PASSWORD to run these tests"
     );
 }
 
@@ -128,7 +128,7 @@ fn the_password_can_come_from_the_environment() {
         .arg("--data")
         .arg(dir.path())
         .args(["user", "add", "alice"])
-        .env("FOLIO_PASSWORD", "from-the-env")
+        .env("FOLIO_NEW_PASSWORD", "from-the-env")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

@@ -7,7 +7,7 @@ use client::blocking::Client;
 use client::{ClientOptions, DocRef, ErrorCode, ReadFlags, Start};
 use common::{folio, json};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,6 @@ struct Server {
     child: Child,
     native: String,
     http: String,
-    data: PathBuf,
 }
 
 impl Server {
@@ -50,7 +49,6 @@ impl Server {
             child,
             native,
             http,
-            data: data.to_path_buf(),
         }
     }
 

@@ -192,7 +192,7 @@ impl Service {
     pub fn authenticate(&self, user: &str, secret: &str) -> ServerResult<Caller> {
         let u = if secret.starts_with("folio_") {
             let u = self.users.verify_token(secret)?;
-            if !user.is_empty() && !u.name.eq_ignore_ascii_case(user) {
+            if !user.is_empty() && u.name.to_lowercase() != user.to_lowercase() {
                 return Err(ServerError::Unauthenticated(
                     "wrong user name or password".into(),
                 ));
