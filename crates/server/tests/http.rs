@@ -1213,3 +1213,33 @@ fn shutdown_lets_a_download_in_flight_finish() {
         .block_on(async { tokio::time::timeout(Duration::from_secs(20), served).await });
     assert!(matches!(done, Ok(Ok(()))), "serve did not return");
 }
+
+#[test]
+fn categorized_views_show_category_rows() {
+    let s = Server::start();
+    let db = "cat.fdb";
+    view_fixture(&s, db, 5);
+    s.create_doc(db, ADMIN, &json!({"Form": "Note", "Subject": "n0"}));
+    let database = s.service.engine().open_database(db).unwrap();
+    let def = ViewDef::view(
+        "ByForm",
+        "SELECT @All",
+        vec![
+            ColumnDef::parse("Form=Form:cat").unwrap(),
+            ColumnDef::parse("Subject=Subject:asc").unwrap(),
+        ],
+    );
+    s.service.views().create(&database, def).unwrap();
+    let page = s
+        .get(
+            &format!("{}/views/ByForm?categories=true&count=10", db_url(db)),
+            ADMIN,
+        )
+        .expect(200)
+        .json();
+    assert_eq!(page["categorized"], true);
+    let rows = page["rows"].as_array().unwrap();
+    assert_eq!(rows[0], json!({"category": "Memo", "count": 5}));
+    assert_eq!(rows[1]["columns"]["Subject"], "s000");
+    assert!(rows.contains(&json!({"category": "Note", "count": 1})));
+}
