@@ -347,6 +347,19 @@ impl Driver {
             self.close("every handle to the client was dropped".into());
             return;
         };
+        self.execute(command);
+        // Take what else is waiting, so pipelined requests leave in one
+        // write rather than one system call (and TCP segment) each.
+        while self.life == Life::Open && self.out_len + self.conn.output_len() < OUTPUT_HIGH_WATER {
+            match self.commands.try_recv() {
+                Ok(command) => self.execute(command),
+                Err(_) => break,
+            }
+        }
+        self.collect_output();
+    }
+
+    fn execute(&mut self, command: Command) {
         if self.life == Life::Closing {
             // Dropped with its routes: the caller reports the reason.
             return;
@@ -371,7 +384,6 @@ impl Driver {
             Command::Abandon { id } => self.abandon(id),
             Command::Close => self.close("closed by the client".into()),
         }
-        self.collect_output();
     }
 
     fn send_request(

@@ -4,8 +4,8 @@
 mod common;
 
 use client::{
-    Client, ClientError, Cursor, DocRef, ErrorCode, NoteId, ProtocolError, ReadFlags, Request,
-    Response, Row, Start, StatValue,
+    Client, ClientError, Cursor, DbHandle, DocRef, ErrorCode, NoteId, ProtocolError, ReadFlags,
+    Request, Response, Row, Start, StatValue, Unid,
 };
 use common::{FakeServer, DB, VIEW};
 
@@ -197,4 +197,22 @@ async fn the_generic_request_refuses_streamed_requests() {
     );
     let answer = client.request(Request::Statistics).await.unwrap();
     assert!(matches!(answer, Response::Statistics(_)));
+}
+
+/// Checked at compile time: handles are shared across tasks and threads,
+/// and the futures of calls can be spawned.
+#[test]
+fn clients_and_their_calls_can_cross_threads() {
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    shareable::<Client>();
+    shareable::<client::blocking::Client>();
+    let _ = calls_are_send;
+}
+
+fn calls_are_send(client: &Client, db: DbHandle, unid: Unid) {
+    fn send<T: Send>(_: T) {}
+    send(client.statistics());
+    send(client.put_attachment(db, unid, "a", "b", None, &b""[..]));
+    send(client.get_attachment(db, unid, "a", Vec::new()));
+    send(client.search(db, "f", None, |_| {}));
 }
