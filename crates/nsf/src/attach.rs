@@ -85,8 +85,7 @@ impl<'a> BlobWriter<'a> {
     pub fn write_all_from(&mut self, src: &mut dyn Read) -> NsfResult<()> {
         let mut data = vec![0u8; CHUNK_PAGES * BLOB_DATA];
         loop {
-            let n = fill(src, &mut data)
-                .map_err(|e| NsfError::Invalid(format!("reading attachment content: {e}")))?;
+            let n = fill(src, &mut data).map_err(NsfError::Content)?;
             if n == 0 {
                 return Ok(());
             }

@@ -29,6 +29,11 @@ pub enum NsfError {
         #[source]
         source: std::io::Error,
     },
+    /// The source an attachment's content was read from failed (a client
+    /// that went away, a limit the caller's reader enforces): nothing is
+    /// committed, and the caller can tell why from the kind.
+    #[error("reading attachment content: {0}")]
+    Content(#[source] std::io::Error),
     #[error("no database {0}")]
     NoSuchDatabase(String),
     #[error("{0}: a database with this path already exists")]

@@ -493,10 +493,13 @@ impl Service {
         let stored = db
             .put_attachment(nsf::Unid(unid.0), name, mime, &mut limited)
             .map_err(|e| match e {
-                NsfError::Io { source, .. } if source.kind() == std::io::ErrorKind::FileTooLarge => {
+                NsfError::Content(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
                     ServerError::TooLarge(format!(
                         "attachment {name:?} is above the limit of {max} bytes"
                     ))
+                }
+                NsfError::Content(e) => {
+                    ServerError::BadRequest(format!("attachment {name:?} not stored: {e}"))
                 }
                 e => nsf_err(e),
             })?;

@@ -789,8 +789,6 @@ fn oversized_documents_and_attachments_are_413() {
 }
 
 #[test]
-#[ignore = "nsf's attachment writer reports a failing reader as NsfError::Invalid, so \
-            Service::put_attachment's FileTooLarge mapping never applies and this is a 400"]
 fn undeclared_oversized_attachment_is_413() {
     let limits = Limits {
         max_attachment_bytes: 1 << 20,
