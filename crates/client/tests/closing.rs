@@ -4,8 +4,9 @@
 
 mod common;
 
+use client::ErrorCode;
 use client::{Client, ClientError};
-use common::{FakeServer, DB, HOLD};
+use common::{FakeServer, DB, GARBAGE, HOLD};
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
@@ -84,4 +85,23 @@ async fn dropping_the_last_handle_closes_the_connection() {
     assert_eq!(server.open_connections(), 1);
     drop(other);
     timeout(GUARD, server.wait_all_closed()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_breaking_the_protocol_is_told_and_the_calls_fail() {
+    let server = FakeServer::start().await;
+    let client = Client::connect(server.options()).await.unwrap();
+    let calls = pending_calls(&server, &client).await;
+    let broken = timeout(GUARD, client.database_info(GARBAGE)).await.unwrap();
+    let reason = closed_reason(broken);
+    assert!(reason.contains("broke the protocol"), "{reason}");
+    assert!(reason.contains("unknown frame type 0x7f"), "{reason}");
+    for pending in timeout(GUARD, calls.join_all()).await.unwrap() {
+        assert_eq!(pending, reason);
+    }
+    // The client's error frame reached the server before it hung up.
+    timeout(GUARD, server.wait_all_closed()).await.unwrap();
+    let goodbyes = server.goodbyes();
+    assert_eq!(goodbyes.len(), 1, "{goodbyes:?}");
+    assert_eq!(goodbyes[0].0, ErrorCode::ProtocolViolation);
 }

@@ -16,6 +16,8 @@
 //!   at the request if the declared size is too large, or at the chunk
 //!   that crosses the limit, before the `End`;
 //! * streams downloads in 64 KiB chunks and search hits one item each;
+//! * answers `DatabaseInfo { path: "garbage" }` with a frame of an
+//!   unknown type, and records how the client said goodbye;
 //! * drops every connection without a word on [`FakeServer::drop_connections`].
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -49,6 +51,10 @@ pub const MAX_ATTACHMENT: u64 = 8 << 20;
 /// `DatabaseInfo` of this path, a search with this formula and a download
 /// of an attachment of this name are never answered.
 pub const HOLD: &str = "hold";
+/// `DatabaseInfo` of this path is answered with an invalid frame.
+pub const GARBAGE: &str = "garbage";
+/// A frame of type 0x7f, which no protocol version defines.
+const INVALID_FRAME: [u8; 10] = [6, 0, 0, 0, 0x7f, 0, 0, 0, 0, 0];
 /// The only collection each database has.
 pub const VIEW: &str = "All";
 /// A search formula the fake refuses with 400.
@@ -68,6 +74,7 @@ struct State {
     open: AtomicUsize,
     held: AtomicUsize,
     kill: watch::Sender<u64>,
+    goodbyes: Mutex<Vec<(ErrorCode, String)>>,
 }
 
 impl FakeServer {
@@ -91,6 +98,7 @@ impl FakeServer {
             open: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
             kill: watch::channel(0).0,
+            goodbyes: Mutex::new(Vec::new()),
         });
         tokio::spawn(accept_loop(listener, state.clone()));
         FakeServer { addr, state }
@@ -128,6 +136,11 @@ impl FakeServer {
         while self.open_connections() > 0 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+    }
+
+    /// The error frames clients closed their connections with.
+    pub fn goodbyes(&self) -> Vec<(ErrorCode, String)> {
+        self.state.goodbyes.lock().unwrap().clone()
     }
 
     /// Drops every open connection's socket, without an error frame.
@@ -237,7 +250,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(stream: S, state: Arc<State>) 
             _ = kill.changed() => return,
         };
         let open = session.receive(&buf[..n]);
-        let output = session.conn.take_output();
+        let mut output = session.conn.take_output();
+        if std::mem::take(&mut session.garbage) {
+            output.extend_from_slice(&INVALID_FRAME);
+        }
         if writer.write_all(&output).await.is_err() || !open {
             let _ = writer.shutdown().await;
             return;
@@ -300,6 +316,7 @@ struct Session {
     collections: Vec<String>,
     uploads: HashMap<RequestId, Upload>,
     barrier: Vec<(RequestId, String)>,
+    garbage: bool,
 }
 
 impl Session {
@@ -316,6 +333,7 @@ impl Session {
             collections: Vec::new(),
             uploads: HashMap::new(),
             barrier: Vec::new(),
+            garbage: false,
         }
     }
 
@@ -341,7 +359,9 @@ impl Session {
             ServerEvent::Request { id, request } => answers.extend(self.request(id, request)),
             ServerEvent::Chunk { id, data } => answers.extend(self.chunk(id, &data)),
             ServerEvent::End { id } => answers.extend(self.end(id)),
-            ServerEvent::PeerClosed { .. } => {}
+            ServerEvent::PeerClosed { code, message } => {
+                self.state.goodbyes.lock().unwrap().push((code, message))
+            }
         }
     }
 
@@ -360,6 +380,10 @@ impl Session {
     fn request(&mut self, id: RequestId, request: Request) -> Vec<Answer> {
         match request {
             Request::DatabaseInfo { path } if path == HOLD => self.hold(),
+            Request::DatabaseInfo { path } if path == GARBAGE => {
+                self.garbage = true;
+                vec![]
+            }
             Request::Search { formula, .. } if formula == HOLD => self.hold(),
             Request::GetAttachment { name, .. } if name == HOLD => self.hold(),
             Request::DatabaseInfo { path } if path.starts_with("barrier/") => {
