@@ -42,6 +42,8 @@ pub struct FileConfig {
     pub max_attachment_size: Option<Size>,
     /// Attachment uploads written at once (0 = no limit).
     pub attachment_streams: Option<usize>,
+    /// Attachment chunks written back at once, engine-wide (0 = no limit).
+    pub attachment_writeback: Option<usize>,
     #[serde(default)]
     pub tls: TlsSection,
 }
@@ -229,6 +231,12 @@ impl FileConfig {
             cfg.flush_interval = Duration::from_secs_f64(s);
         }
         cfg.log = self.translog.log_config(data_dir)?;
+        if let Some(n) = self.attachment_writeback {
+            if n > 1024 {
+                return Err(setting("attachment_writeback", "must be at most 1024"));
+            }
+            cfg.attachment_writeback = n;
+        }
         Ok(cfg)
     }
 }

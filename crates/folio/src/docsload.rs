@@ -424,7 +424,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
     for round in 0..a.rounds {
         if !a.no_embedded {
             let dir = base.path().join(format!("embedded-{round}"));
-            let file = crate::config::parse("")?;
+            let file = crate::config::parse_with_env("", std::env::vars())?;
             let dd_ = crate::datadir::open(&dir, (file.engine_config(&dir)?, file.view_config()?))?;
             let (engine, views, lock) = dd_.into_parts();
             let target = Arc::new(Embedded {

@@ -14,6 +14,14 @@
 //! ```
 //! The blob id and index let a reader detect pages that were freed and
 //! reused while it was streaming, instead of returning someone else's data.
+//!
+//! Write-back: by default content sits in the page cache until the one
+//! fdatasync at its end, so thirty uploads finishing together put sixty
+//! megabytes in the disk's queue, and every commit's log fsync waits
+//! behind them. With `attachment_writeback = N` each chunk is synced as
+//! it is written, holding one of N engine-wide turns: at most N chunks
+//! (of at most 1 MiB) are ever queued ahead of a log write, while N ≥ 2
+//! keeps the disk streaming.
 
 use crate::db::DbCore;
 use crate::txn::Txn;
@@ -49,6 +57,44 @@ pub(crate) fn validate_name(name: &str) -> NsfResult<()> {
         return bad("no path separators or control characters");
     }
     Ok(())
+}
+
+/// The engine-wide limit on attachment chunks being written back (see the
+/// module docs); a limit of 0 never waits.
+pub(crate) struct Writeback {
+    limit: usize,
+    busy: parking_lot::Mutex<usize>,
+    freed: parking_lot::Condvar,
+}
+
+impl Writeback {
+    pub fn new(limit: usize) -> Writeback {
+        Writeback {
+            limit,
+            busy: parking_lot::Mutex::new(0),
+            freed: parking_lot::Condvar::new(),
+        }
+    }
+
+    /// Runs `f` holding a turn.
+    fn with_turn<R>(&self, f: impl FnOnce() -> R) -> R {
+        {
+            let mut busy = self.busy.lock();
+            while *busy >= self.limit {
+                self.freed.wait(&mut busy);
+            }
+            *busy += 1;
+        }
+        struct Release<'w>(&'w Writeback);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                *self.0.busy.lock() -= 1;
+                self.0.freed.notify_one();
+            }
+        }
+        let _release = Release(self);
+        f()
+    }
 }
 
 /// Streams content into freshly reserved pages.
@@ -117,16 +163,32 @@ impl<'a> BlobWriter<'a> {
         }
         self.crc = crc32c::crc32c_append(self.crc, data);
         self.size += data.len() as u64;
-        write_all_at(self.core.handle.as_ref(), &buf, first.offset())
-            .map_err(|e| self.core.fail("attachment write", e))
+        let gate = &self.core.writeback;
+        if gate.limit == 0 {
+            return write_all_at(self.core.handle.as_ref(), &buf, first.offset())
+                .map_err(|e| self.core.fail("attachment write", e));
+        }
+        // Written and synced inside one turn: the chunk reaches the disk
+        // now, while at most `limit` chunks are queued (module docs).
+        gate.with_turn(|| {
+            write_all_at(self.core.handle.as_ref(), &buf, first.offset())
+                .map_err(|e| self.core.fail("attachment write", e))?;
+            self.core
+                .handle
+                .sync_data()
+                .map_err(|e| self.core.fail("attachment fdatasync", e))
+        })
     }
 
-    /// I7: the content is durable before anything references it.
+    /// I7: the content is durable before anything references it (with
+    /// a write-back limit every chunk was synced as it was written).
     pub fn finish(&self) -> NsfResult<AttachmentRef> {
-        self.core
-            .handle
-            .sync_data()
-            .map_err(|e| self.core.fail("attachment fdatasync", e))?;
+        if self.core.writeback.limit == 0 {
+            self.core
+                .handle
+                .sync_data()
+                .map_err(|e| self.core.fail("attachment fdatasync", e))?;
+        }
         Ok(AttachmentRef {
             name: self.name.clone(),
             mime: self.mime.clone(),

@@ -131,6 +131,8 @@ pub(crate) struct DbCore {
     /// Why the database refuses writes, beyond pool-detected I/O failures
     /// (e.g. restart recovery could not apply its log records).
     refused: Option<String>,
+    /// The engine-wide gate on attachment write-back.
+    pub writeback: Arc<crate::attach::Writeback>,
 }
 
 impl DbCore {
@@ -351,6 +353,7 @@ impl Database {
         durability: Durability,
         refused: Option<String>,
         locks: Arc<LockCounters>,
+        writeback: Arc<crate::attach::Writeback>,
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {
@@ -363,6 +366,7 @@ impl Database {
                 durability,
                 high_water: Mutex::new(header.page_count),
                 refused,
+                writeback,
             },
             writer: Mutex::new(()),
             queue: Mutex::new(Vec::new()),
