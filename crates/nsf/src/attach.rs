@@ -356,3 +356,33 @@ impl Read for AttachmentReader {
         Ok(n)
     }
 }
+
+#[cfg(test)]
+mod writeback_tests {
+    use super::Writeback;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn turns_never_exceed_the_limit() {
+        for limit in [1, 2, 3] {
+            let gate = Writeback::new(limit);
+            let (inside, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            std::thread::scope(|s| {
+                for _ in 0..8 {
+                    s.spawn(|| {
+                        for _ in 0..200 {
+                            gate.with_turn(|| {
+                                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                                most.fetch_max(now, Ordering::SeqCst);
+                                std::thread::yield_now();
+                                inside.fetch_sub(1, Ordering::SeqCst);
+                            });
+                        }
+                    });
+                }
+            });
+            let most = most.load(Ordering::SeqCst);
+            assert!((1..=limit).contains(&most), "limit {limit}: {most} at once");
+        }
+    }
+}
