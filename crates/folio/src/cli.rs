@@ -457,7 +457,9 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
     }
     if sa.tls_self_signed {
         if settings.tls.cert.is_some() {
-            return Err("--tls-self-signed cannot be combined with tls.cert in the settings".into());
+            return Err(
+                "--tls-self-signed cannot be combined with tls.cert in the settings".into(),
+            );
         }
         settings.tls.self_signed = true;
     }

@@ -166,7 +166,9 @@ pub fn parse_with_env(
         };
         let path: Vec<String> = key.to_lowercase().split("__").map(str::to_string).collect();
         if path.iter().any(|p| p.is_empty()) {
-            return Err(format!("environment variable {name}: malformed setting name"));
+            return Err(format!(
+                "environment variable {name}: malformed setting name"
+            ));
         }
         let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
             .ok()
@@ -184,14 +186,19 @@ pub fn parse_with_env(
         t.insert(last.clone(), parsed);
         from_env.push(name);
     }
-    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| {
-        let msg = e.message().to_string();
-        if from_env.is_empty() {
-            msg
-        } else {
-            format!("{msg} (settings overridden from the environment: {})", from_env.join(", "))
-        }
-    })
+    toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            let msg = e.message().to_string();
+            if from_env.is_empty() {
+                msg
+            } else {
+                format!(
+                    "{msg} (settings overridden from the environment: {})",
+                    from_env.join(", ")
+                )
+            }
+        })
 }
 
 impl FileConfig {
@@ -287,7 +294,10 @@ impl FileConfig {
         }
         if let Some(Size(n)) = self.max_document_size {
             if !(1 << 10..=64 << 20).contains(&n) {
-                return Err(setting("max_document_size", "must be between 1KiB and 64MiB"));
+                return Err(setting(
+                    "max_document_size",
+                    "must be between 1KiB and 64MiB",
+                ));
             }
             s.limits.max_document_bytes = n as usize;
         }
@@ -316,7 +326,10 @@ impl FileConfig {
             return Err(setting("tls", "cert and key must be given together"));
         }
         if s.tls.self_signed && s.tls.cert.is_some() {
-            return Err(setting("tls.self_signed", "cannot be combined with tls.cert"));
+            return Err(setting(
+                "tls.self_signed",
+                "cannot be combined with tls.cert",
+            ));
         }
         Ok(s)
     }
@@ -327,7 +340,10 @@ fn socket_addr(key: &str, a: &str) -> Result<String, String> {
     use std::net::ToSocketAddrs;
     match a.to_socket_addrs().map(|mut it| it.next().is_some()) {
         Ok(true) => Ok(a.to_string()),
-        _ => Err(setting(key, format!("{a:?} is not an address such as 127.0.0.1:1352"))),
+        _ => Err(setting(
+            key,
+            format!("{a:?} is not an address such as 127.0.0.1:1352"),
+        )),
     }
 }
 
@@ -437,10 +453,15 @@ mod tests {
             ("compression = [\"zip\"]", "compression"),
             ("[tls]\ncert = \"c.pem\"", "tls"),
         ] {
-            let e = parse(text).unwrap().server_settings(Path::new("/d")).unwrap_err();
+            let e = parse(text)
+                .unwrap()
+                .server_settings(Path::new("/d"))
+                .unwrap_err();
             assert!(e.contains(key), "{text}: {e}");
         }
-        assert!(parse("[tls]\nself_sined = true").unwrap_err().contains("self_sined"));
+        assert!(parse("[tls]\nself_sined = true")
+            .unwrap_err()
+            .contains("self_sined"));
     }
 
     #[test]
@@ -464,7 +485,10 @@ mod tests {
         assert_eq!(c.worker_threads, Some(16));
         assert_eq!(c.translog.style.as_deref(), Some("linear"));
         let e = parse_with_env("", env(&[("FOLIO__WORKER_THREDS", "1")])).unwrap_err();
-        assert!(e.contains("worker_threds") && e.contains("FOLIO__WORKER_THREDS"), "{e}");
+        assert!(
+            e.contains("worker_threds") && e.contains("FOLIO__WORKER_THREDS"),
+            "{e}"
+        );
     }
 
     #[test]

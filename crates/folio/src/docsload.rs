@@ -150,12 +150,22 @@ fn summarize(variant: &str, t: &Times, elapsed: Duration, docs: usize, bytes: u6
 
 /// The work of one thread, against some way of reaching the engine.
 trait Target: Send + Sync {
-    fn run_thread(&self, t: usize, a: &DocsArgs, attach: &Path, times: &mut Times) -> Result<(), String>;
+    fn run_thread(
+        &self,
+        t: usize,
+        a: &DocsArgs,
+        attach: &Path,
+        times: &mut Times,
+    ) -> Result<(), String>;
 }
 
 fn memo(rng: &mut impl Rng, t: usize, i: usize) -> serde_json::Value {
     let words: String = (0..rng.gen_range(20..200))
-        .map(|_| ["report", "meeting", "budget", "plan", "review", "draft", "notes"][rng.gen_range(0..7)])
+        .map(|_| {
+            [
+                "report", "meeting", "budget", "plan", "review", "draft", "notes",
+            ][rng.gen_range(0..7)]
+        })
         .collect::<Vec<_>>()
         .join(" ");
     json!({"Form": "Memo", "Subject": format!("Load document {i} of thread {t}"), "From": format!("loader{t}"), "Body": words})
@@ -168,11 +178,20 @@ struct Embedded {
 }
 
 impl Target for Embedded {
-    fn run_thread(&self, t: usize, a: &DocsArgs, attach: &Path, times: &mut Times) -> Result<(), String> {
+    fn run_thread(
+        &self,
+        t: usize,
+        a: &DocsArgs,
+        attach: &Path,
+        times: &mut Times,
+    ) -> Result<(), String> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
         let path = format!("load/embedded{t:03}.fdb");
         let start = Instant::now();
-        let db = self.engine.create_database(&path, "load").map_err(|e| e.to_string())?;
+        let db = self
+            .engine
+            .create_database(&path, "load")
+            .map_err(|e| e.to_string())?;
         crate::viewcli::create_mail_design(&self.views, &db)?;
         times.record("create_db", start.elapsed());
         let name = attach_name(attach);
@@ -196,7 +215,8 @@ impl Target for Embedded {
         }
         if a.search {
             let s = Instant::now();
-            let n = views::search(&db, "SELECT @All", None, |_| Ok(())).map_err(|e| e.to_string())?;
+            let n =
+                views::search(&db, "SELECT @All", None, |_| Ok(())).map_err(|e| e.to_string())?;
             times.record("search", s.elapsed());
             check_found(n, a.docs)?;
         }
@@ -211,7 +231,13 @@ struct Network {
 }
 
 impl Target for Network {
-    fn run_thread(&self, t: usize, a: &DocsArgs, attach: &Path, times: &mut Times) -> Result<(), String> {
+    fn run_thread(
+        &self,
+        t: usize,
+        a: &DocsArgs,
+        attach: &Path,
+        times: &mut Times,
+    ) -> Result<(), String> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
         let c = (self.connect)()?;
         let e = |e: client::ClientError| e.to_string();
@@ -232,8 +258,15 @@ impl Target for Network {
             let f = File::open(attach).map_err(|e| e.to_string())?;
             let size = f.metadata().map_err(|e| e.to_string())?.len();
             let s = Instant::now();
-            c.put_attachment(h, meta.unid, &name, "application/octet-stream", Some(size), f)
-                .map_err(e)?;
+            c.put_attachment(
+                h,
+                meta.unid,
+                &name,
+                "application/octet-stream",
+                Some(size),
+                f,
+            )
+            .map_err(e)?;
             times.record("attach", s.elapsed());
         }
         if a.search {
@@ -261,7 +294,11 @@ fn attach_name(p: &Path) -> String {
 }
 
 /// Runs every thread of one variant; returns the merged times and elapsed.
-fn run_variant(target: Arc<dyn Target>, a: &DocsArgs, attach: &Path) -> Result<(Times, Duration), String> {
+fn run_variant(
+    target: Arc<dyn Target>,
+    a: &DocsArgs,
+    attach: &Path,
+) -> Result<(Times, Duration), String> {
     let merged = Arc::new(Mutex::new(Times::new()));
     let start = Instant::now();
     let errors: Vec<String> = std::thread::scope(|s| {
@@ -278,7 +315,12 @@ fn run_variant(target: Arc<dyn Target>, a: &DocsArgs, attach: &Path) -> Result<(
             .collect();
         handles
             .into_iter()
-            .filter_map(|h| h.join().map_err(|_| "a load thread panicked".to_string()).and_then(|r| r).err())
+            .filter_map(|h| {
+                h.join()
+                    .map_err(|_| "a load thread panicked".to_string())
+                    .and_then(|r| r)
+                    .err()
+            })
             .collect()
     });
     let elapsed = start.elapsed();
@@ -308,13 +350,17 @@ fn dd_bandwidth(dir: &Path, mib: u64) -> Result<f64, String> {
     let secs = start.elapsed().as_secs_f64();
     let _ = std::fs::remove_file(&probe);
     if !out.status.success() {
-        return Err(format!("dd failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "dd failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     // dd's own figure excludes process start-up; use it when it parses.
     let text = String::from_utf8_lossy(&out.stderr);
-    let dd_secs = text
-        .split(", ")
-        .find_map(|p| p.strip_suffix(" s").and_then(|n| n.trim().parse::<f64>().ok()));
+    let dd_secs = text.split(", ").find_map(|p| {
+        p.strip_suffix(" s")
+            .and_then(|n| n.trim().parse::<f64>().ok())
+    });
     Ok((mib << 20) as f64 / 1e6 / dd_secs.unwrap_or(secs))
 }
 
@@ -323,9 +369,23 @@ fn generated_attachment(dir: &Path, seed: u64) -> Result<PathBuf, String> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut buf = Vec::with_capacity(2 << 20);
     while buf.len() < 2 << 20 {
-        let w = ["quarterly", "figures", "attached", "please", "review", "the", "draft", "before", "Friday"];
+        let w = [
+            "quarterly",
+            "figures",
+            "attached",
+            "please",
+            "review",
+            "the",
+            "draft",
+            "before",
+            "Friday",
+        ];
         buf.extend_from_slice(w[rng.gen_range(0..w.len())].as_bytes());
-        buf.push(if rng.gen_range(0..12) == 0 { b'\n' } else { b' ' });
+        buf.push(if rng.gen_range(0..12) == 0 {
+            b'\n'
+        } else {
+            b' '
+        });
     }
     buf.truncate(2 << 20);
     let p = dir.join("attachment-2MiB.txt");
@@ -348,7 +408,9 @@ impl LocalServer {
         let file = crate::config::parse_with_env("", std::env::vars())?;
         let users = server::auth::UserStore::open(Arc::new(storage::backend::FsBackend), dir)
             .map_err(|e| e.to_string())?;
-        users.add_user(LOAD_USER, password, true).map_err(|e| e.to_string())?;
+        users
+            .add_user(LOAD_USER, password, true)
+            .map_err(|e| e.to_string())?;
         let mut settings = file.server_settings(dir)?;
         settings.listen = "127.0.0.1:0".into();
         settings.http_listen = None;
@@ -357,9 +419,15 @@ impl LocalServer {
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let r = server::run(settings, engine, views, |b| {
-                let _ = addr_tx.send(b.native.to_string());
-            }, Some(stop_rx));
+            let r = server::run(
+                settings,
+                engine,
+                views,
+                |b| {
+                    let _ = addr_tx.send(b.native.to_string());
+                },
+                Some(stop_rx),
+            );
             let (engine, views) = r.map_err(|e| e.to_string())?;
             views.close().map_err(|e| e.to_string())?;
             engine.close().map_err(|e| e.to_string())?;
@@ -418,7 +486,10 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         total_bytes as f64 / 1e6
     );
     let dd = dd_bandwidth(base.path(), a.dd_mib)?;
-    println!("disk: dd bs=1M count={} conv=fdatasync: {dd:.0} MB/s", a.dd_mib);
+    println!(
+        "disk: dd bs=1M count={} conv=fdatasync: {dd:.0} MB/s",
+        a.dd_mib
+    );
     let mut embedded = Vec::new();
     let mut network = Vec::new();
     for round in 0..a.rounds {
@@ -435,9 +506,16 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
             let r = summarize("embedded", &t, el, total_docs, total_bytes);
             print_run(&r);
             embedded.push(r);
-            let Embedded { engine, views } = Arc::try_unwrap(target).map_err(|_| "engine still in use")?;
-            Arc::try_unwrap(views).map_err(|_| "views still in use")?.close().map_err(|e| e.to_string())?;
-            Arc::try_unwrap(engine).map_err(|_| "engine still in use")?.close().map_err(|e| e.to_string())?;
+            let Embedded { engine, views } =
+                Arc::try_unwrap(target).map_err(|_| "engine still in use")?;
+            Arc::try_unwrap(views)
+                .map_err(|_| "views still in use")?
+                .close()
+                .map_err(|e| e.to_string())?;
+            Arc::try_unwrap(engine)
+                .map_err(|_| "engine still in use")?
+                .close()
+                .map_err(|e| e.to_string())?;
             drop(lock);
             let _ = std::fs::remove_dir_all(&dir);
         }
@@ -453,11 +531,17 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                         opts = opts.with_credentials(u, &pw);
                     }
                     if let Some(ca) = &args_ca {
-                        opts = opts.with_tls(client::TlsOptions { ca_cert: ca.clone(), server_name: None });
+                        opts = opts.with_tls(client::TlsOptions {
+                            ca_cert: ca.clone(),
+                            server_name: None,
+                        });
                     }
                     client::blocking::Client::connect(opts).map_err(|e| e.to_string())
                 };
-                let target = Arc::new(Network { connect: Box::new(connect), run_id });
+                let target = Arc::new(Network {
+                    connect: Box::new(connect),
+                    run_id,
+                });
                 let (t, el) = run_variant(target, a, &attach)?;
                 summarize("network", &t, el, total_docs, total_bytes)
             }
@@ -467,10 +551,14 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                 let srv = LocalServer::start(&dir, &password)?;
                 let addr = srv.addr.clone();
                 let connect = move || {
-                    let opts = client::ClientOptions::new(addr.as_str()).with_credentials(LOAD_USER, &password);
+                    let opts = client::ClientOptions::new(addr.as_str())
+                        .with_credentials(LOAD_USER, &password);
                     client::blocking::Client::connect(opts).map_err(|e| e.to_string())
                 };
-                let target = Arc::new(Network { connect: Box::new(connect), run_id });
+                let target = Arc::new(Network {
+                    connect: Box::new(connect),
+                    run_id,
+                });
                 let res = run_variant(target, a, &attach);
                 srv.stop()?;
                 let _ = std::fs::remove_dir_all(&dir);
@@ -491,7 +579,13 @@ fn print_run(r: &RunResult) {
     );
 }
 
-fn report(a: &DocsArgs, dd: f64, attach_size: u64, embedded: &[RunResult], network: &[RunResult]) -> Result<(), String> {
+fn report(
+    a: &DocsArgs,
+    dd: f64,
+    attach_size: u64,
+    embedded: &[RunResult],
+    network: &[RunResult],
+) -> Result<(), String> {
     let net_mb = median_by(network, |r| r.attach_mb_per_s);
     let net_el = median_by(network, |r| r.elapsed_s);
     let net_p99 = median_by(network, |r| r.small_p99_ms);
@@ -524,8 +618,11 @@ fn report(a: &DocsArgs, dd: f64, attach_size: u64, embedded: &[RunResult], netwo
         "network_attach_fraction_of_dd": net_mb / dd,
     });
     let path = a.out.join("result.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     let series = |rs: &[RunResult], name: &str| crate::report::Series {
         name: name.into(),
         points: rs
@@ -534,7 +631,13 @@ fn report(a: &DocsArgs, dd: f64, attach_size: u64, embedded: &[RunResult], netwo
                 ["p50_ms", "p95_ms", "p99_ms"]
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, q)| r.ops.get("create").and_then(|o| o.get(q)).and_then(|v| v.as_f64()).map(|v| (i as f64 + 1.0, v)))
+                    .filter_map(|(i, q)| {
+                        r.ops
+                            .get("create")
+                            .and_then(|o| o.get(q))
+                            .and_then(|v| v.as_f64())
+                            .map(|v| (i as f64 + 1.0, v))
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -592,7 +695,9 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
     };
     let setup = connect(&srv)?;
-    setup.create_database("pool.fdb", "pool").map_err(|e| e.to_string())?;
+    setup
+        .create_database("pool.fdb", "pool")
+        .map_err(|e| e.to_string())?;
     let (h, _) = setup.open_database("pool.fdb").map_err(|e| e.to_string())?;
     let body = "x".repeat(1024);
     let unids: Vec<client::Unid> = (0..1000)
@@ -604,7 +709,10 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
-    println!("{:>8} {:>10} {:>9} {:>9} {:>9} {:>9}", "clients", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms");
+    println!(
+        "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "clients", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms"
+    );
     for &n in &a.clients {
         let merged = Mutex::new(hist());
         let ops = std::sync::atomic::AtomicU64::new(0);
@@ -627,17 +735,27 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
                                     .map_err(|e| e.to_string())?;
                             } else {
                                 let u = unids[rng.gen_range(0..unids.len())];
-                                c.read_document(h, client::DocRef::Unid(u)).map_err(|e| e.to_string())?;
+                                c.read_document(h, client::DocRef::Unid(u))
+                                    .map_err(|e| e.to_string())?;
                             }
                             local.saturating_record(st.elapsed().as_micros() as u64);
                             ops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
-                        merged.lock().map_err(|_| "poisoned")?.add(&local).map_err(|e| e.to_string())
+                        merged
+                            .lock()
+                            .map_err(|_| "poisoned")?
+                            .add(&local)
+                            .map_err(|e| e.to_string())
                     })
                 })
                 .collect();
             hs.into_iter()
-                .filter_map(|h| h.join().map_err(|_| "a client thread panicked".to_string()).and_then(|r| r).err())
+                .filter_map(|h| {
+                    h.join()
+                        .map_err(|_| "a client thread panicked".to_string())
+                        .and_then(|r| r)
+                        .err()
+                })
                 .collect()
         });
         if let Some(e) = errors.into_iter().next() {
@@ -661,6 +779,9 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
     srv.stop()?;
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let result = json!({"workload": "pool", "settings": {"seconds": a.seconds, "writes_per_mille": a.writes_per_mille}, "machine": crate::load::machine(), "rows": rows});
-    std::fs::write(a.out.join("result.json"), serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())
+    std::fs::write(
+        a.out.join("result.json"),
+        serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())
 }

@@ -236,9 +236,7 @@ fn attach_cmd(c: &Client, cmd: &AttachCmd) -> CliResult {
                 .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
             let size = f.metadata().ok().map(|m| m.len());
             let h = open(c, path)?;
-            let stored = c
-                .put_attachment(h, u, &name, mime, size, f)
-                .map_err(err)?;
+            let stored = c.put_attachment(h, u, &name, mime, size, f).map_err(err)?;
             println!("{}", serde_json::json!({"name": name, "size": stored}));
             Ok(())
         }
@@ -267,7 +265,8 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
             folder,
             refresh,
         } => {
-            let def = viewcli::view_def(name, select.as_deref(), columns, *logged, *folder, refresh)?;
+            let def =
+                viewcli::view_def(name, select.as_deref(), columns, *logged, *folder, refresh)?;
             let h = open(c, path)?;
             create_view(c, h, &def)
         }
@@ -328,7 +327,10 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
             let h = open(c, path)?;
             let opened = c.open_collection(h, name).map_err(err)?;
             let u = c.update_collection(opened.collection).map_err(err)?;
-            println!("{}", serde_json::json!({"notes_seen": u.changed, "last_seq": u.seq}));
+            println!(
+                "{}",
+                serde_json::json!({"notes_seen": u.changed, "last_seq": u.seq})
+            );
             Ok(())
         }
         ViewCmd::Rebuild { .. } => Err(local_only("view rebuild")),

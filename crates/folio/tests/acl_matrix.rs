@@ -48,7 +48,12 @@ fn start(data: &std::path::Path) -> Server {
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     let at = line.find("on native ").expect("address line") + "on native ".len();
-    let native = line[at..].split([',', ';']).next().unwrap().trim().to_string();
+    let native = line[at..]
+        .split([',', ';'])
+        .next()
+        .unwrap()
+        .trim()
+        .to_string();
     std::thread::spawn(move || {
         let mut sink = String::new();
         let _ = err.read_to_string(&mut sink);
@@ -106,7 +111,13 @@ fn every_level_against_every_operation() {
         .unwrap();
     let (adb, _) = admin.open_database("apps/acl.fdb").unwrap();
     let folder = r#"{"name":"Pile","kind":"folder","columns":[{"title":"S","formula":"Subject","sort":"asc"}]}"#;
-    match admin.request(client::Request::CreateView { db: adb, json: folder.into() }).unwrap() {
+    match admin
+        .request(client::Request::CreateView {
+            db: adb,
+            json: folder.into(),
+        })
+        .unwrap()
+    {
         client::Response::Done => {}
         other => panic!("{other:?}"),
     }
@@ -118,7 +129,10 @@ fn every_level_against_every_operation() {
         .create_document(adb, r#"{"Subject":"audited","$Readers":["[Auditors]"]}"#)
         .unwrap();
     let authored = admin
-        .create_document(adb, r#"{"Subject":"authored","$Readers":["nobody"],"$Authors":["author"]}"#)
+        .create_document(
+            adb,
+            r#"{"Subject":"authored","$Readers":["nobody"],"$Authors":["author"]}"#,
+        )
         .unwrap();
     admin
         .folder_add(adb, "Pile", &[secret.unid, audited.unid, authored.unid])
@@ -135,14 +149,54 @@ fn every_level_against_every_operation() {
     // the caller), delete (listed), create view, folder add, get ACL,
     // secret (named reader), audited (role), authored ($Authors).
     let expected: [(&str, [&str; 12]); 8] = [
-        ("manager", ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "404", "404"]),
-        ("designer", ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "403", "404", "404", "404"]),
-        ("editor", ["ok", "ok", "ok", "ok", "ok", "ok", "403", "ok", "403", "404", "404", "404"]),
-        ("author", ["ok", "ok", "ok", "403", "ok", "403", "403", "ok", "403", "404", "404", "ok"]),
-        ("reader", ["ok", "ok", "403", "403", "403", "403", "403", "403", "403", "404", "ok", "404"]),
-        ("depositor", ["ok", "403", "ok", "404", "404", "404", "403", "403", "403", "403", "403", "403"]),
-        ("noaccess", ["403", "403", "403", "403", "403", "403", "403", "403", "403", "403", "403", "403"]),
-        ("anonymous", ["401", "401", "401", "401", "401", "401", "401", "401", "401", "401", "401", "401"]),
+        (
+            "manager",
+            [
+                "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "404", "404",
+            ],
+        ),
+        (
+            "designer",
+            [
+                "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "403", "404", "404", "404",
+            ],
+        ),
+        (
+            "editor",
+            [
+                "ok", "ok", "ok", "ok", "ok", "ok", "403", "ok", "403", "404", "404", "404",
+            ],
+        ),
+        (
+            "author",
+            [
+                "ok", "ok", "ok", "403", "ok", "403", "403", "ok", "403", "404", "404", "ok",
+            ],
+        ),
+        (
+            "reader",
+            [
+                "ok", "ok", "403", "403", "403", "403", "403", "403", "403", "404", "ok", "404",
+            ],
+        ),
+        (
+            "depositor",
+            [
+                "ok", "403", "ok", "404", "404", "404", "403", "403", "403", "403", "403", "403",
+            ],
+        ),
+        (
+            "noaccess",
+            [
+                "403", "403", "403", "403", "403", "403", "403", "403", "403", "403", "403", "403",
+            ],
+        ),
+        (
+            "anonymous",
+            [
+                "401", "401", "401", "401", "401", "401", "401", "401", "401", "401", "401", "401",
+            ],
+        ),
     ];
     let mut failures = Vec::new();
     for (who, want) in expected {
@@ -156,14 +210,23 @@ fn every_level_against_every_operation() {
         let got: Vec<&str> = match opened {
             Err(e) => {
                 let o = outcome::<()>(Err(e));
-                vec![open].into_iter().chain(std::iter::repeat_n(o, 11)).collect()
+                vec![open]
+                    .into_iter()
+                    .chain(std::iter::repeat_n(o, 11))
+                    .collect()
             }
             Ok((db, _)) => {
                 let read = outcome(c.read_document(db, DocRef::Unid(fresh(None))));
                 let create = outcome(c.create_document(db, r#"{"Subject":"new"}"#));
-                let edit = outcome(c.update_document(db, fresh(None), None, false, r#"{"Subject":"x"}"#));
-                let edit_listed =
-                    outcome(c.update_document(db, fresh(Some(who)), None, false, r#"{"Subject":"x"}"#));
+                let edit =
+                    outcome(c.update_document(db, fresh(None), None, false, r#"{"Subject":"x"}"#));
+                let edit_listed = outcome(c.update_document(
+                    db,
+                    fresh(Some(who)),
+                    None,
+                    false,
+                    r#"{"Subject":"x"}"#,
+                ));
                 let delete = outcome(c.delete_document(db, fresh(Some(who)), None, false));
                 let view = outcome(c.request(client::Request::CreateView {
                     db,
@@ -176,15 +239,46 @@ fn every_level_against_every_operation() {
                 let secret_r = outcome(c.read_document(db, DocRef::Unid(secret.unid)));
                 let audited_r = outcome(c.read_document(db, DocRef::Unid(audited.unid)));
                 let authored_r = outcome(c.read_document(db, DocRef::Unid(authored.unid)));
-                check_hidden_everywhere(&c, db, who, &[(secret.unid, secret_r), (audited.unid, audited_r), (authored.unid, authored_r)], &mut failures);
-                vec![open, read, create, edit, edit_listed, delete, view, folder_add, acl, secret_r, audited_r, authored_r]
+                check_hidden_everywhere(
+                    &c,
+                    db,
+                    who,
+                    &[
+                        (secret.unid, secret_r),
+                        (audited.unid, audited_r),
+                        (authored.unid, authored_r),
+                    ],
+                    &mut failures,
+                );
+                vec![
+                    open,
+                    read,
+                    create,
+                    edit,
+                    edit_listed,
+                    delete,
+                    view,
+                    folder_add,
+                    acl,
+                    secret_r,
+                    audited_r,
+                    authored_r,
+                ]
             }
         };
         if got != want {
-            failures.push(format!("{who}: got {got:?}\n{:>w$}  want {want:?}", "", w = who.len()));
+            failures.push(format!(
+                "{who}: got {got:?}\n{:>w$}  want {want:?}",
+                "",
+                w = who.len()
+            ));
         }
     }
-    assert!(failures.is_empty(), "ACL matrix mismatches:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "ACL matrix mismatches:\n{}",
+        failures.join("\n")
+    );
 }
 
 fn clone_err(e: &client::ClientError) -> client::ClientError {
@@ -210,10 +304,16 @@ fn check_hidden_everywhere(
     }
     let (changes, _, _) = c.modified_since(db, Cursor(0), 1000).unwrap();
     let mut searched = Vec::new();
-    c.search(db, "SELECT @All", None, |d| searched.push(d.meta.unid)).unwrap();
+    c.search(db, "SELECT @All", None, |d| searched.push(d.meta.unid))
+        .unwrap();
     let pile = c.open_collection(db, "Pile").unwrap();
     let (rows, _) = c
-        .read_entries(pile.collection, Start::Position(0), 100, ReadFlags::default())
+        .read_entries(
+            pile.collection,
+            Start::Position(0),
+            100,
+            ReadFlags::default(),
+        )
         .unwrap();
     let in_view: Vec<_> = rows
         .iter()

@@ -158,7 +158,13 @@ fn a_second_process_on_the_same_directory_is_refused() {
     let mut server = Command::new(env!("CARGO_BIN_EXE_folio"))
         .arg("--data")
         .arg(d)
-        .args(["serve", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "127.0.0.1:0",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

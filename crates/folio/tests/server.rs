@@ -26,7 +26,13 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
             .arg("--data")
             .arg(data)
-            .args(["serve", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--http-listen",
+                "127.0.0.1:0",
+            ])
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
@@ -36,7 +42,8 @@ impl Server {
         err.read_line(&mut line).unwrap();
         assert!(line.contains("serving data directory"), "{line}");
         let after = |key: &str| {
-            let rest = &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
+            let rest =
+                &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
             rest.split([',', ';']).next().unwrap().trim().to_string()
         };
         let (native, http) = (after("on native "), after("http "));
@@ -75,7 +82,12 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     }
 
@@ -120,16 +132,40 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
     let c = srv.admin();
 
     // Client: a mail file, documents, a conflict, an attachment.
-    let out = srv.cli(&["db", "create", "mail/alice.fdb", "--title", "Alice", "--mail"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = srv.cli(
+        &[
+            "db",
+            "create",
+            "mail/alice.fdb",
+            "--title",
+            "Alice",
+            "--mail",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (db, info) = c.open_database("mail/alice.fdb").unwrap();
     assert_eq!(info.title, "Alice");
-    let a = c.create_document(db, r#"{"Form":"Memo","Subject":"Hello"}"#).unwrap();
-    let b = c.create_document(db, r#"{"Form":"Memo","Subject":"Budget"}"#).unwrap();
+    let a = c
+        .create_document(db, r#"{"Form":"Memo","Subject":"Hello"}"#)
+        .unwrap();
+    let b = c
+        .create_document(db, r#"{"Form":"Memo","Subject":"Budget"}"#)
+        .unwrap();
     let doc = c.read_document(db, DocRef::Unid(a.unid)).unwrap();
     assert_eq!(json(&doc.json)["Subject"], "Hello");
     let a2 = c
-        .update_document(db, a.unid, Some(a.seq_num), false, r#"{"Subject":"Hello again"}"#)
+        .update_document(
+            db,
+            a.unid,
+            Some(a.seq_num),
+            false,
+            r#"{"Subject":"Hello again"}"#,
+        )
         .unwrap();
     assert_eq!(a2.seq_num, a.seq_num + 1);
     let stale = c
@@ -138,7 +174,14 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
     assert!(stale.is_conflict(), "{stale}");
     let content: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let stored = c
-        .put_attachment(db, b.unid, "data.bin", "application/octet-stream", Some(content.len() as u64), &content[..])
+        .put_attachment(
+            db,
+            b.unid,
+            "data.bin",
+            "application/octet-stream",
+            Some(content.len() as u64),
+            &content[..],
+        )
         .unwrap();
     assert_eq!(stored, content.len() as u64);
     let mut back = Vec::new();
@@ -150,12 +193,22 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
     let inbox = c.open_collection(db, "Inbox").unwrap();
     assert_eq!(inbox.count, 2);
     let (rows, total) = c
-        .read_entries(inbox.collection, Start::Position(0), 40, ReadFlags { count: true, ..Default::default() })
+        .read_entries(
+            inbox.collection,
+            Start::Position(0),
+            40,
+            ReadFlags {
+                count: true,
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert_eq!((rows.len(), total), (2, Some(2)));
     let mut hits = Vec::new();
     let found = c
-        .search(db, r#"SELECT @Contains(Subject; "again")"#, None, |d| hits.push(d))
+        .search(db, r#"SELECT @Contains(Subject; "again")"#, None, |d| {
+            hits.push(d)
+        })
         .unwrap();
     assert_eq!((found, hits.len()), (1, 1));
     let bad = c.search(db, "SELECT (", None, |_| {}).unwrap_err();
@@ -163,21 +216,57 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
 
     // CLI with --server: the same commands as on a data directory.
     let out = srv.cli(&["db", "list"], "");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "mail/alice.fdb");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "mail/alice.fdb"
+    );
     let out = srv.cli(&["doc", "get", "mail/alice.fdb", &unid_text(a.unid)], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(json(&String::from_utf8_lossy(&out.stdout))["Subject"], "Hello again");
-    let out = srv.cli(&["doc", "put", "mail/alice.fdb"], r#"{"Form":"Memo","Subject":"from the CLI"}"#);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = srv.cli(&["search", "mail/alice.fdb", r#"SELECT Subject = "from the CLI""#], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json(&String::from_utf8_lossy(&out.stdout))["Subject"],
+        "Hello again"
+    );
+    let out = srv.cli(
+        &["doc", "put", "mail/alice.fdb"],
+        r#"{"Form":"Memo","Subject":"from the CLI"}"#,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = srv.cli(
+        &[
+            "search",
+            "mail/alice.fdb",
+            r#"SELECT Subject = "from the CLI""#,
+        ],
+        "",
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
     let out = srv.cli(&["doc", "get", "mail/alice.fdb", "not-a-unid"], "");
     assert!(!out.status.success());
     let out = srv.cli(&["show", "stats"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stats = json(&String::from_utf8_lossy(&out.stdout));
     assert!(stats["op.create.count"].as_u64().unwrap() >= 3, "{stats}");
-    for key in ["server.connections", "pool.hit_rate", "log.fsyncs", "log.checkpoint_age_s", "db.open", "lock.waits", "op.create.p99_ms"] {
+    for key in [
+        "server.connections",
+        "pool.hit_rate",
+        "log.fsyncs",
+        "log.checkpoint_age_s",
+        "db.open",
+        "lock.waits",
+        "op.create.p99_ms",
+    ] {
         assert!(stats.get(key).is_some(), "{key} missing from {stats}");
     }
 
@@ -185,16 +274,31 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
     let http = format!("http://{}", srv.http);
     let auth = format!(
         "Basic {}",
-        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("admin:{ADMIN_PW}"))
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("admin:{ADMIN_PW}")
+        )
     );
-    let r = ureq::get(&format!("{http}/db/mail%2Falice.fdb/docs/{}", unid_text(a.unid)))
+    let r = ureq::get(&format!(
+        "{http}/db/mail%2Falice.fdb/docs/{}",
+        unid_text(a.unid)
+    ))
+    .set("Authorization", &auth)
+    .call()
+    .unwrap();
+    assert_eq!(
+        r.into_json::<serde_json::Value>().unwrap()["Subject"],
+        "Hello again"
+    );
+    let r = ureq::get(&format!("{http}/stats"))
         .set("Authorization", &auth)
         .call()
         .unwrap();
-    assert_eq!(r.into_json::<serde_json::Value>().unwrap()["Subject"], "Hello again");
-    let r = ureq::get(&format!("{http}/stats")).set("Authorization", &auth).call().unwrap();
     let stats = r.into_json::<serde_json::Value>().unwrap();
-    assert!(stats["server.transactions"].as_u64().unwrap() > 0, "{stats}");
+    assert!(
+        stats["server.transactions"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
     let before = c.database_info("mail/alice.fdb").unwrap();
     let e = ureq::post(&format!("{http}/db/mail%2Falice.fdb/docs"))
         .set("Authorization", &auth)
@@ -202,12 +306,19 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
         .unwrap_err();
     assert!(matches!(e, ureq::Error::Status(400, _)), "{e:?}");
     let after = c.database_info("mail/alice.fdb").unwrap();
-    assert_eq!((before.note_count, before.sequence), (after.note_count, after.sequence));
+    assert_eq!(
+        (before.note_count, before.sequence),
+        (after.note_count, after.sequence)
+    );
 
     // SIGTERM: a clean stop; the data directory then opens without recovery work.
     drop(c);
     assert!(srv.stop().success(), "serve exits 0 on SIGTERM");
-    let o = folio(tmp.path(), &["doc", "get", "mail/alice.fdb", &unid_text(b.unid)], "");
+    let o = folio(
+        tmp.path(),
+        &["doc", "get", "mail/alice.fdb", &unid_text(b.unid)],
+        "",
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -219,7 +330,11 @@ fn kill_9_loses_no_acknowledged_document() {
     c.create_database("k.fdb", "").unwrap();
     let (db, _) = c.open_database("k.fdb").unwrap();
     let acked: Vec<_> = (0..200)
-        .map(|i| c.create_document(db, &format!(r#"{{"N":{i}}}"#)).unwrap().unid)
+        .map(|i| {
+            c.create_document(db, &format!(r#"{{"N":{i}}}"#))
+                .unwrap()
+                .unid
+        })
         .collect();
     drop(c);
     srv.kill();
@@ -264,13 +379,19 @@ fn unauthenticated_writes_and_bad_credentials_are_refused() {
         .send_string(r#"{"Name":"anonymous"}"#)
         .unwrap_err();
     assert!(matches!(e, ureq::Error::Status(401, _)), "{e:?}");
-    let e = ureq::put(&format!("{http}/db/apps%2Fcrm.fdb/docs/{}", unid_text(doc.unid)))
-        .set("Authorization", "Bearer folio_not-a-token")
-        .send_string(r#"{"Name":"x"}"#)
-        .unwrap_err();
+    let e = ureq::put(&format!(
+        "{http}/db/apps%2Fcrm.fdb/docs/{}",
+        unid_text(doc.unid)
+    ))
+    .set("Authorization", "Bearer folio_not-a-token")
+    .send_string(r#"{"Name":"x"}"#)
+    .unwrap_err();
     assert!(matches!(e, ureq::Error::Status(401, _)), "{e:?}");
     let after = admin.database_info("apps/crm.fdb").unwrap();
-    assert_eq!((before.note_count, before.sequence), (after.note_count, after.sequence));
+    assert_eq!(
+        (before.note_count, before.sequence),
+        (after.note_count, after.sequence)
+    );
 }
 
 #[test]

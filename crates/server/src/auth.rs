@@ -888,9 +888,7 @@ mod tests {
     }
 
     fn checks(store: &UserStore) -> u64 {
-        store
-            .hash_checks
-            .load(std::sync::atomic::Ordering::Relaxed)
+        store.hash_checks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     #[test]

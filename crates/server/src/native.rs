@@ -114,11 +114,9 @@ pub async fn serve(
             match tls {
                 None => connection(socket, service, settings, shutdown).await,
                 Some(acceptor) => {
-                    let handshake = tokio::time::timeout(
-                        Duration::from_secs(10),
-                        acceptor.accept(socket),
-                    )
-                    .await;
+                    let handshake =
+                        tokio::time::timeout(Duration::from_secs(10), acceptor.accept(socket))
+                            .await;
                     match handshake {
                         Ok(Ok(s)) => connection(s, service, settings, shutdown).await,
                         Ok(Err(e)) => tracing::info!(%peer, "TLS handshake failed: {e}"),
@@ -262,8 +260,10 @@ async fn connection<S>(
             break;
         }
         if stopping && c.jobs == 0 {
-            c.proto
-                .close(ErrorCode::Busy, "the server is shutting down; reconnect later");
+            c.proto.close(
+                ErrorCode::Busy,
+                "the server is shutting down; reconnect later",
+            );
             let _ = wr.write_all(&c.proto.take_output()).await;
             break;
         }
@@ -300,7 +300,9 @@ impl Conn {
                         None => Ok(Caller::anonymous()),
                         Some(c) => service.authenticate(&c.user, &c.password),
                     };
-                    service.stats().record(Op::Login, started.elapsed(), r.is_ok());
+                    service
+                        .stats()
+                        .record(Op::Login, started.elapsed(), r.is_ok());
                     let _ = tx.blocking_send(Out::Auth(r));
                 });
             }
@@ -353,7 +355,11 @@ impl Conn {
     }
 
     /// Sends a final answer; one too large for a frame becomes error 413.
-    fn answer(&mut self, id: RequestId, result: ServerResult<Response>) -> Result<(), ProtocolError> {
+    fn answer(
+        &mut self,
+        id: RequestId,
+        result: ServerResult<Response>,
+    ) -> Result<(), ProtocolError> {
         match result {
             Ok(resp) => match self.proto.respond(id, &resp) {
                 Err(ProtocolError::FrameTooLarge { length, max }) => self.proto.fail(
@@ -422,9 +428,7 @@ fn op_of(r: &Request) -> Op {
         R::UpdateCollection { .. }
         | R::FolderAdd { .. }
         | R::FolderRemove { .. }
-        | R::CreateView { .. } => {
-            Op::UpdateCollection
-        }
+        | R::CreateView { .. } => Op::UpdateCollection,
         R::Search { .. } => Op::Search,
         _ => Op::Admin,
     }
@@ -450,7 +454,11 @@ impl Job {
             .map_err(|_| ServerError::Internal("the connection closed".into()))
     }
 
-    fn run(&self, request: Request, upload: Option<mpsc::Receiver<Piece>>) -> ServerResult<Response> {
+    fn run(
+        &self,
+        request: Request,
+        upload: Option<mpsc::Receiver<Piece>>,
+    ) -> ServerResult<Response> {
         let (s, caller) = (&*self.service, &*self.caller);
         use Request as R;
         Ok(match request {
@@ -470,9 +478,9 @@ impl Job {
             }
             R::CloseDatabase { db } => {
                 let mut h = self.handles.lock();
-                h.dbs
-                    .remove(&db)
-                    .ok_or_else(|| ServerError::NotFound(format!("no open database with handle {}", db.0)))?;
+                h.dbs.remove(&db).ok_or_else(|| {
+                    ServerError::NotFound(format!("no open database with handle {}", db.0))
+                })?;
                 h.collections.retain(|_, (d, _)| *d != db);
                 Response::Done
             }
@@ -501,7 +509,9 @@ impl Job {
                 unid,
                 based_on,
                 force,
-            } => Response::Saved(s.delete_document(caller, &*self.db(db)?, unid, based_on, force)?),
+            } => {
+                Response::Saved(s.delete_document(caller, &*self.db(db)?, unid, based_on, force)?)
+            }
             R::ModifiedSince { db, since, limit } => {
                 let (docs, next, more) = s.modified_since(caller, &*self.db(db)?, since, limit)?;
                 Response::Changes { docs, next, more }
@@ -515,7 +525,8 @@ impl Job {
             } => {
                 let db = self.db(db)?;
                 let mut reader = UploadReader {
-                    rx: upload.ok_or_else(|| ServerError::Internal("upload without a channel".into()))?,
+                    rx: upload
+                        .ok_or_else(|| ServerError::Internal("upload without a channel".into()))?,
                     current: Bytes::new(),
                     done: false,
                 };
@@ -565,7 +576,12 @@ impl Job {
                     .lock()
                     .collections
                     .remove(&collection)
-                    .ok_or_else(|| ServerError::NotFound(format!("no open collection with handle {}", collection.0)))?;
+                    .ok_or_else(|| {
+                        ServerError::NotFound(format!(
+                            "no open collection with handle {}",
+                            collection.0
+                        ))
+                    })?;
                 Response::Done
             }
             R::FolderAdd { db, folder, unids } => {

@@ -112,10 +112,12 @@ pub fn run(
 }
 
 async fn bind(addr: &str, what: &str) -> ServerResult<TcpListener> {
-    TcpListener::bind(addr).await.map_err(|e| ServerError::Setting {
-        key: what.into(),
-        reason: format!("cannot listen on {addr}: {e}"),
-    })
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| ServerError::Setting {
+            key: what.into(),
+            reason: format!("cannot listen on {addr}: {e}"),
+        })
 }
 
 async fn serve(
@@ -150,9 +152,8 @@ async fn serve(
         settings.native.clone(),
         rx.clone(),
     ));
-    let web = http_listener.map(|l| {
-        tokio::spawn(http::serve(l, acceptor, service.clone(), rx.clone()))
-    });
+    let web =
+        http_listener.map(|l| tokio::spawn(http::serve(l, acceptor, service.clone(), rx.clone())));
     let ticker = tokio::spawn(tick(service.clone(), rx.clone()));
     wait_for_stop(stop).await;
     tracing::info!("shutting down: finishing requests in flight");

@@ -244,10 +244,7 @@ impl Service {
                 "only server administrators may create databases".into(),
             ));
         }
-        let db = self
-            .engine
-            .create_database(path, title)
-            .map_err(nsf_err)?;
+        let db = self.engine.create_database(path, title).map_err(nsf_err)?;
         db.set_acl(&Acl::for_creator(caller.user.as_deref()))
             .map_err(nsf_err)?;
         database_info(&db)
@@ -522,8 +519,7 @@ impl Service {
         if !access.can_read(&note) {
             return Err(hidden(db, &note));
         }
-        db.open_attachment(nsf::Unid(unid.0), name)
-            .map_err(nsf_err)
+        db.open_attachment(nsf::Unid(unid.0), name).map_err(nsf_err)
     }
 
     // ------------------------------------------------------------ views
@@ -540,7 +536,11 @@ impl Service {
         let c = self.views.open(db, name).map_err(view_err)?;
         Ok(CollectionInfo {
             titles: c.titles(),
-            categorized: c.definition().columns.first().is_some_and(|c| c.categorized),
+            categorized: c
+                .definition()
+                .columns
+                .first()
+                .is_some_and(|c| c.categorized),
             count: c.count().map_err(view_err)?,
             seq: c.seq,
         })
@@ -663,12 +663,7 @@ impl Service {
     }
 
     /// Creates a view or folder from its JSON definition (Designer access).
-    pub fn create_view(
-        &self,
-        caller: &Caller,
-        db: &Arc<Database>,
-        json: &str,
-    ) -> ServerResult<()> {
+    pub fn create_view(&self, caller: &Caller, db: &Arc<Database>, json: &str) -> ServerResult<()> {
         let access = self.access(caller, db)?;
         if !access.can_design() {
             return Err(ServerError::Forbidden(format!(
@@ -758,11 +753,7 @@ impl Service {
         let db = self.engine.open_database(path).map_err(nsf_err)?;
         self.require_manager(caller, &db)?;
         let acl = Acl::parse_json(json).map_err(|e| bad(e.to_string()))?;
-        if !acl
-            .entries
-            .iter()
-            .any(|e| e.level == AccessLevel::Manager)
-        {
+        if !acl.entries.iter().any(|e| e.level == AccessLevel::Manager) {
             return Err(bad(
                 "an access-control list needs at least one entry with Manager access".into(),
             ));
@@ -904,9 +895,9 @@ fn who(caller: &Caller) -> String {
 
 fn denied(caller: &Caller, path: &str) -> ServerError {
     match &caller.user {
-        None => ServerError::Unauthenticated(format!(
-            "{path} does not allow anonymous access; sign in"
-        )),
+        None => {
+            ServerError::Unauthenticated(format!("{path} does not allow anonymous access; sign in"))
+        }
         Some(u) => ServerError::Forbidden(format!("user {u:?} has no access to {path}")),
     }
 }
@@ -992,9 +983,7 @@ fn database_info(db: &Database) -> ServerResult<DatabaseInfo> {
         title: i.title,
         replica_id: hex(&i.replica_id),
         instance_id: hex(&i.instance_id),
-        created: protocol::Timestamp(
-            Timestamp::parse_rfc3339(&i.created).map_or(0, |t| t.0),
-        ),
+        created: protocol::Timestamp(Timestamp::parse_rfc3339(&i.created).map_or(0, |t| t.0)),
         note_count: i.note_count,
         file_size: i.file_size,
         sequence: Cursor(i.sequence),
@@ -1030,7 +1019,9 @@ fn wire_value(v: views::Value) -> Value {
     match v {
         views::Value::Text(l) => Value::Text(l),
         views::Value::Number(l) => Value::Number(l),
-        views::Value::DateTime(l) => Value::DateTime(l.into_iter().map(protocol::Timestamp).collect()),
+        views::Value::DateTime(l) => {
+            Value::DateTime(l.into_iter().map(protocol::Timestamp).collect())
+        }
         views::Value::Error(e) => Value::Error(e),
     }
 }

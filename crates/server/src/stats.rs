@@ -224,13 +224,21 @@ impl Stats {
                 value: StatValue::Gauge(v),
             })
         };
-        gauge(&mut out, "server.uptime_s", self.started.elapsed().as_secs_f64());
+        gauge(
+            &mut out,
+            "server.uptime_s",
+            self.started.elapsed().as_secs_f64(),
+        );
         count(
             &mut out,
             "server.transactions",
             self.transactions.load(Ordering::Relaxed),
         );
-        count(&mut out, "server.errors", self.errors.load(Ordering::Relaxed));
+        count(
+            &mut out,
+            "server.errors",
+            self.errors.load(Ordering::Relaxed),
+        );
         count(
             &mut out,
             "server.connections",
@@ -329,8 +337,14 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
         })
     };
     let p = engine.pool_stats();
-    count("pool.capacity_bytes", p.capacity_pages * storage::PAGE_SIZE as u64);
-    count("pool.resident_bytes", p.resident_pages * storage::PAGE_SIZE as u64);
+    count(
+        "pool.capacity_bytes",
+        p.capacity_pages * storage::PAGE_SIZE as u64,
+    );
+    count(
+        "pool.resident_bytes",
+        p.resident_pages * storage::PAGE_SIZE as u64,
+    );
     count("pool.dirty_pages", p.dirty_pages);
     count("pool.hits", p.hits);
     count("pool.misses", p.misses);

@@ -204,7 +204,13 @@ impl Views {
             return self.open(db, name);
         }
         let compiled = self.compiled(db, &st)?;
-        Ok(Collection::new(self, db.clone(), compiled, st.last_seq, None))
+        Ok(Collection::new(
+            self,
+            db.clone(),
+            compiled,
+            st.last_seq,
+            None,
+        ))
     }
 
     /// Why the index must be rebuilt before use, if it must.
