@@ -9,7 +9,7 @@
 use crate::cli::{AclCmd, Args, AttachCmd, Cmd, DbCmd, DocCmd, LogCmd, ShowCmd};
 use crate::viewcli::{self, FolderCmd, ViewCmd};
 use client::blocking::Client;
-use client::{ClientOptions, DocRef, ReadFlags, Row, Start, TlsOptions, Value};
+use client::{ClientOptions, DocRef, ReadFlags, Start, TlsOptions};
 use nsf::Timestamp;
 use std::io::{self, BufWriter, Read, Write};
 
@@ -300,7 +300,8 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
                 .map_err(err)?;
             let mut out = BufWriter::new(io::stdout().lock());
             for r in &rows {
-                serde_json::to_writer(&mut out, &row_json(r, &opened.titles)).map_err(err)?;
+                serde_json::to_writer(&mut out, &server::http::row_json(r, &opened.titles))
+                    .map_err(err)?;
                 writeln!(out).map_err(err)?;
             }
             out.flush().map_err(err)
@@ -335,46 +336,6 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
         }
         ViewCmd::Rebuild { .. } => Err(local_only("view rebuild")),
         ViewCmd::List { .. } => Err(local_only("view list")),
-    }
-}
-
-/// A row as JSON, in the same shape as the embedded command prints.
-fn row_json(r: &Row, titles: &[String]) -> serde_json::Value {
-    match r {
-        Row::Entry {
-            position,
-            note_id,
-            unid: u,
-            columns,
-        } => {
-            let mut cols = serde_json::Map::new();
-            for (i, v) in columns.iter().enumerate() {
-                let t = titles.get(i).cloned().unwrap_or_else(|| format!("${i}"));
-                cols.insert(t, value_json(v));
-            }
-            serde_json::json!({"position": position, "note_id": note_id.0, "unid": unid_text(*u), "columns": cols})
-        }
-        Row::Category { value, count } => {
-            serde_json::json!({"category": value_json(value), "count": count})
-        }
-    }
-}
-
-fn value_json(v: &Value) -> serde_json::Value {
-    use serde_json::Value as J;
-    let list: Vec<J> = match v {
-        Value::Text(l) => l.iter().map(|s| J::from(s.as_str())).collect(),
-        Value::Number(l) => l.iter().map(|n| J::from(*n)).collect(),
-        Value::DateTime(l) => l
-            .iter()
-            .map(|t| J::from(Timestamp(t.0).to_rfc3339()))
-            .collect(),
-        Value::Error(_) => return J::Null,
-    };
-    if list.len() == 1 {
-        list.into_iter().next().unwrap_or(J::Null)
-    } else {
-        J::Array(list)
     }
 }
 

@@ -10,8 +10,7 @@ mod common;
 
 use client::blocking::Client;
 use client::{ClientOptions, Cursor, DocRef, ErrorCode, ReadFlags, Start};
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use common::Server;
 use std::sync::Arc;
 
 const LEVELS: [&str; 7] = [
@@ -23,43 +22,6 @@ const LEVELS: [&str; 7] = [
     "depositor",
     "noaccess",
 ];
-
-struct Server {
-    child: Child,
-    native: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
-        .arg("--data")
-        .arg(data)
-        .args(["serve", "--listen", "127.0.0.1:0", "--http-listen", "off"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let at = line.find("on native ").expect("address line") + "on native ".len();
-    let native = line[at..]
-        .split([',', ';'])
-        .next()
-        .unwrap()
-        .trim()
-        .to_string();
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = err.read_to_string(&mut sink);
-    });
-    Server { child, native }
-}
 
 fn connect(srv: &Server, user: Option<&str>) -> Client {
     let mut o = ClientOptions::new(srv.native.as_str());
@@ -93,7 +55,7 @@ fn every_level_against_every_operation() {
         store.add_user(l, &format!("{l}-password"), false).unwrap();
     }
     drop(store);
-    let srv = start(tmp.path());
+    let srv = Server::start(tmp.path());
     let admin = Client::connect(
         ClientOptions::new(srv.native.as_str()).with_credentials("admin", "admin-password"),
     )

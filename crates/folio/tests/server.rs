@@ -3,111 +3,11 @@
 
 mod common;
 
-use client::blocking::Client;
-use client::{ClientOptions, DocRef, ErrorCode, ReadFlags, Start};
-use common::{folio, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use client::{DocRef, ErrorCode, ReadFlags, Start};
+use common::{folio, json, Server, ADMIN_PW};
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
-
-const ADMIN_PW: &str = "admin-password-1";
-
-/// A `folio serve` child on ephemeral loopback ports.
-struct Server {
-    child: Child,
-    native: String,
-    http: String,
-}
-
-impl Server {
-    fn start(data: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
-            .arg("--data")
-            .arg(data)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--http-listen",
-                "127.0.0.1:0",
-            ])
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        err.read_line(&mut line).unwrap();
-        assert!(line.contains("serving data directory"), "{line}");
-        let after = |key: &str| {
-            let rest =
-                &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
-            rest.split([',', ';']).next().unwrap().trim().to_string()
-        };
-        let (native, http) = (after("on native "), after("http "));
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = err.read_to_string(&mut sink);
-        });
-        Server {
-            child,
-            native,
-            http,
-        }
-    }
-
-    fn client(&self, user: Option<(&str, &str)>) -> Result<Client, client::ClientError> {
-        let mut o = ClientOptions::new(self.native.as_str());
-        if let Some((u, p)) = user {
-            o = o.with_credentials(u, p);
-        }
-        Client::connect(o)
-    }
-
-    fn admin(&self) -> Client {
-        self.client(Some(("admin", ADMIN_PW))).unwrap()
-    }
-
-    /// Runs the CLI against this server as the administrator.
-    fn cli(&self, args: &[&str], stdin: &str) -> std::process::Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
-            .args(["--server", &self.native, "--user", "admin"])
-            .args(args)
-            .env("FOLIO_PASSWORD", ADMIN_PW)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        self.child.wait().unwrap()
-    }
-
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A data directory with an administrator and the given plain users.
 fn data_dir(users: &[&str]) -> tempfile::TempDir {

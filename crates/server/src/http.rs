@@ -50,6 +50,7 @@
 
 use crate::service::{Caller, Service};
 use crate::stats::Op;
+use crate::upload::{read_full, Piece, UploadReader, UPLOAD_QUEUE};
 use crate::{ServerError, ServerResult};
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{FromRequestParts, Query, RawPathParams, Request, State};
@@ -67,7 +68,6 @@ use nsf::Database;
 use protocol::{DatabaseInfo, Document, NoteMeta, ReadFlags, Row, Start, Unid, Value};
 use serde_json::{json, Map, Value as Json};
 use std::collections::HashMap;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,8 +78,6 @@ use tokio::sync::{mpsc, watch};
 const DOWNLOAD_CHUNK: usize = 256 << 10;
 /// Chunks waiting to be written to the client, per streamed response.
 const DOWNLOAD_QUEUE: usize = 8;
-/// Upload chunks waiting for their job, per upload.
-const UPLOAD_QUEUE: usize = 16;
 /// Search results are sent to the client in batches of about this size.
 const SEARCH_BATCH: usize = 32 << 10;
 /// Rows a view read returns when the query does not say.
@@ -772,7 +770,9 @@ fn document_text(d: &Document) -> String {
     .to_string()
 }
 
-fn row_json(row: &Row, titles: &[String]) -> Json {
+/// A view row as JSON (entries name their columns by title), the form
+/// the HTTP API and the CLI print.
+pub fn row_json(row: &Row, titles: &[String]) -> Json {
     match row {
         Row::Entry {
             position,
@@ -1066,11 +1066,7 @@ async fn put_attachment(State(s): Svc, c: Call, body: Body) -> Answer {
     let (tx, rx) = mpsc::channel(UPLOAD_QUEUE);
     let job = c.run(&s, Op::PutAttachment, move |s, caller| {
         let db = open_db(s, caller, &path)?;
-        let mut content = UploadReader {
-            rx,
-            current: Bytes::new(),
-            done: false,
-        };
+        let mut content = UploadReader::new(rx);
         s.put_attachment(caller, &db, unid, &name, &mime, size, &mut content)
     });
     tokio::pin!(job);
@@ -1087,12 +1083,6 @@ async fn put_attachment(State(s): Svc, c: Call, body: Body) -> Answer {
         StatusCode::CREATED,
         &json!({"size": stored?}),
     ))
-}
-
-/// An upload's next piece, as its job reads it.
-enum Piece {
-    Data(Bytes),
-    End,
 }
 
 /// Forwards a request body to its job; ends without `End` if the body
@@ -1113,37 +1103,6 @@ async fn feed_upload(stream: &mut BodyDataStream, tx: mpsc::Sender<Piece>) {
         }
     }
     let _ = tx.send(Piece::End).await;
-}
-
-/// An upload's chunks as a `Read`: ends at the body's end, fails if the
-/// body is cut off first.
-struct UploadReader {
-    rx: mpsc::Receiver<Piece>,
-    current: Bytes,
-    done: bool,
-}
-
-impl Read for UploadReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            if self.done {
-                return Ok(0);
-            }
-            match self.rx.blocking_recv() {
-                Some(Piece::Data(b)) => self.current = b,
-                Some(Piece::End) => self.done = true,
-                None => {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::ConnectionAborted,
-                        "the request body ended before its end",
-                    ))
-                }
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
-    }
 }
 
 async fn get_attachment(State(s): Svc, c: Call) -> Answer {
@@ -1167,18 +1126,6 @@ async fn get_attachment(State(s): Svc, c: Call) -> Answer {
         }
     });
     streamed(rx, |e| Err(std::io::Error::other(e.to_string()))).await
-}
-
-/// Fills `buf` as far as the reader allows (so chunks are full-sized).
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
 }
 
 // ------------------------------------------------------------ streaming

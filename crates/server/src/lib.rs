@@ -23,6 +23,7 @@ mod run;
 pub mod service;
 pub mod stats;
 pub mod tls;
+mod upload;
 
 pub use error::{ServerError, ServerResult};
 pub use run::{run, Bound, ServerSettings};

@@ -27,6 +27,7 @@
 
 use crate::service::{Caller, Service};
 use crate::stats::Op;
+use crate::upload::{read_full, Piece, UploadReader, UPLOAD_QUEUE};
 use crate::{ServerError, ServerResult};
 use bytes::Bytes;
 use nsf::Database;
@@ -36,7 +37,6 @@ use protocol::{
     Response, ServerConfig, ServerConnection, ServerEvent, SessionId,
 };
 use std::collections::HashMap;
-use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -68,8 +68,6 @@ impl Default for NativeSettings {
 const DOWNLOAD_CHUNK: usize = 256 << 10;
 /// Answers waiting to be written, per connection.
 const OUT_QUEUE: usize = 64;
-/// Upload chunks waiting for their job, per upload.
-const UPLOAD_QUEUE: usize = 16;
 /// Open databases and collections per connection.
 const MAX_HANDLES: usize = 10_000;
 
@@ -167,12 +165,6 @@ enum Out {
         op: Op,
         started: Instant,
     },
-}
-
-/// An upload's next piece, as its job reads it.
-enum Piece {
-    Data(Bytes),
-    End,
 }
 
 /// Handles a connection has handed out.
@@ -524,12 +516,10 @@ impl Job {
                 size,
             } => {
                 let db = self.db(db)?;
-                let mut reader = UploadReader {
-                    rx: upload
+                let mut reader = UploadReader::new(
+                    upload
                         .ok_or_else(|| ServerError::Internal("upload without a channel".into()))?,
-                    current: Bytes::new(),
-                    done: false,
-                };
+                );
                 let size = s.put_attachment(caller, &db, unid, &name, &mime, size, &mut reader)?;
                 Response::AttachmentStored { size }
             }
@@ -641,48 +631,5 @@ impl Job {
             self.send(Out::Chunk(self.id, Bytes::copy_from_slice(&buf[..n])))?;
         }
         Ok(Response::AttachmentSent { size: sent })
-    }
-}
-
-/// Fills `buf` as far as the reader allows (so chunks are full-sized).
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
-}
-
-/// An upload's chunks as a `Read`: ends at the End frame, fails if the
-/// connection goes away first.
-struct UploadReader {
-    rx: mpsc::Receiver<Piece>,
-    current: Bytes,
-    done: bool,
-}
-
-impl Read for UploadReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            if self.done {
-                return Ok(0);
-            }
-            match self.rx.blocking_recv() {
-                Some(Piece::Data(b)) => self.current = b,
-                Some(Piece::End) => self.done = true,
-                None => {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::ConnectionAborted,
-                        "the connection closed before the upload ended",
-                    ))
-                }
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
     }
 }

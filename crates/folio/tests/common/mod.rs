@@ -1,9 +1,14 @@
 //! Running the real `folio` binary from the end-to-end tests.
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::io::Write;
+use client::blocking::Client;
+use client::ClientOptions;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The administrator's password in the server tests' data directories.
+pub const ADMIN_PW: &str = "admin-password-1";
 
 pub fn folio(data: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
@@ -15,13 +20,17 @@ pub fn folio(data: &Path, args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    feed(&mut child, stdin);
     child.wait_with_output().unwrap()
+}
+
+/// Writes `stdin` to the child; a child that exits without reading it
+/// (a command that takes no input, or fails first) is not an error here.
+fn feed(child: &mut Child, stdin: &str) {
+    match child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r.unwrap(),
+    }
 }
 
 pub fn ok(data: &Path, args: &[&str], stdin: &str) -> String {
@@ -48,4 +57,94 @@ pub fn fails(data: &Path, args: &[&str], stdin: &str, needle: &str) {
 
 pub fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap()
+}
+
+/// A `folio serve` child on ephemeral loopback ports.
+pub struct Server {
+    child: Child,
+    pub native: String,
+    pub http: String,
+}
+
+impl Server {
+    pub fn start(data: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
+            .arg("--data")
+            .arg(data)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--http-listen",
+                "127.0.0.1:0",
+            ])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        assert!(line.contains("serving data directory"), "{line}");
+        let after = |key: &str| {
+            let rest =
+                &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
+            rest.split([',', ';']).next().unwrap().trim().to_string()
+        };
+        let (native, http) = (after("on native "), after("http "));
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let _ = err.read_to_string(&mut sink);
+        });
+        Server {
+            child,
+            native,
+            http,
+        }
+    }
+
+    pub fn client(&self, user: Option<(&str, &str)>) -> Result<Client, client::ClientError> {
+        let mut o = ClientOptions::new(self.native.as_str());
+        if let Some((u, p)) = user {
+            o = o.with_credentials(u, p);
+        }
+        Client::connect(o)
+    }
+
+    pub fn admin(&self) -> Client {
+        self.client(Some(("admin", ADMIN_PW))).unwrap()
+    }
+
+    /// Runs the CLI against this server as the administrator.
+    pub fn cli(&self, args: &[&str], stdin: &str) -> std::process::Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
+            .args(["--server", &self.native, "--user", "admin"])
+            .args(args)
+            .env("FOLIO_PASSWORD", ADMIN_PW)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        feed(&mut child, stdin);
+        child.wait_with_output().unwrap()
+    }
+
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

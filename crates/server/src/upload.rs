@@ -1,0 +1,106 @@
+//! An upload's bytes, handed from a connection to the job storing them.
+//!
+//! Both front ends receive attachment content asynchronously (protocol
+//! `Chunk` frames, an HTTP body stream) while the engine stores it from a
+//! blocking `std::io::Read` on a worker thread. A small bounded channel
+//! joins the two: when it is full the connection stops reading its
+//! socket, so TCP slows the client instead of the server buffering the
+//! file. The reader ends only at an explicit [`Piece::End`]; a channel
+//! closed without one (the client went away mid-upload) makes it fail,
+//! so a truncated attachment is never committed (I16).
+
+use bytes::Bytes;
+use std::io::Read;
+use tokio::sync::mpsc;
+
+/// Upload pieces waiting for their job, per upload.
+pub(crate) const UPLOAD_QUEUE: usize = 16;
+
+/// An upload's next piece.
+pub(crate) enum Piece {
+    /// Content bytes, in order.
+    Data(Bytes),
+    /// The content is complete.
+    End,
+}
+
+/// An upload's pieces as a `Read` (see the module docs).
+pub(crate) struct UploadReader {
+    rx: mpsc::Receiver<Piece>,
+    current: Bytes,
+    done: bool,
+}
+
+impl UploadReader {
+    pub(crate) fn new(rx: mpsc::Receiver<Piece>) -> UploadReader {
+        UploadReader {
+            rx,
+            current: Bytes::new(),
+            done: false,
+        }
+    }
+}
+
+impl Read for UploadReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.rx.blocking_recv() {
+                Some(Piece::Data(b)) => self.current = b,
+                Some(Piece::End) => self.done = true,
+                None => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionAborted,
+                        "the connection closed before the upload ended",
+                    ))
+                }
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
+/// Fills `buf` as far as the reader allows, so download chunks are
+/// full-sized (fewer frames, fewer wake-ups).
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_at_end_and_fails_when_cut_off() {
+        let (tx, rx) = mpsc::channel(4);
+        tx.try_send(Piece::Data(Bytes::from_static(b"hello ")))
+            .unwrap();
+        tx.try_send(Piece::Data(Bytes::from_static(b"world")))
+            .unwrap();
+        tx.try_send(Piece::End).unwrap();
+        let mut s = String::new();
+        UploadReader::new(rx).read_to_string(&mut s).unwrap();
+        assert_eq!(s, "hello world");
+
+        let (tx, rx) = mpsc::channel(4);
+        tx.try_send(Piece::Data(Bytes::from_static(b"partial")))
+            .unwrap();
+        drop(tx);
+        let mut v = Vec::new();
+        let e = UploadReader::new(rx).read_to_end(&mut v).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionAborted);
+    }
+}
