@@ -316,3 +316,40 @@ fn garbage_on_the_native_port_closes_that_connection_only() {
     drop(c);
     assert!(srv.stop().success());
 }
+
+#[test]
+fn tls_self_signed_serves_clients_that_trust_the_certificate() {
+    let tmp = data_dir(&[]);
+    let srv = Server::start_with(tmp.path(), &["--tls-self-signed"]);
+    let cert = tmp.path().join("tls").join("cert.pem");
+    assert!(cert.exists(), "the certificate is made in <data>/tls");
+    let trusting = client::ClientOptions::new(srv.native.as_str())
+        .with_credentials("admin", ADMIN_PW)
+        .with_tls(client::TlsOptions {
+            ca_cert: cert.clone(),
+            server_name: None,
+        });
+    let c = client::blocking::Client::connect(trusting).unwrap();
+    c.create_database("tls.fdb", "over TLS").unwrap();
+    // A client speaking plain TCP to the TLS port gets no session.
+    assert!(srv.client(Some(("admin", ADMIN_PW))).is_err());
+    // The CLI trusts the same certificate with --tls-ca.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args(["--server", &srv.native, "--user", "admin", "--tls-ca"])
+        .arg(&cert)
+        .args(["db", "info", "tls.fdb"])
+        .env("FOLIO_PASSWORD", ADMIN_PW)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json(&String::from_utf8_lossy(&out.stdout))["title"],
+        "over TLS"
+    );
+    drop(c);
+    assert!(srv.stop().success());
+}

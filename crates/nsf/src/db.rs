@@ -352,8 +352,7 @@ impl Database {
         header: DbHeader,
         durability: Durability,
         refused: Option<String>,
-        locks: Arc<LockCounters>,
-        writeback: Arc<crate::attach::Writeback>,
+        (locks, writeback): (Arc<LockCounters>, Arc<crate::attach::Writeback>),
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {

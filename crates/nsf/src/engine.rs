@@ -261,8 +261,8 @@ impl Engine {
             header,
             durability,
             refused,
-            self.shared.locks.clone(),
-            self.shared.writeback.clone(),
+            // Engine-wide: writer-lock counters and the write-back gate.
+            (self.shared.locks.clone(), self.shared.writeback.clone()),
         ));
         dbs.insert(path.to_string(), db.clone());
         Ok(db)

@@ -68,6 +68,11 @@ pub struct Server {
 
 impl Server {
     pub fn start(data: &Path) -> Server {
+        Server::start_with(data, &[])
+    }
+
+    /// Starts `folio serve` with extra arguments (e.g. `--tls-self-signed`).
+    pub fn start_with(data: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
             .arg("--data")
             .arg(data)
@@ -78,6 +83,7 @@ impl Server {
                 "--http-listen",
                 "127.0.0.1:0",
             ])
+            .args(extra)
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
