@@ -536,23 +536,28 @@ fn readers_see_each_acl_set_and_the_last_one_after() {
     };
     let done = AtomicBool::new(false);
     let mut reads = 0;
+    db.set_acl(&acl_at(0)).unwrap();
     std::thread::scope(|s| {
         let readers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
+                    // At least one read per reader, however the threads
+                    // are scheduled; more while the writer runs.
                     let mut reads = 0;
-                    while !done.load(Ordering::Acquire) {
-                        if let Some(acl) = db.acl().unwrap() {
-                            let i: usize = acl.entries[1].name[1..].parse().unwrap();
-                            assert_eq!(acl, acl_at(i), "a list that was set, whole");
-                            reads += 1;
+                    loop {
+                        let stop = done.load(Ordering::Acquire);
+                        let acl = db.acl().unwrap().expect("set before the readers start");
+                        let i: usize = acl.entries[1].name[1..].parse().unwrap();
+                        assert_eq!(acl, acl_at(i), "a list that was set, whole");
+                        reads += 1;
+                        if stop {
+                            return reads;
                         }
                     }
-                    reads
                 })
             })
             .collect();
-        for i in 0..60 {
+        for i in 1..60 {
             db.set_acl(&acl_at(i)).unwrap();
         }
         done.store(true, Ordering::Release);
