@@ -303,11 +303,7 @@ impl Service {
     ) -> ServerResult<NoteMeta> {
         let access = self.access(caller, db)?;
         if !access.can_create() {
-            return Err(ServerError::Forbidden(format!(
-                "{} may not create documents in {}",
-                who(caller),
-                db.path()
-            )));
+            return Err(forbidden(caller, "may not create documents in", db));
         }
         let mut items = new_items(&self.parse_json(json)?)?;
         if access.level() == AccessLevel::Author {
@@ -397,12 +393,11 @@ impl Service {
                 _ => access.can_edit(&note),
             };
             if !allowed {
-                return Err(ServerError::Forbidden(format!(
-                    "{} may not {what} document {} in {}",
-                    who(caller),
-                    note.oid.unid,
-                    db.path()
-                )));
+                return Err(forbidden(
+                    caller,
+                    &format!("may not {what} document {} in", note.oid.unid),
+                    db,
+                ));
             }
             let current = note.oid.seq_num;
             let seq = match based_on {
@@ -474,12 +469,11 @@ impl Service {
                 return Err(hidden(db, &note));
             }
             if !access.can_edit(&note) {
-                return Err(ServerError::Forbidden(format!(
-                    "{} may not edit document {} in {}",
-                    who(caller),
-                    note.oid.unid,
-                    db.path()
-                )));
+                return Err(forbidden(
+                    caller,
+                    &format!("may not edit document {} in", note.oid.unid),
+                    db,
+                ));
             }
         }
         let _turn = self.streams.take(self.limits.attachment_streams);
@@ -666,11 +660,11 @@ impl Service {
     pub fn create_view(&self, caller: &Caller, db: &Arc<Database>, json: &str) -> ServerResult<()> {
         let access = self.access(caller, db)?;
         if !access.can_design() {
-            return Err(ServerError::Forbidden(format!(
-                "{} needs Designer access to {} to create views",
-                who(caller),
-                db.path()
-            )));
+            return Err(forbidden(
+                caller,
+                "needs Designer access to create views in",
+                db,
+            ));
         }
         let def: views::ViewDef = serde_json::from_value(self.parse_json(json)?)
             .map_err(|e| bad(format!("bad view definition: {e}")))?;
@@ -799,11 +793,7 @@ impl Service {
 
     fn require_manager(&self, caller: &Caller, db: &Database) -> ServerResult<()> {
         if !self.access(caller, db)?.can_manage() {
-            return Err(ServerError::Forbidden(format!(
-                "{} needs Manager access to {} for this",
-                who(caller),
-                db.path()
-            )));
+            return Err(forbidden(caller, "needs Manager access for this in", db));
         }
         Ok(())
     }
@@ -900,6 +890,11 @@ fn denied(caller: &Caller, path: &str) -> ServerError {
         }
         Some(u) => ServerError::Forbidden(format!("user {u:?} has no access to {path}")),
     }
+}
+
+/// "`who` `what` `db`": an operation the ACL does not allow.
+fn forbidden(caller: &Caller, what: &str, db: &Database) -> ServerError {
+    ServerError::Forbidden(format!("{} {what} {}", who(caller), db.path()))
 }
 
 /// A document the caller may not read is reported as missing.
