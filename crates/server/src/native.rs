@@ -387,7 +387,7 @@ impl Conn {
             tx: self.tx.clone(),
             id,
         };
-        tokio::task::spawn_blocking(move || {
+        let work = move || {
             let result = job.run(request, upload);
             let _ = job.tx.blocking_send(Out::Final {
                 id,
@@ -395,7 +395,12 @@ impl Conn {
                 op,
                 started,
             });
-        });
+        };
+        if op == Op::PutAttachment {
+            crate::upload::spawn_bulk(work);
+        } else {
+            tokio::task::spawn_blocking(work);
+        }
     }
 }
 

@@ -64,6 +64,53 @@ impl Read for UploadReader {
     }
 }
 
+/// CPU priority of threads storing uploads (a nice value: lower weight).
+const BULK_NICE: i32 = 10;
+
+/// Runs an upload's job on a thread of its own at a lower CPU priority.
+///
+/// Storing an attachment is bulk work: copying megabytes out of the
+/// socket, into pages and onto the disk. When the cores are busy, a
+/// commit or a read should not queue behind it for a time slice, so the
+/// thread runs at nice 10 (a tenth of the weight of a normal thread under
+/// contention, the full machine when it is idle). A thread of its own,
+/// not a pool thread, because a pool thread could never take its priority
+/// back without privileges.
+pub(crate) fn spawn_bulk<F: FnOnce() + Send + 'static>(work: F) {
+    let slot = std::sync::Arc::new(parking_lot::Mutex::new(Some(work)));
+    let theirs = slot.clone();
+    let spawned = std::thread::Builder::new()
+        .name("folio-upload".into())
+        .spawn(move || {
+            lower_priority();
+            if let Some(work) = theirs.lock().take() {
+                work()
+            }
+        });
+    if let Err(e) = spawned {
+        // The job must still run and answer: on the worker pool, then.
+        tracing::warn!("cannot start an upload thread ({e}); using the worker pool");
+        if let Some(work) = slot.lock().take() {
+            tokio::task::spawn_blocking(work);
+        }
+    }
+}
+
+fn lower_priority() {
+    // SAFETY: gettid and setpriority take and return plain integers;
+    // PRIO_PROCESS with a thread id changes only the calling thread.
+    let r = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, BULK_NICE)
+    };
+    if r != 0 {
+        tracing::debug!(
+            "could not lower an upload thread's priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Fills `buf` as far as the reader allows, so download chunks are
 /// full-sized (fewer frames, fewer wake-ups).
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
