@@ -454,19 +454,32 @@ impl Call {
         F: FnOnce(&Service, &Caller) -> ServerResult<T> + Send + 'static,
     {
         let (s, credentials) = (s.clone(), self.credentials.clone());
-        let done = tokio::task::spawn_blocking(move || {
+        let work = move || {
             let started = Instant::now();
             let r = as_caller(&s, &credentials, job);
             s.stats().record(op, started.elapsed(), r.is_ok());
             r
-        })
-        .await;
-        match done {
-            Ok(r) => r.map_err(ApiError::from),
-            Err(e) => Err(ApiError::new(
+        };
+        let failed = |e: &dyn std::fmt::Display| {
+            ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("the request failed: {e}"),
-            )),
+            )
+        };
+        if op == Op::PutAttachment {
+            // Bulk work, at a lower CPU priority (upload::spawn_bulk).
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            crate::upload::spawn_bulk(move || {
+                let _ = tx.send(work());
+            });
+            return match rx.await {
+                Ok(r) => r.map_err(ApiError::from),
+                Err(e) => Err(failed(&e)),
+            };
+        }
+        match tokio::task::spawn_blocking(work).await {
+            Ok(r) => r.map_err(ApiError::from),
+            Err(e) => Err(failed(&e)),
         }
     }
 }
