@@ -68,6 +68,13 @@ impl Default for NativeSettings {
 const DOWNLOAD_CHUNK: usize = 256 << 10;
 /// Answers waiting to be written, per connection.
 const OUT_QUEUE: usize = 64;
+/// Bytes read from a socket at once while an upload is in progress: a
+/// whole upload chunk (256 KiB from the client library) in one read and
+/// one pass through the decoder.
+const UPLOAD_READ_BUFFER: usize = 256 << 10;
+/// Bytes read at once otherwise (thousands of mostly idle connections
+/// should not each hold a large buffer).
+const READ_BUFFER: usize = 16 << 10;
 /// Open databases and collections per connection.
 const MAX_HANDLES: usize = 10_000;
 
@@ -232,10 +239,18 @@ async fn connection<S>(
         jobs: 0,
         tx,
     };
-    let mut buf = vec![0u8; 64 << 10];
+    let mut buf = vec![0u8; READ_BUFFER];
     let mut reading = true;
     let mut stopping = *shutdown.borrow();
     loop {
+        let want = if c.uploads.is_empty() {
+            READ_BUFFER
+        } else {
+            UPLOAD_READ_BUFFER
+        };
+        if buf.len() != want {
+            buf = vec![0u8; want];
+        }
         tokio::select! {
             r = rd.read(&mut buf), if reading && !stopping => match r {
                 Ok(0) | Err(_) => reading = false,
