@@ -40,8 +40,10 @@ pub struct DocsArgs {
     /// Rounds (each runs embedded, then network); figures are medians.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
-    /// Bytes `dd` writes to measure the disk (MiB).
-    #[arg(long, default_value_t = 1024)]
+    /// MiB `dd` writes to measure the disk (0: as much as one run writes
+    /// in attachments, so the disk is measured over the same volume and a
+    /// write cache cannot absorb it all).
+    #[arg(long, default_value_t = 0)]
     pub dd_mib: u64,
     /// Skip the embedded run (network only).
     #[arg(long)]
@@ -609,7 +611,7 @@ fn report(
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let result = json!({
         "workload": "docs",
-        "settings": {"threads": a.threads, "docs": a.docs, "attachment_bytes": attach_size, "search": a.search, "rounds": a.rounds, "dd_mib": a.dd_mib},
+        "settings": {"threads": a.threads, "docs": a.docs, "attachment_bytes": attach_size, "search": a.search, "rounds": a.rounds, "dd_mib": a.dd_mib, "dd_defaults_to_run_volume": a.dd_mib == 0},
         "machine": crate::load::machine(),
         "dd_mb_per_s": dd,
         "embedded": embedded,
