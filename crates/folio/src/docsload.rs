@@ -150,15 +150,28 @@ fn summarize(variant: &str, t: &Times, elapsed: Duration, docs: usize, bytes: u6
     }
 }
 
-/// The work of one thread, against some way of reaching the engine.
+/// A way of reaching the engine: each thread gets its own mail file
+/// through it, and the one loop in [`run_thread`] does the same work,
+/// timed the same way, whichever way that is.
 trait Target: Send + Sync {
-    fn run_thread(
-        &self,
-        t: usize,
-        a: &DocsArgs,
-        attach: &Path,
-        times: &mut Times,
+    /// Creates thread `t`'s mail file from the mail template.
+    fn create_mail_file(&self, t: usize) -> Result<Box<dyn MailFile>, String>;
+}
+
+/// One thread's mail file.
+trait MailFile {
+    /// Creates a document; returns its UNID.
+    fn create(&mut self, doc: &serde_json::Value) -> Result<[u8; 16], String>;
+    /// Attaches `content` (of `size` bytes) to a document.
+    fn attach(
+        &mut self,
+        unid: [u8; 16],
+        name: &str,
+        content: File,
+        size: u64,
     ) -> Result<(), String>;
+    /// Searches for every document; returns how many were found.
+    fn search_all(&mut self) -> Result<u64, String>;
 }
 
 fn memo(rng: &mut impl Rng, t: usize, i: usize) -> serde_json::Value {
@@ -173,6 +186,39 @@ fn memo(rng: &mut impl Rng, t: usize, i: usize) -> serde_json::Value {
     json!({"Form": "Memo", "Subject": format!("Load document {i} of thread {t}"), "From": format!("loader{t}"), "Body": words})
 }
 
+/// The work of thread `t` (WORKLOADS.md "docs").
+fn run_thread(
+    target: &dyn Target,
+    t: usize,
+    a: &DocsArgs,
+    attach: &Path,
+    times: &mut Times,
+) -> Result<(), String> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
+    let s = Instant::now();
+    let mut file = target.create_mail_file(t)?;
+    times.record("create_db", s.elapsed());
+    let name = attach_name(attach);
+    for i in 0..a.docs {
+        let doc = memo(&mut rng, t, i);
+        let s = Instant::now();
+        let unid = file.create(&doc)?;
+        times.record("create", s.elapsed());
+        let content = File::open(attach).map_err(|e| e.to_string())?;
+        let size = content.metadata().map_err(|e| e.to_string())?.len();
+        let s = Instant::now();
+        file.attach(unid, &name, content, size)?;
+        times.record("attach", s.elapsed());
+    }
+    if a.search {
+        let s = Instant::now();
+        let n = file.search_all()?;
+        times.record("search", s.elapsed());
+        check_found(n, a.docs)?;
+    }
+    Ok(())
+}
+
 /// In-process: straight calls into the engine.
 struct Embedded {
     engine: Arc<Engine>,
@@ -180,49 +226,49 @@ struct Embedded {
 }
 
 impl Target for Embedded {
-    fn run_thread(
-        &self,
-        t: usize,
-        a: &DocsArgs,
-        attach: &Path,
-        times: &mut Times,
-    ) -> Result<(), String> {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
-        let path = format!("load/embedded{t:03}.fdb");
-        let start = Instant::now();
+    fn create_mail_file(&self, t: usize) -> Result<Box<dyn MailFile>, String> {
         let db = self
             .engine
-            .create_database(&path, "load")
+            .create_database(&format!("load/embedded{t:03}.fdb"), "load")
             .map_err(|e| e.to_string())?;
         crate::viewcli::create_mail_design(&self.views, &db)?;
-        times.record("create_db", start.elapsed());
-        let name = attach_name(attach);
-        for i in 0..a.docs {
-            let items = nsf::items_from_json(&memo(&mut rng, t, i))
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .filter_map(|u| match u {
-                    nsf::ItemUpdate::Set(i) => Some(i),
-                    nsf::ItemUpdate::Remove(_) => None,
-                })
-                .collect::<Vec<Item>>();
-            let s = Instant::now();
-            let meta = db.create(items).map_err(|e| e.to_string())?;
-            times.record("create", s.elapsed());
-            let mut f = File::open(attach).map_err(|e| e.to_string())?;
-            let s = Instant::now();
-            db.put_attachment(meta.unid, &name, "application/octet-stream", &mut f)
-                .map_err(|e| e.to_string())?;
-            times.record("attach", s.elapsed());
-        }
-        if a.search {
-            let s = Instant::now();
-            let n =
-                views::search(&db, "SELECT @All", None, |_| Ok(())).map_err(|e| e.to_string())?;
-            times.record("search", s.elapsed());
-            check_found(n, a.docs)?;
-        }
-        Ok(())
+        Ok(Box::new(db))
+    }
+}
+
+impl MailFile for Arc<nsf::Database> {
+    fn create(&mut self, doc: &serde_json::Value) -> Result<[u8; 16], String> {
+        let items = nsf::items_from_json(doc)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|u| match u {
+                nsf::ItemUpdate::Set(i) => Ok(i),
+                nsf::ItemUpdate::Remove(n) => Err(format!("item {n:?} is null")),
+            })
+            .collect::<Result<Vec<Item>, _>>()?;
+        let meta = nsf::Database::create(self, items).map_err(|e| e.to_string())?;
+        Ok(meta.unid.0)
+    }
+
+    fn attach(
+        &mut self,
+        unid: [u8; 16],
+        name: &str,
+        mut content: File,
+        _: u64,
+    ) -> Result<(), String> {
+        self.put_attachment(
+            nsf::Unid(unid),
+            name,
+            "application/octet-stream",
+            &mut content,
+        )
+        .map(drop)
+        .map_err(|e| e.to_string())
+    }
+
+    fn search_all(&mut self) -> Result<u64, String> {
+        views::search(self, "SELECT @All", None, |_| Ok(())).map_err(|e| e.to_string())
     }
 }
 
@@ -233,51 +279,58 @@ struct Network {
 }
 
 impl Target for Network {
-    fn run_thread(
-        &self,
-        t: usize,
-        a: &DocsArgs,
-        attach: &Path,
-        times: &mut Times,
-    ) -> Result<(), String> {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ t as u64);
+    fn create_mail_file(&self, t: usize) -> Result<Box<dyn MailFile>, String> {
         let c = (self.connect)()?;
-        let e = |e: client::ClientError| e.to_string();
         let path = format!("load/r{:x}/network{t:03}.fdb", self.run_id);
-        let s = Instant::now();
-        c.create_database(&path, "load").map_err(e)?;
-        let (h, _) = c.open_database(&path).map_err(e)?;
+        c.create_database(&path, "load")
+            .map_err(|e| e.to_string())?;
+        let (h, _) = c.open_database(&path).map_err(|e| e.to_string())?;
         for def in crate::viewcli::mail_design()? {
             crate::remote::create_view(&c, h, &def)?;
         }
-        times.record("create_db", s.elapsed());
-        let name = attach_name(attach);
-        for i in 0..a.docs {
-            let doc = memo(&mut rng, t, i).to_string();
-            let s = Instant::now();
-            let meta = c.create_document(h, &doc).map_err(e)?;
-            times.record("create", s.elapsed());
-            let f = File::open(attach).map_err(|e| e.to_string())?;
-            let size = f.metadata().map_err(|e| e.to_string())?.len();
-            let s = Instant::now();
-            c.put_attachment(
-                h,
-                meta.unid,
-                &name,
+        Ok(Box::new(RemoteFile { c, h }))
+    }
+}
+
+/// A mail file on a server, through one client connection.
+struct RemoteFile {
+    c: client::blocking::Client,
+    h: client::DbHandle,
+}
+
+impl MailFile for RemoteFile {
+    fn create(&mut self, doc: &serde_json::Value) -> Result<[u8; 16], String> {
+        let meta = self
+            .c
+            .create_document(self.h, &doc.to_string())
+            .map_err(|e| e.to_string())?;
+        Ok(meta.unid.0)
+    }
+
+    fn attach(
+        &mut self,
+        unid: [u8; 16],
+        name: &str,
+        content: File,
+        size: u64,
+    ) -> Result<(), String> {
+        self.c
+            .put_attachment(
+                self.h,
+                client::Unid(unid),
+                name,
                 "application/octet-stream",
                 Some(size),
-                f,
+                content,
             )
-            .map_err(e)?;
-            times.record("attach", s.elapsed());
-        }
-        if a.search {
-            let s = Instant::now();
-            let n = c.search(h, "SELECT @All", None, |_| {}).map_err(e)?;
-            times.record("search", s.elapsed());
-            check_found(n, a.docs)?;
-        }
-        Ok(())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn search_all(&mut self) -> Result<u64, String> {
+        self.c
+            .search(self.h, "SELECT @All", None, |_| {})
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -309,7 +362,7 @@ fn run_variant(
                 let (target, merged) = (target.clone(), merged.clone());
                 s.spawn(move || {
                     let mut times = Times::new();
-                    let r = target.run_thread(t, a, attach, &mut times);
+                    let r = run_thread(&*target, t, a, attach, &mut times);
                     merged.lock().expect("no poisoned lock").merge(&times);
                     r
                 })
