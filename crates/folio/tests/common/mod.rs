@@ -11,26 +11,26 @@ use std::process::{Child, Command, Output, Stdio};
 pub const ADMIN_PW: &str = "admin-password-1";
 
 pub fn folio(data: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
-        .arg("--data")
-        .arg(data)
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_folio"));
+    cmd.arg("--data").arg(data).args(args);
+    run(cmd, stdin)
+}
+
+/// Runs `cmd` with `stdin` piped in and its output captured. A child that
+/// exits without reading its input (a command that takes none, or fails
+/// first) is not an error here.
+fn run(mut cmd: Command, stdin: &str) -> Output {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    feed(&mut child, stdin);
-    child.wait_with_output().unwrap()
-}
-
-/// Writes `stdin` to the child; a child that exits without reading it
-/// (a command that takes no input, or fails first) is not an error here.
-fn feed(child: &mut Child, stdin: &str) {
     match child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         r => r.unwrap(),
     }
+    child.wait_with_output().unwrap()
 }
 
 pub fn ok(data: &Path, args: &[&str], stdin: &str) -> String {
@@ -124,17 +124,11 @@ impl Server {
 
     /// Runs the CLI against this server as the administrator.
     pub fn cli(&self, args: &[&str], stdin: &str) -> std::process::Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
-            .args(["--server", &self.native, "--user", "admin"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_folio"));
+        cmd.args(["--server", &self.native, "--user", "admin"])
             .args(args)
-            .env("FOLIO_PASSWORD", ADMIN_PW)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        feed(&mut child, stdin);
-        child.wait_with_output().unwrap()
+            .env("FOLIO_PASSWORD", ADMIN_PW);
+        run(cmd, stdin)
     }
 
     pub fn stop(mut self) -> std::process::ExitStatus {
