@@ -368,7 +368,7 @@ impl Service {
     }
 
     /// Runs `write` on a document the caller may edit (or delete), made
-    /// conditional on the version that was checked (see the module docs).
+    /// conditional on the version that was checked (I17, module docs).
     #[allow(clippy::too_many_arguments)]
     fn checked_write(
         &self,
