@@ -389,6 +389,15 @@ fn run_variant(
     Ok((times, elapsed))
 }
 
+/// MiB for `dd` to write: `requested`, or with 0 as much as one run
+/// writes in attachments (rounded up, at least 1).
+fn dd_volume_mib(requested: u64, run_bytes: u64) -> u64 {
+    match requested {
+        0 => run_bytes.div_ceil(1 << 20).max(1),
+        n => n,
+    }
+}
+
 /// `dd if=/dev/zero of=DIR/dd.probe bs=1M count=N conv=fdatasync`: the
 /// disk's streaming write bandwidth, in MB/s, as the classic test took it.
 fn dd_bandwidth(dir: &Path, mib: u64) -> Result<f64, String> {
@@ -540,11 +549,9 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         attach_size,
         total_bytes as f64 / 1e6
     );
-    let dd = dd_bandwidth(base.path(), a.dd_mib)?;
-    println!(
-        "disk: dd bs=1M count={} conv=fdatasync: {dd:.0} MB/s",
-        a.dd_mib
-    );
+    let dd_mib = dd_volume_mib(a.dd_mib, total_bytes);
+    let dd = dd_bandwidth(base.path(), dd_mib)?;
+    println!("disk: dd bs=1M count={dd_mib} conv=fdatasync: {dd:.0} MB/s");
     let mut embedded = Vec::new();
     let mut network = Vec::new();
     for round in 0..a.rounds {
@@ -624,7 +631,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         print_run(&r);
         network.push(r);
     }
-    report(a, dd, attach_size, &embedded, &network)
+    report(a, (dd_mib, dd), attach_size, &embedded, &network)
 }
 
 fn print_run(r: &RunResult) {
@@ -636,7 +643,7 @@ fn print_run(r: &RunResult) {
 
 fn report(
     a: &DocsArgs,
-    dd: f64,
+    (dd_mib, dd): (u64, f64),
     attach_size: u64,
     embedded: &[RunResult],
     network: &[RunResult],
@@ -664,7 +671,7 @@ fn report(
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let result = json!({
         "workload": "docs",
-        "settings": {"threads": a.threads, "docs": a.docs, "attachment_bytes": attach_size, "search": a.search, "rounds": a.rounds, "dd_mib": a.dd_mib, "dd_defaults_to_run_volume": a.dd_mib == 0},
+        "settings": {"threads": a.threads, "docs": a.docs, "attachment_bytes": attach_size, "search": a.search, "rounds": a.rounds, "dd_mib": dd_mib, "dd_defaults_to_run_volume": a.dd_mib == 0},
         "machine": crate::load::machine(),
         "dd_mb_per_s": dd,
         "embedded": embedded,
@@ -839,4 +846,18 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
         serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
     )
     .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dd_volume_mib;
+
+    #[test]
+    fn dd_defaults_to_the_run_volume() {
+        // 30 x 100 x 2 MiB
+        assert_eq!(dd_volume_mib(0, 30 * 100 * (2 << 20)), 6000);
+        assert_eq!(dd_volume_mib(0, (1 << 20) + 1), 2);
+        assert_eq!(dd_volume_mib(0, 0), 1);
+        assert_eq!(dd_volume_mib(512, 30 * 100 * (2 << 20)), 512);
+    }
 }
