@@ -9,10 +9,13 @@
 //! writes, `sync_data`, and a few directory operations) keeps the fault and
 //! crash models honest: there is no side door.
 
+mod aligned;
 mod crash;
 mod fault;
 mod fs;
 mod mem;
+
+pub use aligned::{AlignedBuf, DIRECT_ALIGN};
 
 pub use crash::{CrashBackend, CrashMode};
 pub use fault::{FaultBackend, FaultKind, FaultOp, FaultRule};
@@ -66,6 +69,32 @@ pub trait FileHandle: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
     fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Writes all of `buf` at `offset` (the contract of [`write_all_at`])
+    /// for bulk content that is written once, synced soon after and not
+    /// read back soon: attachment pages. A backend may send it past the OS
+    /// page cache (direct I/O), because copying hundreds of megabytes a
+    /// second into the cache costs more CPU than the disk needs to write
+    /// them; it does so only when `buf`'s address, its length and `offset`
+    /// are multiples of [`DIRECT_ALIGN`] (see [`AlignedBuf`]), and falls
+    /// back to ordinary writes otherwise. Either way the bytes are durable
+    /// only after `sync_data`. The default is ordinary writes, which keeps
+    /// the fault and crash backends' models exact.
+    fn write_bulk_at(&self, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write_at(buf, offset)?;
+            if n == 0 {
+                return Err(no_progress());
+            }
+            buf = &buf[n..];
+            offset += n as u64;
+        }
+        Ok(())
+    }
+}
+
+fn no_progress() -> io::Error {
+    io::Error::new(io::ErrorKind::WriteZero, "write made no progress")
 }
 
 /// Writes all of `buf`, retrying short writes. A write that makes no
@@ -74,10 +103,7 @@ pub fn write_all_at(f: &dyn FileHandle, mut buf: &[u8], mut offset: u64) -> io::
     while !buf.is_empty() {
         let n = f.write_at(buf, offset)?;
         if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "write made no progress",
-            ));
+            return Err(no_progress());
         }
         buf = &buf[n..];
         offset += n as u64;

@@ -158,16 +158,13 @@ impl PageBuf {
     }
 
     fn compute_crc(&self) -> u32 {
-        crc32c::crc32c(&self.0[OFF_KIND..])
+        page_crc(&self.0[..])
     }
 
     /// Stamps id and LSN and computes the checksum: the last step before the
     /// page goes to disk.
     pub fn seal(&mut self, id: PageId, lsn: Lsn) {
-        self.0[OFF_ID..OFF_ID + 4].copy_from_slice(&id.0.to_le_bytes());
-        self.set_lsn(lsn);
-        let crc = self.compute_crc();
-        self.0[OFF_CRC..OFF_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+        seal_in_place(&mut self.0[..], id, lsn);
     }
 
     /// Checks a page read from disk: checksum, stored id and a known kind.
@@ -199,6 +196,29 @@ impl PageBuf {
 }
 
 /// Little-endian field helpers shared by the page structures.
+fn page_crc(page: &[u8]) -> u32 {
+    crc32c::crc32c(&page[OFF_KIND..])
+}
+
+/// Makes `page` (PAGE_SIZE bytes, for example one page of a larger write
+/// buffer) a page of `kind` with the given flags, leaving its body as is.
+/// With [`seal_in_place`], lets bulk writers build pages where they will
+/// be written from instead of copying each out of a [`PageBuf`].
+pub fn init_in_place(page: &mut [u8], kind: PageKind) {
+    assert_eq!(page.len(), PAGE_SIZE, "a page is PAGE_SIZE bytes");
+    page[..PAGE_HEADER].fill(0);
+    page[OFF_KIND] = kind as u8;
+}
+
+/// [`PageBuf::seal`] for a page held in a larger buffer.
+pub fn seal_in_place(page: &mut [u8], id: PageId, lsn: Lsn) {
+    assert_eq!(page.len(), PAGE_SIZE, "a page is PAGE_SIZE bytes");
+    page[OFF_ID..OFF_ID + 4].copy_from_slice(&id.0.to_le_bytes());
+    page[OFF_LSN..OFF_LSN + 8].copy_from_slice(&lsn.0.to_le_bytes());
+    let crc = page_crc(page);
+    page[OFF_CRC..OFF_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
 pub fn get_u16(b: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([b[off], b[off + 1]])
 }
@@ -230,6 +250,24 @@ mod tests {
         p.verify("t", PageId(7)).unwrap();
         assert_eq!(p.lsn(), Lsn(99));
         assert_eq!(p.id(), PageId(7));
+    }
+
+    #[test]
+    fn pages_built_in_place_equal_page_bufs() {
+        let mut p = PageBuf::new(PageKind::Blob);
+        p.body_mut()[..5].copy_from_slice(b"hello");
+        p.seal(PageId(12), Lsn(3));
+        let mut buf = vec![0xAAu8; 3 * PAGE_SIZE];
+        let slot = &mut buf[PAGE_SIZE..2 * PAGE_SIZE];
+        slot[PAGE_HEADER..].fill(0);
+        slot[PAGE_HEADER..PAGE_HEADER + 5].copy_from_slice(b"hello");
+        init_in_place(slot, PageKind::Blob);
+        seal_in_place(slot, PageId(12), Lsn(3));
+        assert_eq!(slot, &p.bytes()[..]);
+        PageBuf::from_bytes(slot)
+            .unwrap()
+            .verify("t", PageId(12))
+            .unwrap();
     }
 
     #[test]
