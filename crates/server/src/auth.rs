@@ -36,6 +36,14 @@
 //!   against and counts only while that is still the user's hash, so a
 //!   password change or removal (here or in another process) invalidates it.
 //!   Session tokens are tied to the password hash the same way.
+//! - **One check at a time per name and password.** A client opening a
+//!   pool of connections, or many clients reconnecting after a restart,
+//!   present the same credentials at the same instant, before any check has
+//!   filled the cache: each would pay argon2 (tens of milliseconds of CPU
+//!   and 19 MiB of memory). Checks of the same cache key take turns instead,
+//!   and each looks at the cache again when its turn comes, so a storm of
+//!   identical logins costs one hash. Failures are not cached, so identical
+//!   wrong passwords are checked one after another, never in parallel.
 //! - **Another process may change the file.** `folio user add` works while
 //!   the server runs. Before answering, the store compares the file's
 //!   fingerprint (length, modification time and inode: cheap; or, on a
@@ -147,6 +155,8 @@ pub struct UserStore {
     /// Password hashes checked so far (what the cache saves, and what an
     /// unknown name must cost like a known one).
     hash_checks: std::sync::atomic::AtomicU64,
+    /// Password checks under way, by cache key (see the module docs).
+    checking: Mutex<HashMap<[u8; 32], Arc<Mutex<()>>>>,
     state: Mutex<State>,
 }
 
@@ -302,6 +312,7 @@ impl UserStore {
             cache_salt,
             dummy_hash: OnceLock::new(),
             hash_checks: Default::default(),
+            checking: Mutex::new(HashMap::new()),
             state: Mutex::new(State {
                 users: Users::default(),
                 loaded: Fingerprint::Absent,
@@ -406,6 +417,30 @@ impl UserStore {
     /// exists, and takes about as long either way.
     pub fn verify_password(&self, name: &str, password: &str) -> ServerResult<User> {
         let cache_key = self.cache_key(name, password);
+        if let Some(user) = self.current()?.cached(&cache_key, name) {
+            return Ok(user);
+        }
+        let turn = self.checking.lock().entry(cache_key).or_default().clone();
+        let result = {
+            let _turn = turn.lock();
+            self.check_password(cache_key, name, password)
+        };
+        let mut checking = self.checking.lock();
+        // The map's reference and ours: nobody else waits for this key.
+        if Arc::strong_count(&turn) == 2 {
+            checking.remove(&cache_key);
+        }
+        result
+    }
+
+    /// [`verify_password`](Self::verify_password) on its turn: the cache
+    /// again (the check before may have filled it), else argon2.
+    fn check_password(
+        &self,
+        cache_key: [u8; 32],
+        name: &str,
+        password: &str,
+    ) -> ServerResult<User> {
         let known_hash = {
             let mut st = self.current()?;
             if let Some(user) = st.cached(&cache_key, name) {
@@ -889,6 +924,29 @@ mod tests {
 
     fn checks(store: &UserStore) -> u64 {
         store.hash_checks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[test]
+    fn concurrent_identical_logins_cost_one_hash_and_wrong_ones_each_cost_one() {
+        let (_mem, store) = mem_store();
+        store.add_user("alice", PW, false).unwrap();
+        let before = checks(&store);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| store.verify_password("alice", PW).unwrap());
+            }
+        });
+        assert_eq!(checks(&store) - before, 1);
+        assert!(store.checking.lock().is_empty(), "no turn left behind");
+
+        let before = checks(&store);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| unauthenticated(store.verify_password("alice", "wrong")));
+            }
+        });
+        assert_eq!(checks(&store) - before, 3, "failures are never shared");
+        assert!(store.checking.lock().is_empty());
     }
 
     #[test]
