@@ -2,7 +2,7 @@
 //! whole file.
 //!
 //! ```text
-//!   upload     content ─read 256 KiB─▶ Chunk ─▶ … ─▶ End ─▶ AttachmentStored
+//!   upload     content ─read 1 MiB─▶ Chunk ─▶ … ─▶ End ─▶ AttachmentStored
 //!                  ▲ next read once the previous chunk is queued
 //!   download   Item(header) ─▶ Chunk ─▶ … ─▶ AttachmentSent
 //!                  └─ written to `out` as they come, at most a few chunks queued
@@ -37,7 +37,7 @@ use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 /// Bytes read from an upload's content per chunk.
-pub const UPLOAD_CHUNK: usize = 256 * 1024;
+pub const UPLOAD_CHUNK: usize = 1024 * 1024;
 /// Chunks of one download queued for its writer before the connection
 /// stops reading.
 pub const DOWNLOAD_QUEUE: usize = 4;
@@ -157,22 +157,26 @@ impl Upload<'_> {
         content: &mut (impl AsyncRead + Unpin),
         answer: &mut oneshot::Receiver<Answer>,
     ) -> Result<Option<Answer>, ClientError> {
+        // One buffer, filled again each time the connection task hands it
+        // back: no fresh megabyte (and its page faults) per chunk.
+        let mut chunk = Vec::new();
         loop {
             match answer.try_recv() {
                 Ok(early) => return Ok(Some(early)),
                 Err(TryRecvError::Closed) => return Err(self.client.closed_error()),
                 Err(TryRecvError::Empty) => {}
             }
-            let chunk = read_chunk(content).await?;
+            read_chunk(content, &mut chunk).await?;
             if chunk.is_empty() {
                 return Ok(None);
             }
-            self.send_chunk(chunk).await?;
+            chunk = self.send_chunk(chunk).await?;
         }
     }
 
-    /// Hands a chunk to the connection task; returns once it is queued.
-    async fn send_chunk(&self, data: Vec<u8>) -> Result<(), ClientError> {
+    /// Hands a chunk to the connection task; returns the buffer once the
+    /// chunk is queued.
+    async fn send_chunk(&self, data: Vec<u8>) -> Result<Vec<u8>, ClientError> {
         let (queued, is_queued) = oneshot::channel();
         self.client.submit(Command::Chunk {
             id: self.id,
@@ -196,14 +200,24 @@ impl Drop for Upload<'_> {
     }
 }
 
-/// Up to [`UPLOAD_CHUNK`] bytes; empty at the end of the content.
-async fn read_chunk(content: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Vec<u8>> {
-    let mut chunk = Vec::with_capacity(UPLOAD_CHUNK);
-    content
-        .take(UPLOAD_CHUNK as u64)
-        .read_to_end(&mut chunk)
-        .await?;
-    Ok(chunk)
+/// Fills `chunk` with up to [`UPLOAD_CHUNK`] bytes; empty at the end of
+/// the content.
+async fn read_chunk(
+    content: &mut (impl AsyncRead + Unpin),
+    chunk: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    chunk.resize(UPLOAD_CHUNK, 0);
+    let mut filled = 0;
+    while filled < UPLOAD_CHUNK {
+        match content.read(&mut chunk[filled..]).await {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    chunk.truncate(filled);
+    Ok(())
 }
 
 fn stored(response: Response) -> Result<u64, ClientError> {

@@ -85,11 +85,12 @@ pub(crate) enum Command {
         route: Route,
         started: Option<oneshot::Sender<RequestId>>,
     },
-    /// Queue bytes of upload `id`; `queued` fires once they are queued.
+    /// Queue bytes of upload `id`; `queued` gets the buffer back once they
+    /// are queued (copied into the output), to be filled again.
     Chunk {
         id: RequestId,
         data: Vec<u8>,
-        queued: oneshot::Sender<()>,
+        queued: oneshot::Sender<Vec<u8>>,
     },
     /// End upload `id`.
     End { id: RequestId },
@@ -374,7 +375,7 @@ impl Driver {
                 if let Err(e) = self.conn.send_chunk(id, &data) {
                     self.fail_request(id, e.into());
                 }
-                let _ = queued.send(());
+                let _ = queued.send(data);
             }
             Command::End { id } => {
                 if let Err(e) = self.conn.send_end(id) {

@@ -18,8 +18,12 @@
 //!
 //! [`FrameDecoder`] is the streaming half: bytes go in as they arrive from
 //! the socket, in whatever pieces the reads produce, and whole frames come
-//! out. It never reserves memory from a length field; its buffer only holds
-//! bytes it was actually fed. After an error it is poisoned and keeps
+//! out. Once a frame's length field is in, it reserves room for the whole
+//! frame (for frames up to [`RESERVE_AHEAD_MAX`]), so a megabyte chunk
+//! arriving in many socket reads lands in one buffer instead of being
+//! copied through ever larger ones. A peer that sends a length and then
+//! nothing makes it reserve address space, never memory: pages are only
+//! touched by bytes that arrive. After an error it is poisoned and keeps
 //! returning that error: a stream that lost its framing cannot be trusted
 //! again.
 
@@ -34,6 +38,9 @@ pub const LENGTH_LEN: usize = 4;
 pub const HEADER_LEN: usize = 6;
 /// Default maximum frame size (the largest length field accepted): 16 MiB.
 pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16 << 20;
+/// Frames up to this size get their whole length reserved as soon as the
+/// length field arrives (module docs); longer ones grow as bytes come.
+pub const RESERVE_AHEAD_MAX: usize = 4 << 20;
 /// The smallest maximum frame size a connection may be configured with;
 /// smaller settings are raised to it so a handshake always fits.
 pub const MIN_MAX_FRAME_SIZE: u32 = 4096;
@@ -196,10 +203,25 @@ impl FrameDecoder {
 
     /// Appends bytes read from the peer. Ignored once the decoder is
     /// poisoned, so a misbehaving peer cannot make it buffer anything more.
-    pub fn feed(&mut self, data: &[u8]) {
-        if self.poisoned.is_none() {
-            self.buf.extend_from_slice(data);
+    pub fn feed(&mut self, mut data: &[u8]) {
+        if self.poisoned.is_some() {
+            return;
         }
+        // Complete the length field of the frame at the front, then make
+        // room for the rest of that frame (module docs).
+        let missing = LENGTH_LEN.saturating_sub(self.buf.len()).min(data.len());
+        self.buf.extend_from_slice(&data[..missing]);
+        data = &data[missing..];
+        if let Some(len) = self.buf.get(..LENGTH_LEN) {
+            let total = LENGTH_LEN + le_u32(len) as usize;
+            let ahead = if total <= RESERVE_AHEAD_MAX && le_u32(len) <= self.max_frame_size {
+                total.saturating_sub(self.buf.len())
+            } else {
+                0
+            };
+            self.buf.reserve(ahead.max(data.len()));
+        }
+        self.buf.extend_from_slice(data);
     }
 
     /// Bytes fed but not yet returned as frames.
@@ -395,6 +417,32 @@ mod tests {
         assert!(f.encode(105, &mut out).is_err());
         assert!(out.is_empty());
         assert!(f.encode(106, &mut out).is_ok());
+    }
+
+    #[test]
+    fn room_for_a_frame_is_reserved_once_its_length_is_in() {
+        let body = vec![5u8; 1 << 20];
+        let wire = encode_all(&[frame(FrameType::Chunk, 1, &body)]);
+        let mut d = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        d.feed(&wire[..2]);
+        d.feed(&wire[2..100]);
+        assert!(d.buf.capacity() >= wire.len(), "{}", d.buf.capacity());
+        let before = d.buf.as_ptr();
+        for piece in wire[100..].chunks(65_536) {
+            d.feed(piece);
+        }
+        assert_eq!(d.buf.as_ptr(), before, "no reallocation while it arrives");
+        assert_eq!(d.next_frame().unwrap().unwrap().body.len(), body.len());
+
+        // Beyond the reserve-ahead size, or the connection's maximum:
+        // nothing is reserved beyond what arrived.
+        for (length, max) in [(8u32 << 20, DEFAULT_MAX_FRAME_SIZE), (1 << 20, 1 << 16)] {
+            let mut d = FrameDecoder::new(max);
+            let mut head = length.to_le_bytes().to_vec();
+            head.extend_from_slice(&[FrameType::Chunk as u8, 0, 1, 0, 0, 0]);
+            d.feed(&head);
+            assert!(d.buf.capacity() < 1 << 16, "{length}: {}", d.buf.capacity());
+        }
     }
 
     #[test]

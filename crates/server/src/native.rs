@@ -27,7 +27,7 @@
 
 use crate::service::{Caller, Service};
 use crate::stats::Op;
-use crate::upload::{read_full, Piece, UploadReader, UPLOAD_QUEUE};
+use crate::upload::{read_full, Piece, UploadReader};
 use crate::{ServerError, ServerResult};
 use bytes::Bytes;
 use nsf::Database;
@@ -68,10 +68,14 @@ impl Default for NativeSettings {
 const DOWNLOAD_CHUNK: usize = 256 << 10;
 /// Answers waiting to be written, per connection.
 const OUT_QUEUE: usize = 64;
-/// Bytes read from a socket at once while an upload is in progress: a
-/// whole upload chunk (256 KiB from the client library) in one read and
+/// Bytes read from a socket at once while an upload is in progress: up to
+/// a whole upload chunk (1 MiB from the client library) in one read and
 /// one pass through the decoder.
-const UPLOAD_READ_BUFFER: usize = 256 << 10;
+const UPLOAD_READ_BUFFER: usize = 1 << 20;
+/// Chunks of one upload queued for the job storing them (each up to a
+/// frame, 1 MiB from the client library) before the connection stops
+/// reading its socket.
+const CHUNK_QUEUE: usize = 4;
 /// Bytes read at once otherwise (thousands of mostly idle connections
 /// should not each hold a large buffer).
 const READ_BUFFER: usize = 16 << 10;
@@ -387,7 +391,7 @@ impl Conn {
             return;
         };
         let upload = if matches!(request, Request::PutAttachment { .. }) {
-            let (utx, urx) = mpsc::channel(UPLOAD_QUEUE);
+            let (utx, urx) = mpsc::channel(CHUNK_QUEUE);
             self.uploads.insert(id, utx);
             Some(urx)
         } else {

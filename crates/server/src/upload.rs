@@ -13,7 +13,9 @@ use bytes::Bytes;
 use std::io::Read;
 use tokio::sync::mpsc;
 
-/// Upload pieces waiting for their job, per upload.
+/// Upload pieces waiting for their job, per upload, for the HTTP API
+/// (pieces are the body's frames, usually tens of kilobytes; the native
+/// protocol's pieces are whole chunks and it queues fewer).
 pub(crate) const UPLOAD_QUEUE: usize = 16;
 
 /// An upload's next piece.
