@@ -158,16 +158,21 @@ impl Upload<'_> {
         answer: &mut oneshot::Receiver<Answer>,
     ) -> Result<Option<Answer>, ClientError> {
         // One buffer, filled again each time the connection task hands it
-        // back: no fresh megabyte (and its page faults) per chunk.
-        let mut chunk = Vec::new();
+        // back, and kept for the next upload: no fresh megabyte (and its
+        // page faults) per chunk.
+        let mut chunk = self.client.take_chunk_buffer();
         loop {
             match answer.try_recv() {
-                Ok(early) => return Ok(Some(early)),
+                Ok(early) => {
+                    self.client.return_chunk_buffer(chunk);
+                    return Ok(Some(early));
+                }
                 Err(TryRecvError::Closed) => return Err(self.client.closed_error()),
                 Err(TryRecvError::Empty) => {}
             }
             read_chunk(content, &mut chunk).await?;
             if chunk.is_empty() {
+                self.client.return_chunk_buffer(chunk);
                 return Ok(None);
             }
             chunk = self.send_chunk(chunk).await?;

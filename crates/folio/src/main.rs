@@ -8,7 +8,46 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `purge_delay` option: its index in `mi_option_t` (the same
+/// in mimalloc 2 and 3) and its defaults there (10 ms in 2, 1 s in 3).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+const MI_DEFAULT_PURGE_DELAYS: [std::ffi::c_long; 2] = [10, 1_000];
+/// How long freed memory stays with the process before it goes back to
+/// the OS (jemalloc's default decay time).
+const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
+
+extern "C" {
+    // Provided by mimalloc itself (the libmimalloc-sys static library).
+    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// Keeps freed memory for ten seconds before returning it to the OS.
+///
+/// Streaming attachments frees and allocates hundreds of megabytes a
+/// second of frame and chunk buffers, across threads. With mimalloc's
+/// default delay much of that memory went back to the OS and was faulted
+/// in (and zeroed by the kernel) again: in the docs workload a quarter of
+/// the network run's system time (docs/benchmarks.md). Ten seconds is
+/// jemalloc's default decay and still gives memory back after a burst.
+/// The `MIMALLOC_PURGE_DELAY` environment variable, if set, wins.
+fn tune_allocator() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: plain integer calls into the allocator, made before any
+    // other thread exists (mi_option_set is not thread safe). The option
+    // is changed only if it holds one of its documented defaults, a check
+    // that the index still names it.
+    unsafe {
+        if MI_DEFAULT_PURGE_DELAYS.contains(&mi_option_get(MI_OPTION_PURGE_DELAY)) {
+            mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
+        }
+    }
+}
+
 fn main() {
+    tune_allocator();
     let args = folio::cli::Args::parse();
     folio::cli::init_tracing(&args);
     if let Err(e) = folio::cli::run(args) {
