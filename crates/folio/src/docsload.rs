@@ -389,6 +389,28 @@ fn run_variant(
     Ok((times, elapsed))
 }
 
+/// Removes a run's files (or the dd probe) and waits until the file
+/// system has finished with the removal.
+///
+/// Freeing gigabytes is not free: the journal commits it later, and on a
+/// file system mounted with online discard (as this project's test
+/// machines are) the commit also discards every freed extent. Left to
+/// happen in the background, that work lands in the middle of the next
+/// measured run and slows whichever variant comes next; `syncfs` makes it
+/// happen here, between runs, for every variant alike.
+fn remove_and_settle(path: &Path) {
+    let _ = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    let Some(parent) = path.parent() else { return };
+    if let Ok(dir) = std::fs::File::open(parent) {
+        // SAFETY: syncfs takes a valid open descriptor, held by `dir`.
+        unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+    }
+}
+
 /// MiB for `dd` to write: `requested`, or with 0 as much as one run
 /// writes in attachments (rounded up, at least 1).
 fn dd_volume_mib(requested: u64, run_bytes: u64) -> u64 {
@@ -412,7 +434,7 @@ fn dd_bandwidth(dir: &Path, mib: u64) -> Result<f64, String> {
         .output()
         .map_err(|e| format!("cannot run dd: {e}"))?;
     let secs = start.elapsed().as_secs_f64();
-    let _ = std::fs::remove_file(&probe);
+    remove_and_settle(&probe);
     if !out.status.success() {
         return Err(format!(
             "dd failed: {}",
@@ -579,7 +601,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                 .close()
                 .map_err(|e| e.to_string())?;
             drop(lock);
-            let _ = std::fs::remove_dir_all(&dir);
+            remove_and_settle(&dir);
         }
         let run_id = rand::random::<u64>() >> 16;
         let r = match &args.server {
@@ -623,7 +645,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                 });
                 let res = run_variant(target, a, &attach);
                 srv.stop()?;
-                let _ = std::fs::remove_dir_all(&dir);
+                remove_and_settle(&dir);
                 let (t, el) = res?;
                 summarize("network", &t, el, total_docs, total_bytes)
             }
