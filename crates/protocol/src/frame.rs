@@ -212,16 +212,43 @@ impl FrameDecoder {
         let missing = LENGTH_LEN.saturating_sub(self.buf.len()).min(data.len());
         self.buf.extend_from_slice(&data[..missing]);
         data = &data[missing..];
-        if let Some(len) = self.buf.get(..LENGTH_LEN) {
-            let total = LENGTH_LEN + le_u32(len) as usize;
-            let ahead = if total <= RESERVE_AHEAD_MAX && le_u32(len) <= self.max_frame_size {
-                total.saturating_sub(self.buf.len())
-            } else {
-                0
-            };
-            self.buf.reserve(ahead.max(data.len()));
-        }
+        self.reserve_ahead(data.len());
         self.buf.extend_from_slice(data);
+    }
+
+    /// Room to read the next bytes from the peer into directly, instead
+    /// of reading into a buffer of one's own and [`feed`](Self::feed)ing
+    /// a copy: the buffer of bytes not yet returned as frames, with at
+    /// least `at_least` bytes of spare capacity (more when the frame at
+    /// the front needs it, as `feed` reserves). Append to it (for example
+    /// with `tokio::io::AsyncReadExt::read_buf`), then take frames with
+    /// [`next_frame`](Self::next_frame). A poisoned decoder hands out an
+    /// emptied buffer and ignores what is put there.
+    pub fn read_buffer(&mut self, at_least: usize) -> &mut BytesMut {
+        if self.poisoned.is_some() {
+            self.buf.clear();
+        }
+        if self.buf.is_empty() && self.buf.capacity() > 4 * at_least.max(1 << 12) {
+            // Done with a large frame: give its room back rather than keep
+            // it for an idle connection.
+            self.buf = BytesMut::new();
+        }
+        self.reserve_ahead(at_least);
+        &mut self.buf
+    }
+
+    /// Makes room for `incoming` bytes, and for the rest of the frame at
+    /// the front once its length field is in (module docs).
+    fn reserve_ahead(&mut self, incoming: usize) {
+        let mut room = incoming;
+        if let Some(len) = self.buf.get(..LENGTH_LEN) {
+            let length = le_u32(len);
+            let total = LENGTH_LEN + length as usize;
+            if total <= RESERVE_AHEAD_MAX && length <= self.max_frame_size {
+                room = room.max(total.saturating_sub(self.buf.len()));
+            }
+        }
+        self.buf.reserve(room);
     }
 
     /// Bytes fed but not yet returned as frames.
@@ -443,6 +470,34 @@ mod tests {
             d.feed(&head);
             assert!(d.buf.capacity() < 1 << 16, "{length}: {}", d.buf.capacity());
         }
+    }
+
+    #[test]
+    fn reading_into_the_decoder_gives_the_frames_feeding_gives() {
+        let frames: Vec<Frame> = (0..5u32)
+            .map(|i| frame(FrameType::Chunk, i + 1, &vec![i as u8; 70_000 * i as usize]))
+            .collect();
+        let wire = encode_all(&frames);
+        let mut d = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        let mut got = Vec::new();
+        for piece in wire.chunks(12_345) {
+            let buf = d.read_buffer(4096);
+            assert!(buf.capacity() - buf.len() >= 4096);
+            buf.extend_from_slice(piece);
+            while let Some(f) = d.next_frame().unwrap() {
+                got.push(f);
+            }
+        }
+        assert_eq!(got, frames);
+        // Emptied after a large frame: the room goes back.
+        assert!(d.read_buffer(4096).capacity() < 1 << 16);
+
+        let mut d = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        d.feed(&[0, 0, 0, 0]);
+        assert!(d.next_frame().is_err());
+        d.read_buffer(16).extend_from_slice(b"ignored");
+        assert!(d.next_frame().is_err(), "still poisoned");
+        assert!(d.read_buffer(16).is_empty());
     }
 
     #[test]

@@ -182,6 +182,22 @@ impl ServerConnection {
             return Err(ProtocolError::Closed);
         }
         self.wire.feed(bytes);
+        self.receive_buffered()
+    }
+
+    /// Where to read the client's next bytes directly (no copy into the
+    /// state machine): at least `at_least` bytes of room. After appending
+    /// to it, call [`receive_buffered`](Self::receive_buffered).
+    pub fn read_buffer(&mut self, at_least: usize) -> &mut bytes::BytesMut {
+        self.wire.read_buffer(at_least)
+    }
+
+    /// [`receive`](Self::receive) for bytes already appended to the
+    /// [`read_buffer`](Self::read_buffer).
+    pub fn receive_buffered(&mut self) -> Result<Vec<ServerEvent>, ProtocolError> {
+        if self.phase == Phase::Closed {
+            return Err(ProtocolError::Closed);
+        }
         let mut events = Vec::new();
         while self.phase != Phase::Closed {
             let step = match self.wire.next_frame() {

@@ -58,6 +58,10 @@ impl Wire {
         self.decoder.feed(bytes);
     }
 
+    pub(crate) fn read_buffer(&mut self, at_least: usize) -> &mut bytes::BytesMut {
+        self.decoder.read_buffer(at_least)
+    }
+
     pub(crate) fn next_frame(&mut self) -> Result<Option<Frame>, ProtocolError> {
         self.decoder.next_frame()
     }

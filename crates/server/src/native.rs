@@ -243,7 +243,6 @@ async fn connection<S>(
         jobs: 0,
         tx,
     };
-    let mut buf = vec![0u8; READ_BUFFER];
     let mut reading = true;
     let mut stopping = *shutdown.borrow();
     loop {
@@ -252,13 +251,11 @@ async fn connection<S>(
         } else {
             UPLOAD_READ_BUFFER
         };
-        if buf.len() != want {
-            buf = vec![0u8; want];
-        }
         tokio::select! {
-            r = rd.read(&mut buf), if reading && !stopping => match r {
+            // Straight into the protocol's buffer: no copy of the bytes.
+            r = rd.read_buf(c.proto.read_buffer(want)), if reading && !stopping => match r {
                 Ok(0) | Err(_) => reading = false,
-                Ok(n) => c.receive(&buf[..n]).await,
+                Ok(_) => c.receive().await,
             },
             Some(out) = rx.recv() => c.deliver(out),
             _ = shutdown.changed(), if !stopping => stopping = true,
@@ -287,8 +284,9 @@ async fn connection<S>(
 }
 
 impl Conn {
-    async fn receive(&mut self, bytes: &[u8]) {
-        let events = match self.proto.receive(bytes) {
+    /// Handles what the last read appended to the protocol's buffer.
+    async fn receive(&mut self) {
+        let events = match self.proto.receive_buffered() {
             Ok(ev) => ev,
             Err(ProtocolError::Closed) => return,
             Err(e) => {
