@@ -80,30 +80,30 @@ pub trait FileHandle: Send + Sync {
     /// back to ordinary writes otherwise. Either way the bytes are durable
     /// only after `sync_data`. The default is ordinary writes, which keeps
     /// the fault and crash backends' models exact.
-    fn write_bulk_at(&self, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
-        while !buf.is_empty() {
-            let n = self.write_at(buf, offset)?;
-            if n == 0 {
-                return Err(no_progress());
-            }
-            buf = &buf[n..];
-            offset += n as u64;
-        }
-        Ok(())
+    fn write_bulk_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        write_all_with(|b, o| self.write_at(b, o), buf, offset)
     }
-}
-
-fn no_progress() -> io::Error {
-    io::Error::new(io::ErrorKind::WriteZero, "write made no progress")
 }
 
 /// Writes all of `buf`, retrying short writes. A write that makes no
 /// progress is an error, never a silent loop.
-pub fn write_all_at(f: &dyn FileHandle, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+pub fn write_all_at(f: &dyn FileHandle, buf: &[u8], offset: u64) -> io::Result<()> {
+    write_all_with(|b, o| f.write_at(b, o), buf, offset)
+}
+
+/// [`write_all_at`] over any positional write.
+fn write_all_with(
+    mut write_at: impl FnMut(&[u8], u64) -> io::Result<usize>,
+    mut buf: &[u8],
+    mut offset: u64,
+) -> io::Result<()> {
     while !buf.is_empty() {
-        let n = f.write_at(buf, offset)?;
+        let n = write_at(buf, offset)?;
         if n == 0 {
-            return Err(no_progress());
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "write made no progress",
+            ));
         }
         buf = &buf[n..];
         offset += n as u64;

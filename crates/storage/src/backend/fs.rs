@@ -173,6 +173,14 @@ mod tests {
         b
     }
 
+    fn fresh_file() -> (tempfile::TempDir, Arc<dyn FileHandle>) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = FsBackend
+            .open(&dir.path().join("f"), OpenMode::CreateNew)
+            .unwrap();
+        (dir, f)
+    }
+
     fn read(f: &dyn FileHandle, len: usize, offset: u64) -> Vec<u8> {
         let mut v = vec![0u8; len];
         read_exact_at(f, &mut v, offset).unwrap();
@@ -181,10 +189,7 @@ mod tests {
 
     #[test]
     fn bulk_writes_read_back_aligned_or_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = FsBackend
-            .open(&dir.path().join("f"), OpenMode::CreateNew)
-            .unwrap();
+        let (_dir, f) = fresh_file();
         // Aligned, past the end of the file (extends it).
         let a = pattern(64 << 10, 1);
         f.write_bulk_at(&a, 1 << 20).unwrap();
@@ -199,10 +204,7 @@ mod tests {
 
     #[test]
     fn bulk_writes_replace_what_ordinary_writes_cached() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = FsBackend
-            .open(&dir.path().join("f"), OpenMode::CreateNew)
-            .unwrap();
+        let (_dir, f) = fresh_file();
         write_all_at(f.as_ref(), &[9u8; 16 << 10], 0).unwrap();
         assert_eq!(read(f.as_ref(), 16 << 10, 0), vec![9u8; 16 << 10]);
         let b = pattern(8 << 10, 3);
