@@ -348,6 +348,25 @@ fn attach_name(p: &Path) -> String {
         .to_string()
 }
 
+/// Joins every thread (all of them: a panic left unjoined would take the
+/// scope down) and returns the first failure, an error a thread returned
+/// or a panic of `who`.
+fn first_failure<T>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T, String>>>,
+    who: &str,
+) -> Option<String> {
+    let failures: Vec<String> = handles
+        .into_iter()
+        .filter_map(|h| {
+            h.join()
+                .map_err(|_| format!("{who} panicked"))
+                .and_then(|r| r)
+                .err()
+        })
+        .collect();
+    failures.into_iter().next()
+}
+
 /// Runs every thread of one variant; returns the merged times and elapsed.
 fn run_variant(
     target: Arc<dyn Target>,
@@ -356,7 +375,7 @@ fn run_variant(
 ) -> Result<(Times, Duration), String> {
     let merged = Arc::new(Mutex::new(Times::new()));
     let start = Instant::now();
-    let errors: Vec<String> = std::thread::scope(|s| {
+    let failure = std::thread::scope(|s| {
         let handles: Vec<_> = (0..a.threads)
             .map(|t| {
                 let (target, merged) = (target.clone(), merged.clone());
@@ -368,18 +387,10 @@ fn run_variant(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| {
-                h.join()
-                    .map_err(|_| "a load thread panicked".to_string())
-                    .and_then(|r| r)
-                    .err()
-            })
-            .collect()
+        first_failure(handles, "a load thread")
     });
     let elapsed = start.elapsed();
-    if let Some(e) = errors.into_iter().next() {
+    if let Some(e) = failure {
         return Err(e);
     }
     let times = Arc::try_unwrap(merged)
@@ -802,7 +813,7 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
         let ops = std::sync::atomic::AtomicU64::new(0);
         let deadline = Instant::now() + Duration::from_secs_f64(a.seconds);
         let started = Instant::now();
-        let errors: Vec<String> = std::thread::scope(|s| {
+        let failure = std::thread::scope(|s| {
             let hs: Vec<_> = (0..n)
                 .map(|t| {
                     let (merged, ops, unids, body) = (&merged, &ops, &unids, &body);
@@ -833,16 +844,9 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
                     })
                 })
                 .collect();
-            hs.into_iter()
-                .filter_map(|h| {
-                    h.join()
-                        .map_err(|_| "a client thread panicked".to_string())
-                        .and_then(|r| r)
-                        .err()
-                })
-                .collect()
+            first_failure(hs, "a client thread")
         });
-        if let Some(e) = errors.into_iter().next() {
+        if let Some(e) = failure {
             return Err(e);
         }
         let secs = started.elapsed().as_secs_f64();
