@@ -5,28 +5,16 @@
 
 use nsf::{
     items_from_json, note_to_json, Access, AccessLevel, Acl, AclEntry, AclError, Database, Engine,
-    EngineConfig, Item, ItemUpdate, ItemValue, Note, NsfError, Unid, UnknownLevel,
+    Item, ItemUpdate, ItemValue, Note, NsfError, Unid, UnknownLevel,
 };
 use serde_json::json;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use storage::backend::{CrashBackend, CrashMode, MemBackend};
 use storage::Backend;
-use translog::LogConfig;
 
-fn config(logged: bool) -> EngineConfig {
-    let mut cfg = EngineConfig::new("/data");
-    cfg.buffer_pool_size = 4 << 20;
-    cfg.background = false;
-    if logged {
-        let mut lc = LogConfig::new(Path::new("/data/translog"));
-        lc.extent_size = 256 << 10;
-        lc.max_size = 4 << 20;
-        cfg.log = Some(lc);
-    }
-    cfg
-}
+mod common;
+use common::config;
 
 fn open(backend: Arc<dyn Backend>, logged: bool) -> Engine {
     Engine::open(backend, config(logged)).unwrap().0

@@ -2,25 +2,14 @@
 //! the database goes read-only with a clear error, reads continue, and
 //! nothing already acknowledged is lost (design.md I11).
 
-use nsf::{Engine, EngineConfig, Item, ItemValue, NsfError, Unid};
+use nsf::{Engine, Item, ItemValue, NsfError, Unid};
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::{FaultBackend, FaultKind, FaultOp, FaultRule, MemBackend};
 use storage::Backend;
-use translog::LogConfig;
 
-fn config(logged: bool) -> EngineConfig {
-    let mut cfg = EngineConfig::new("/data");
-    cfg.buffer_pool_size = 4 << 20;
-    cfg.background = false;
-    if logged {
-        let mut lc = LogConfig::new(Path::new("/data/translog"));
-        lc.extent_size = 256 << 10;
-        lc.max_size = 4 << 20;
-        cfg.log = Some(lc);
-    }
-    cfg
-}
+mod common;
+use common::config;
 
 fn doc(i: usize) -> Vec<Item> {
     vec![
