@@ -884,17 +884,25 @@ fn view_fixture(s: &Server, db: &str, n: usize) -> Vec<String> {
             )
         })
         .collect();
-    let database = s.service.engine().open_database(db).unwrap();
-    let def = ViewDef::view(
+    add_view(
+        s,
+        db,
         "BySubject",
         "SELECT Form = \"Memo\"",
-        vec![
-            ColumnDef::parse("Subject=Subject:asc").unwrap(),
-            ColumnDef::parse("N=N").unwrap(),
-        ],
+        &["Subject=Subject:asc", "N=N"],
     );
-    s.service.views().create(&database, def).unwrap();
     unids
+}
+
+/// Creates view `name` of `db` directly through the service.
+fn add_view(s: &Server, db: &str, name: &str, selection: &str, columns: &[&str]) {
+    let database = s.service.engine().open_database(db).unwrap();
+    let columns = columns
+        .iter()
+        .map(|c| ColumnDef::parse(c).unwrap())
+        .collect();
+    let def = ViewDef::view(name, selection, columns);
+    s.service.views().create(&database, def).unwrap();
 }
 
 #[test]
@@ -1218,16 +1226,13 @@ fn categorized_views_show_category_rows() {
     let db = "cat.fdb";
     view_fixture(&s, db, 5);
     s.create_doc(db, ADMIN, &json!({"Form": "Note", "Subject": "n0"}));
-    let database = s.service.engine().open_database(db).unwrap();
-    let def = ViewDef::view(
+    add_view(
+        &s,
+        db,
         "ByForm",
         "SELECT @All",
-        vec![
-            ColumnDef::parse("Form=Form:cat").unwrap(),
-            ColumnDef::parse("Subject=Subject:asc").unwrap(),
-        ],
+        &["Form=Form:cat", "Subject=Subject:asc"],
     );
-    s.service.views().create(&database, def).unwrap();
     let page = s
         .get(
             &format!("{}/views/ByForm?categories=true&count=10", db_url(db)),
