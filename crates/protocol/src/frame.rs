@@ -21,7 +21,8 @@
 //! out. Once a frame's length field is in, it reserves room for the whole
 //! frame (for frames up to [`RESERVE_AHEAD_MAX`]), so a megabyte chunk
 //! arriving in many socket reads lands in one buffer instead of being
-//! copied through ever larger ones. A peer that sends a length and then
+//! copied through ever larger ones; a large frame gets a buffer of exactly
+//! its size, so reading into it stops at its end. A peer that sends a length and then
 //! nothing makes it reserve address space, never memory: pages are only
 //! touched by bytes that arrive. After an error it is poisoned and keeps
 //! returning that error: a stream that lost its framing cannot be trusted
@@ -161,19 +162,33 @@ pub(crate) fn write_frame(
     id: RequestId,
     body: &[u8],
 ) -> Result<(), ProtocolError> {
-    let length = (HEADER_LEN + body.len()) as u64;
+    out.reserve(LENGTH_LEN + HEADER_LEN + body.len());
+    write_frame_head(out, max_frame_size, kind, flags, id, body.len())?;
+    out.extend_from_slice(body);
+    Ok(())
+}
+
+/// Appends the length field and header of a frame whose body of
+/// `body_len` bytes follows separately.
+pub(crate) fn write_frame_head(
+    out: &mut Vec<u8>,
+    max_frame_size: u32,
+    kind: FrameType,
+    flags: Flags,
+    id: RequestId,
+    body_len: usize,
+) -> Result<(), ProtocolError> {
+    let length = (HEADER_LEN + body_len) as u64;
     if length > u64::from(max_frame_size) {
         return Err(ProtocolError::FrameTooLarge {
             length,
             max: max_frame_size,
         });
     }
-    out.reserve(LENGTH_LEN + length as usize);
     out.extend_from_slice(&(length as u32).to_le_bytes());
     out.push(kind as u8);
     out.push(flags.bits());
     out.extend_from_slice(&id.0.to_le_bytes());
-    out.extend_from_slice(body);
     Ok(())
 }
 
@@ -239,16 +254,40 @@ impl FrameDecoder {
 
     /// Makes room for `incoming` bytes, and for the rest of the frame at
     /// the front once its length field is in (module docs).
+    ///
+    /// A frame whose rest is at least `incoming` gets a buffer of exactly
+    /// its size when the current one lacks the room, rather than growing
+    /// the current one: earlier frames may still share that allocation
+    /// (growing it then means allocating anew anyway) or, unshared, it is
+    /// reallocated with everything before the front frame still in it and
+    /// copied whole. A fresh buffer copies only the few bytes of the front
+    /// frame already in, and as it ends where the frame ends, reads into it
+    /// stop at the frame's last byte.
     fn reserve_ahead(&mut self, incoming: usize) {
-        let mut room = incoming;
-        if let Some(len) = self.buf.get(..LENGTH_LEN) {
-            let length = le_u32(len);
-            let total = LENGTH_LEN + length as usize;
-            if total <= RESERVE_AHEAD_MAX && length <= self.max_frame_size {
-                room = room.max(total.saturating_sub(self.buf.len()));
+        let spare = self.buf.capacity() - self.buf.len();
+        match self.rest_of_front_frame() {
+            Some(rest) if rest >= incoming && rest > spare => {
+                let mut fresh = BytesMut::with_capacity(self.buf.len() + rest);
+                fresh.extend_from_slice(&self.buf);
+                self.buf = fresh;
             }
+            Some(rest) if rest >= incoming => {}
+            // Not `reserve`: on a buffer earlier frames came from, that
+            // allocates as much as the buffer once held (up to 64 KiB).
+            _ if self.buf.is_empty() && spare < incoming => {
+                self.buf = BytesMut::with_capacity(incoming)
+            }
+            _ => self.buf.reserve(incoming),
         }
-        self.buf.reserve(room);
+    }
+
+    /// Bytes still to come of the frame at the front, once its length
+    /// field is in and if it is one whose room is reserved ahead.
+    fn rest_of_front_frame(&self) -> Option<usize> {
+        let length = le_u32(self.buf.get(..LENGTH_LEN)?);
+        let total = LENGTH_LEN + length as usize;
+        (total <= RESERVE_AHEAD_MAX && length <= self.max_frame_size)
+            .then(|| total.saturating_sub(self.buf.len()))
     }
 
     /// Bytes fed but not yet returned as frames.
@@ -460,6 +499,21 @@ mod tests {
         }
         assert_eq!(d.buf.as_ptr(), before, "no reallocation while it arrives");
         assert_eq!(d.next_frame().unwrap().unwrap().body.len(), body.len());
+
+        // Read into: the room ends where the frame ends, whatever was asked.
+        let mut d = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        d.read_buffer(4096).extend_from_slice(&wire[..4096]);
+        let buf = d.read_buffer(4096);
+        assert_eq!(buf.capacity() - buf.len(), wire.len() - 4096);
+        buf.extend_from_slice(&wire[4096..]);
+        let first = d.next_frame().unwrap().unwrap();
+        // The next frame gets a buffer of its own; the first is untouched.
+        d.read_buffer(4096).extend_from_slice(&wire[..100]);
+        let buf = d.read_buffer(4096);
+        assert_eq!(buf.capacity() - buf.len(), wire.len() - 100);
+        buf.extend_from_slice(&wire[100..]);
+        assert_eq!(d.next_frame().unwrap().unwrap(), first);
+        assert_eq!(first.body, body);
 
         // Beyond the reserve-ahead size, or the connection's maximum:
         // nothing is reserved beyond what arrived.

@@ -68,16 +68,14 @@ impl Default for NativeSettings {
 const DOWNLOAD_CHUNK: usize = 256 << 10;
 /// Answers waiting to be written, per connection.
 const OUT_QUEUE: usize = 64;
-/// Bytes read from a socket at once while an upload is in progress: up to
-/// a whole upload chunk (1 MiB from the client library) in one read and
-/// one pass through the decoder.
-const UPLOAD_READ_BUFFER: usize = 1 << 20;
 /// Chunks of one upload queued for the job storing them (each up to a
 /// frame, 1 MiB from the client library) before the connection stops
 /// reading its socket.
 const CHUNK_QUEUE: usize = 4;
-/// Bytes read at once otherwise (thousands of mostly idle connections
-/// should not each hold a large buffer).
+/// Bytes read at once between frames (thousands of mostly idle
+/// connections should not each hold a large buffer). Once a large frame's
+/// length is in, the decoder makes room for all of it, so an upload chunk
+/// is still read in as few reads as the socket allows.
 const READ_BUFFER: usize = 16 << 10;
 /// Open databases and collections per connection.
 const MAX_HANDLES: usize = 10_000;
@@ -246,14 +244,9 @@ async fn connection<S>(
     let mut reading = true;
     let mut stopping = *shutdown.borrow();
     loop {
-        let want = if c.uploads.is_empty() {
-            READ_BUFFER
-        } else {
-            UPLOAD_READ_BUFFER
-        };
         tokio::select! {
             // Straight into the protocol's buffer: no copy of the bytes.
-            r = rd.read_buf(c.proto.read_buffer(want)), if reading && !stopping => match r {
+            r = rd.read_buf(c.proto.read_buffer(READ_BUFFER)), if reading && !stopping => match r {
                 Ok(0) | Err(_) => reading = false,
                 Ok(_) => c.receive().await,
             },
