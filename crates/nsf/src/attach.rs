@@ -23,12 +23,13 @@
 //! megabytes in the disk's queue (in the page cache, or in the device's
 //! own cache after direct writes), and every commit's log fsync waits
 //! behind them. With `attachment_writeback = N` each chunk is synced as
-//! it is written, holding one of N engine-wide turns: at most N chunks
-//! (of at most 1 MiB) are ever queued ahead of a log write, while N ≥ 2
-//! keeps the disk streaming.
+//! it is written, by one of N engine-wide writer threads (`writeback`):
+//! at most N chunks (of at most 1 MiB) are ever queued ahead of a log
+//! write, while N ≥ 2 keeps the disk streaming.
 
 use crate::db::DbCore;
 use crate::txn::Txn;
+use crate::writeback::Failed;
 use crate::{AttachmentRef, NsfError, NsfResult};
 use std::io::{self, Read};
 use std::sync::Arc;
@@ -63,44 +64,6 @@ pub(crate) fn validate_name(name: &str) -> NsfResult<()> {
         return bad("no path separators or control characters");
     }
     Ok(())
-}
-
-/// The engine-wide limit on attachment chunks being written back (see the
-/// module docs); a limit of 0 never waits.
-pub(crate) struct Writeback {
-    limit: usize,
-    busy: parking_lot::Mutex<usize>,
-    freed: parking_lot::Condvar,
-}
-
-impl Writeback {
-    pub fn new(limit: usize) -> Writeback {
-        Writeback {
-            limit,
-            busy: parking_lot::Mutex::new(0),
-            freed: parking_lot::Condvar::new(),
-        }
-    }
-
-    /// Runs `f` holding a turn.
-    fn with_turn<R>(&self, f: impl FnOnce() -> R) -> R {
-        {
-            let mut busy = self.busy.lock();
-            while *busy >= self.limit {
-                self.freed.wait(&mut busy);
-            }
-            *busy += 1;
-        }
-        struct Release<'w>(&'w Writeback);
-        impl Drop for Release<'_> {
-            fn drop(&mut self) {
-                *self.0.busy.lock() -= 1;
-                self.0.freed.notify_one();
-            }
-        }
-        let _release = Release(self);
-        f()
-    }
 }
 
 /// Streams content into freshly reserved pages.
@@ -141,7 +104,7 @@ impl<'a> BlobWriter<'a> {
             if n == 0 {
                 return Ok(());
             }
-            self.write_chunk(&mut chunk, n)?;
+            chunk = self.write_chunk(chunk, n)?;
             if n < CHUNK_PAGES * BLOB_DATA {
                 return Ok(());
             }
@@ -157,7 +120,7 @@ impl<'a> BlobWriter<'a> {
     /// content of every page before it). One read into the buffer, one
     /// move, and a direct write (`write_bulk_at`): the content is copied
     /// once on its way from the source to the disk.
-    fn write_chunk(&mut self, chunk: &mut AlignedBuf, n: usize) -> NsfResult<()> {
+    fn write_chunk(&mut self, mut chunk: AlignedBuf, n: usize) -> NsfResult<AlignedBuf> {
         self.crc = crc32c::crc32c_append(self.crc, &chunk[..n]);
         self.size += n as u64;
         let npages = n.div_ceil(BLOB_DATA);
@@ -181,32 +144,30 @@ impl<'a> BlobWriter<'a> {
             seal_in_place(page, PageId(first.0 + i as u32), Lsn::ZERO);
         }
         self.pages += npages as u32;
-        let pages = &chunk[..npages * PAGE_SIZE];
-        let write = || {
-            self.core
-                .handle
-                .write_bulk_at(pages, first.offset())
-                .map_err(|e| self.core.fail("attachment write", e))
-        };
-        let gate = &self.core.writeback;
-        if gate.limit == 0 {
-            return write();
+        let (len, offset) = (npages * PAGE_SIZE, first.offset());
+        let core = self.core;
+        if core.writeback.limit() == 0 {
+            core.handle
+                .write_bulk_at(&chunk[..len], offset)
+                .map_err(|e| core.fail("attachment write", e))?;
+            return Ok(chunk);
         }
-        // Written and synced inside one turn: the chunk reaches the disk
-        // now, while at most `limit` chunks are queued (module docs).
-        gate.with_turn(|| {
-            write()?;
-            self.core
-                .handle
-                .sync_data()
-                .map_err(|e| self.core.fail("attachment fdatasync", e))
-        })
+        // Written and synced by a writer thread: the chunk reaches the
+        // disk now, while at most `limit` chunks are queued (module docs).
+        match core
+            .writeback
+            .write_synced(&core.handle, chunk, len, offset)
+        {
+            (chunk, Ok(())) => Ok(chunk),
+            (_, Err(Failed::Write(e))) => Err(core.fail("attachment write", e)),
+            (_, Err(Failed::Sync(e))) => Err(core.fail("attachment fdatasync", e)),
+        }
     }
 
     /// I7: the content is durable before anything references it (with
     /// a write-back limit every chunk was synced as it was written).
     pub fn finish(&self) -> NsfResult<AttachmentRef> {
-        if self.core.writeback.limit == 0 {
+        if self.core.writeback.limit() == 0 {
             self.core
                 .handle
                 .sync_data()
@@ -377,35 +338,5 @@ impl Read for AttachmentReader {
             ));
         }
         Ok(n)
-    }
-}
-
-#[cfg(test)]
-mod writeback_tests {
-    use super::Writeback;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn turns_never_exceed_the_limit() {
-        for limit in [1, 2, 3] {
-            let gate = Writeback::new(limit);
-            let (inside, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-            std::thread::scope(|s| {
-                for _ in 0..8 {
-                    s.spawn(|| {
-                        for _ in 0..200 {
-                            gate.with_turn(|| {
-                                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                                most.fetch_max(now, Ordering::SeqCst);
-                                std::thread::yield_now();
-                                inside.fetch_sub(1, Ordering::SeqCst);
-                            });
-                        }
-                    });
-                }
-            });
-            let most = most.load(Ordering::SeqCst);
-            assert!((1..=limit).contains(&most), "limit {limit}: {most} at once");
-        }
     }
 }

@@ -132,7 +132,7 @@ pub(crate) struct DbCore {
     /// (e.g. restart recovery could not apply its log records).
     refused: Option<String>,
     /// The engine-wide gate on attachment write-back.
-    pub writeback: Arc<crate::attach::Writeback>,
+    pub writeback: Arc<crate::writeback::Writeback>,
 }
 
 impl DbCore {
@@ -352,7 +352,7 @@ impl Database {
         header: DbHeader,
         durability: Durability,
         refused: Option<String>,
-        (locks, writeback): (Arc<LockCounters>, Arc<crate::attach::Writeback>),
+        (locks, writeback): (Arc<LockCounters>, Arc<crate::writeback::Writeback>),
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {

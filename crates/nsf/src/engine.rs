@@ -102,7 +102,7 @@ struct Shared {
     /// Serialises checkpoints (background thread and explicit calls).
     checkpointing: Mutex<()>,
     locks: Arc<LockCounters>,
-    writeback: Arc<crate::attach::Writeback>,
+    writeback: Arc<crate::writeback::Writeback>,
 }
 
 /// An open data directory.
@@ -140,6 +140,15 @@ impl Engine {
                     .collect()
             })
             .unwrap_or_default();
+        // Started here, so they run at the priority of the thread opening
+        // the engine, not of whichever thread stores the first attachment.
+        let writeback =
+            crate::writeback::Writeback::new(cfg.attachment_writeback).map_err(|e| {
+                NsfError::Io {
+                    path: "attachment writer threads".into(),
+                    source: e,
+                }
+            })?;
         let shared = Arc::new(Shared {
             pool: BufferPool::new(cfg.buffer_pool_size),
             backend,
@@ -151,7 +160,7 @@ impl Engine {
             wake: Condvar::new(),
             checkpointing: Mutex::new(()),
             locks: Arc::default(),
-            writeback: Arc::new(crate::attach::Writeback::new(cfg.attachment_writeback)),
+            writeback: Arc::new(writeback),
             cfg,
         });
         let background = shared.cfg.background.then(|| {

@@ -18,6 +18,7 @@ mod index;
 mod json;
 mod note;
 mod txn;
+mod writeback;
 
 pub use acl::{
     Access, AccessLevel, Acl, AclEntry, AclError, UnknownLevel, MAX_ACL_ENTRIES,
