@@ -10,7 +10,11 @@
 //!
 //! **Uploads** read the content a chunk at a time and read the next only
 //! once the connection task has queued the previous one, so memory stays
-//! at about one chunk per upload plus the connection's output limit. The
+//! at about one chunk per upload plus the connection's output limit. A
+//! chunk goes to the socket from the buffer it was read into: the
+//! connection task queues it as it is (no copy into a frame buffer), and
+//! once written the buffer goes back to the connection's [`ChunkPool`]
+//! for the next chunk, so a steady upload neither copies nor allocates. The
 //! server may refuse an upload before its end (413 too large, 404 no such
 //! document, docs/protocol.md §5.5): the upload checks for an early answer
 //! before each chunk, stops reading, sends the `End` the protocol still
@@ -31,6 +35,7 @@
 use crate::client::Client;
 use crate::driver::{Answer, Command, Delivery, Route};
 use crate::error::ClientError;
+use bytes::Bytes;
 use protocol::{DbHandle, Request, RequestId, Response, Unid};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot::error::TryRecvError;
@@ -157,31 +162,30 @@ impl Upload<'_> {
         content: &mut (impl AsyncRead + Unpin),
         answer: &mut oneshot::Receiver<Answer>,
     ) -> Result<Option<Answer>, ClientError> {
-        // One buffer, filled again each time the connection task hands it
-        // back, and kept for the next upload: no fresh megabyte (and its
-        // page faults) per chunk.
-        let mut chunk = self.client.take_chunk_buffer();
+        let pool = self.client.chunk_pool();
         loop {
             match answer.try_recv() {
-                Ok(early) => {
-                    self.client.return_chunk_buffer(chunk);
-                    return Ok(Some(early));
-                }
+                Ok(early) => return Ok(Some(early)),
                 Err(TryRecvError::Closed) => return Err(self.client.closed_error()),
                 Err(TryRecvError::Empty) => {}
             }
-            read_chunk(content, &mut chunk).await?;
-            if chunk.is_empty() {
-                self.client.return_chunk_buffer(chunk);
+            let mut buf = pool.take();
+            let len = read_chunk(content, &mut buf).await?;
+            if len == 0 {
+                pool.give(buf);
                 return Ok(None);
             }
-            chunk = self.send_chunk(chunk).await?;
+            let chunk = Bytes::from_owner(PooledChunk {
+                buf,
+                len,
+                pool: pool.clone(),
+            });
+            self.send_chunk(chunk).await?;
         }
     }
 
-    /// Hands a chunk to the connection task; returns the buffer once the
-    /// chunk is queued.
-    async fn send_chunk(&self, data: Vec<u8>) -> Result<Vec<u8>, ClientError> {
+    /// Hands a chunk to the connection task; returns once it is queued.
+    async fn send_chunk(&self, data: Bytes) -> Result<(), ClientError> {
         let (queued, is_queued) = oneshot::channel();
         self.client.submit(Command::Chunk {
             id: self.id,
@@ -207,13 +211,13 @@ impl Drop for Upload<'_> {
 
 /// Fills `chunk` with up to [`UPLOAD_CHUNK`] bytes; empty at the end of
 /// the content.
+/// Fills `chunk` from `content` as far as it goes; returns how far.
 async fn read_chunk(
     content: &mut (impl AsyncRead + Unpin),
-    chunk: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    chunk.resize(UPLOAD_CHUNK, 0);
+    chunk: &mut [u8],
+) -> std::io::Result<usize> {
     let mut filled = 0;
-    while filled < UPLOAD_CHUNK {
+    while filled < chunk.len() {
         match content.read(&mut chunk[filled..]).await {
             Ok(0) => break,
             Ok(n) => filled += n,
@@ -221,8 +225,55 @@ async fn read_chunk(
             Err(e) => return Err(e),
         }
     }
-    chunk.truncate(filled);
-    Ok(())
+    Ok(filled)
+}
+
+/// Upload chunk buffers of one connection, kept for reuse (module docs).
+/// Two are enough for one upload at a time: one being written while the
+/// next is read; more uploads at once allocate more, and the pool keeps
+/// at most [`POOL_KEEP`].
+#[derive(Default)]
+pub(crate) struct ChunkPool(std::sync::Mutex<Vec<Vec<u8>>>);
+
+/// Chunk buffers a pool keeps.
+const POOL_KEEP: usize = 2;
+
+impl ChunkPool {
+    /// A buffer of [`UPLOAD_CHUNK`] bytes (their content is whatever the
+    /// last chunk left there).
+    fn take(&self) -> Vec<u8> {
+        let kept = self.0.lock().ok().and_then(|mut p| p.pop());
+        kept.unwrap_or_else(|| vec![0; UPLOAD_CHUNK])
+    }
+
+    fn give(&self, buf: Vec<u8>) {
+        if let Ok(mut p) = self.0.lock() {
+            if p.len() < POOL_KEEP && buf.len() == UPLOAD_CHUNK {
+                p.push(buf);
+            }
+        }
+    }
+}
+
+/// A chunk's bytes, owned by the `Bytes` the connection task queues: when
+/// the last reference goes (the chunk is written), the buffer goes back
+/// to its pool.
+struct PooledChunk {
+    buf: Vec<u8>,
+    len: usize,
+    pool: std::sync::Arc<ChunkPool>,
+}
+
+impl AsRef<[u8]> for PooledChunk {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Drop for PooledChunk {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buf));
+    }
 }
 
 fn stored(response: Response) -> Result<u64, ClientError> {

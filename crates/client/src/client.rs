@@ -30,8 +30,9 @@ struct Inner {
     shared: Arc<Shared>,
     welcome: Welcome,
     addr: String,
-    /// An upload chunk buffer left by the last upload, for the next one.
-    spare_chunk: std::sync::Mutex<Vec<u8>>,
+    /// Upload chunk buffers, reused from chunk to chunk and upload to
+    /// upload.
+    chunks: Arc<crate::attachments::ChunkPool>,
 }
 
 impl Client {
@@ -57,29 +58,14 @@ impl Client {
                 shared,
                 welcome: connected.welcome,
                 addr: opts.addr,
-                spare_chunk: Default::default(),
+                chunks: Arc::default(),
             }),
         })
     }
 
-    /// The buffer for an upload's chunks: the one the last upload left, if
-    /// no other upload is using it (a fresh megabyte per upload would be
-    /// allocated and faulted in every time).
-    pub(crate) fn take_chunk_buffer(&self) -> Vec<u8> {
-        self.inner
-            .spare_chunk
-            .lock()
-            .map(|mut spare| std::mem::take(&mut *spare))
-            .unwrap_or_default()
-    }
-
-    /// Gives an upload's chunk buffer back for the next upload.
-    pub(crate) fn return_chunk_buffer(&self, buffer: Vec<u8>) {
-        if let Ok(mut spare) = self.inner.spare_chunk.lock() {
-            if buffer.capacity() > spare.capacity() {
-                *spare = buffer;
-            }
-        }
+    /// This connection's pool of upload chunk buffers.
+    pub(crate) fn chunk_pool(&self) -> &Arc<crate::attachments::ChunkPool> {
+        &self.inner.chunks
     }
 
     /// The session the server created for this connection.

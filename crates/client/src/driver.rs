@@ -67,6 +67,8 @@ use tokio::sync::oneshot;
 
 /// Commands are not taken while this many bytes wait to be written.
 pub(crate) const OUTPUT_HIGH_WATER: usize = 1 << 20;
+/// Output segments handed to one vectored write.
+const WRITE_SEGMENTS: usize = 16;
 /// How long a closing connection may take to write its last bytes.
 pub(crate) const FINISH_TIMEOUT: Duration = Duration::from_secs(1);
 /// Size of each socket read.
@@ -85,12 +87,12 @@ pub(crate) enum Command {
         route: Route,
         started: Option<oneshot::Sender<RequestId>>,
     },
-    /// Queue bytes of upload `id`; `queued` gets the buffer back once they
-    /// are queued (copied into the output), to be filled again.
+    /// Queue bytes of upload `id` (as they are: the output holds them
+    /// until written); `queued` is told once they are.
     Chunk {
         id: RequestId,
-        data: Vec<u8>,
-        queued: oneshot::Sender<Vec<u8>>,
+        data: Bytes,
+        queued: oneshot::Sender<()>,
     },
     /// End upload `id`.
     End { id: RequestId },
@@ -220,7 +222,7 @@ impl Driver {
         let open = self.life == Life::Open;
         let blocked = self.backlog.front().map(|(tx, _)| tx.clone());
         tokio::select! {
-            wrote = write_some(&mut self.writer, self.out.front()),
+            wrote = write_some(&mut self.writer, &self.out),
                 if open && (!self.out.is_empty() || self.unflushed) => self.wrote(wrote),
             read = self.reader.read(&mut self.inbuf),
                 if open && self.backlog.is_empty() => self.read(read),
@@ -259,10 +261,9 @@ impl Driver {
 
     /// Moves what the state machine queued to the output queue.
     fn collect_output(&mut self) {
-        let bytes = self.conn.take_output();
-        if !bytes.is_empty() {
+        for bytes in self.conn.take_output_segments() {
             self.out_len += bytes.len();
-            self.out.push_back(Bytes::from(bytes));
+            self.out.push_back(bytes);
         }
     }
 
@@ -372,10 +373,10 @@ impl Driver {
                 started,
             } => self.send_request(&request, route, started),
             Command::Chunk { id, data, queued } => {
-                if let Err(e) = self.conn.send_chunk(id, &data) {
+                if let Err(e) = self.conn.send_chunk_shared(id, data) {
                     self.fail_request(id, e.into());
                 }
-                let _ = queued.send(data);
+                let _ = queued.send(());
             }
             Command::End { id } => {
                 if let Err(e) = self.conn.send_end(id) {
@@ -458,15 +459,22 @@ impl Route {
     }
 }
 
-/// Writes from the front of the output, or flushes once it is empty.
+/// Writes from the front of the output (several segments in one
+/// vectored write: a chunk's frame header and the chunk itself leave
+/// together), or flushes once it is empty.
 async fn write_some(
     writer: &mut WriteHalf<Box<dyn Transport>>,
-    front: Option<&Bytes>,
+    out: &VecDeque<Bytes>,
 ) -> io::Result<Wrote> {
-    match front {
-        Some(bytes) => writer.write(bytes).await.map(Wrote::Bytes),
-        None => writer.flush().await.map(|()| Wrote::Flushed),
+    if out.is_empty() {
+        return writer.flush().await.map(|()| Wrote::Flushed);
     }
+    let slices: Vec<io::IoSlice<'_>> = out
+        .iter()
+        .take(WRITE_SEGMENTS)
+        .map(|b| io::IoSlice::new(b))
+        .collect();
+    writer.write_vectored(&slices).await.map(Wrote::Bytes)
 }
 
 /// Room in a blocked download's channel (never completes without one).

@@ -163,9 +163,16 @@ impl ClientConnection {
         self.in_flight.len()
     }
 
-    /// Takes the bytes queued for the server.
+    /// Takes the bytes queued for the server, as one buffer.
     pub fn take_output(&mut self) -> Vec<u8> {
         self.wire.take_output()
+    }
+
+    /// Takes the bytes queued for the server as segments to write in
+    /// order: chunks queued with [`send_chunk_shared`](Self::send_chunk_shared)
+    /// come out as they went in, without a copy.
+    pub fn take_output_segments(&mut self) -> std::collections::VecDeque<bytes::Bytes> {
+        self.wire.take_output_segments()
     }
 
     /// Number of bytes queued for the server.
@@ -305,6 +312,26 @@ impl ClientConnection {
         Ok(())
     }
 
+    /// [`send_chunk`](Self::send_chunk) for bytes held as `Bytes`: queued
+    /// without a copy unless compressed (take them with
+    /// [`take_output_segments`](Self::take_output_segments)).
+    pub fn send_chunk_shared(&mut self, id: RequestId, data: Bytes) -> Result<(), ProtocolError> {
+        self.require_open()?;
+        let p = self.upload(id)?;
+        if p.answered {
+            return Ok(());
+        }
+        let step = self.wire.max_body().max(1);
+        let mut at = 0;
+        while at < data.len() {
+            let end = (at + step).min(data.len());
+            self.wire
+                .send_shared(FrameType::Chunk, id, data.slice(at..end))?;
+            at = end;
+        }
+        Ok(())
+    }
+
     /// Ends upload `id`; its answer follows.
     pub fn send_end(&mut self, id: RequestId) -> Result<(), ProtocolError> {
         self.require_open()?;
@@ -382,6 +409,79 @@ mod tests {
         c.take_output();
         c.receive(&welcome_bytes(1, Compression::Fast)).unwrap();
         c
+    }
+
+    #[test]
+    fn shared_chunks_go_out_as_copied_ones_would() {
+        let put = Request::PutAttachment {
+            db: DbHandle(1),
+            unid: Unid([2; 16]),
+            name: "big".into(),
+            mime: "x/y".into(),
+            size: None,
+        };
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 7) as u8).collect();
+        for compression in [Compression::Off, Compression::Fast, Compression::Strong] {
+            let (mut copied, mut shared) = (
+                crate::testkit::Pair::connected(compression),
+                crate::testkit::Pair::connected(compression),
+            );
+            let id = copied.client.send_request(&put).unwrap();
+            assert_eq!(shared.client.send_request(&put).unwrap(), id);
+            copied.client.send_chunk(id, &data).unwrap();
+            copied.client.send_chunk(id, &[]).unwrap();
+            copied.client.send_end(id).unwrap();
+            let body = Bytes::from(data.clone());
+            shared.client.send_chunk_shared(id, body.clone()).unwrap();
+            shared.client.send_chunk_shared(id, Bytes::new()).unwrap();
+            shared.client.send_end(id).unwrap();
+            let len = shared.client.output_len();
+            let segments = shared.client.take_output_segments();
+            assert_eq!(shared.client.output_len(), 0);
+            assert_eq!(segments.iter().map(Bytes::len).sum::<usize>(), len);
+            if compression == Compression::Off {
+                assert!(
+                    segments.iter().any(|s| s.as_ptr() == body.as_ptr()),
+                    "the body went out uncopied"
+                );
+            }
+            let mut wire = Vec::new();
+            segments.iter().for_each(|s| wire.extend_from_slice(s));
+            assert_eq!(wire, copied.client.take_output(), "{compression:?}");
+        }
+    }
+
+    #[test]
+    fn shared_chunks_are_split_at_the_maximum_frame_size() {
+        let mut c = ClientConnection::new(ClientConfig {
+            compression: vec![],
+            ..ClientConfig::default()
+        })
+        .unwrap();
+        c.take_output();
+        c.receive(&welcome_bytes(1, Compression::Off)).unwrap();
+        c.wire = Wire::new(MIN_MAX_FRAME_SIZE, 0);
+        let put = Request::PutAttachment {
+            db: DbHandle(1),
+            unid: Unid([2; 16]),
+            name: "big".into(),
+            mime: "x/y".into(),
+            size: None,
+        };
+        let id = c.send_request(&put).unwrap();
+        c.send_chunk_shared(id, Bytes::from(vec![7u8; 10_000]))
+            .unwrap();
+        // take_output joins the segments into one buffer.
+        let mut dec = FrameDecoder::new(MIN_MAX_FRAME_SIZE);
+        dec.feed(&c.take_output());
+        let mut sizes = Vec::new();
+        while let Some(f) = dec.next_frame().unwrap() {
+            if f.kind == FrameType::Chunk {
+                sizes.push(f.body.len());
+            }
+        }
+        let max = MIN_MAX_FRAME_SIZE as usize - crate::frame::HEADER_LEN;
+        assert_eq!(sizes, vec![max, max, 10_000 - 2 * max]);
     }
 
     fn get() -> Request {

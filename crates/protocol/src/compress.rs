@@ -125,11 +125,17 @@ impl BodyCodec {
         self.method
     }
 
+    /// Whether a body of `len` bytes is worth trying to compress (it is
+    /// still sent as it is when compressing does not shrink it).
+    pub fn would_compress(&self, len: usize) -> bool {
+        self.method != Compression::Off && len >= self.threshold.max(1)
+    }
+
     /// The compressed form of `body` (length prefix included), or `None`
     /// when the method is off, the body is below the threshold, or
     /// compressing would not make it smaller.
     pub fn compress(&mut self, body: &[u8]) -> Option<Vec<u8>> {
-        if self.method == Compression::Off || body.len() < self.threshold.max(1) {
+        if !self.would_compress(body.len()) {
             return None;
         }
         let prefix = u32::try_from(body.len()).ok()?.to_le_bytes();

@@ -4,22 +4,31 @@
 //! Outgoing frames are appended to one buffer that the driver takes and
 //! writes to its socket; keeping it inside the state machine (rather than
 //! returning bytes from each call) is what lets `receive` answer a broken
-//! stream with an error frame of its own. Only the bodies of frames that
+//! stream with an error frame of its own. A body the caller already holds
+//! as `Bytes` (an upload chunk) can be queued without a copy: the output
+//! then becomes a list of segments, the bytes before the body, the body
+//! itself, and so on, which a driver writes in order (vectored, ideally). Only the bodies of frames that
 //! can be large (`Request`, `Response`, `Item`, `Chunk`) are ever
 //! compressed; handshake and error frames never are, so they stay readable
 //! whatever was negotiated.
 
 use crate::compress::{BodyCodec, Compression};
 use crate::error::ProtocolError;
-use crate::frame::{write_frame, Flags, Frame, FrameDecoder, FrameType, HEADER_LEN};
+use crate::frame::{
+    write_frame, write_frame_head, Flags, Frame, FrameDecoder, FrameType, HEADER_LEN,
+};
 use crate::ids::RequestId;
 use crate::message::Failure;
 use bytes::Bytes;
+use std::collections::VecDeque;
 
 /// Frame decoder, output buffer and compression of one connection.
 #[derive(Debug)]
 pub(crate) struct Wire {
     decoder: FrameDecoder,
+    /// Output queued ahead of `out`, in order (module docs).
+    segments: VecDeque<Bytes>,
+    segments_len: usize,
     out: Vec<u8>,
     codec: BodyCodec,
     threshold: usize,
@@ -30,6 +39,8 @@ impl Wire {
     pub(crate) fn new(max_frame_size: u32, threshold: usize) -> Wire {
         Wire {
             decoder: FrameDecoder::new(max_frame_size),
+            segments: VecDeque::new(),
+            segments_len: 0,
             out: Vec::new(),
             codec: BodyCodec::new(Compression::Off, threshold),
             threshold,
@@ -86,6 +97,32 @@ impl Wire {
         }
     }
 
+    /// [`send`](Self::send) for a body held as `Bytes`: unless it is
+    /// compressed, it is queued as it is, not copied (module docs).
+    pub(crate) fn send_shared(
+        &mut self,
+        kind: FrameType,
+        id: RequestId,
+        body: Bytes,
+    ) -> Result<(), ProtocolError> {
+        if compressible(kind) && self.codec.would_compress(body.len()) {
+            return self.send(kind, id, &body);
+        }
+        let max = self.max_frame_size();
+        write_frame_head(&mut self.out, max, kind, Flags::NONE, id, body.len())?;
+        let head = Bytes::from(std::mem::take(&mut self.out));
+        self.push_segment(head);
+        self.push_segment(body);
+        Ok(())
+    }
+
+    fn push_segment(&mut self, bytes: Bytes) {
+        if !bytes.is_empty() {
+            self.segments_len += bytes.len();
+            self.segments.push_back(bytes);
+        }
+    }
+
     /// Queues an error frame (never compressed, message already bounded).
     pub(crate) fn send_failure(&mut self, id: RequestId, failure: &Failure) {
         let body = failure.encode();
@@ -108,12 +145,28 @@ impl Wire {
         self.codec.decompress(&frame.body, max).map(Bytes::from)
     }
 
+    /// Everything queued, as one buffer (copying any shared bodies).
     pub(crate) fn take_output(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.out)
+        if self.segments.is_empty() {
+            return std::mem::take(&mut self.out);
+        }
+        let mut all = Vec::with_capacity(self.output_len());
+        for s in self.take_output_segments() {
+            all.extend_from_slice(&s);
+        }
+        all
+    }
+
+    /// Everything queued, as the segments to write in order.
+    pub(crate) fn take_output_segments(&mut self) -> VecDeque<Bytes> {
+        let tail = Bytes::from(std::mem::take(&mut self.out));
+        self.push_segment(tail);
+        self.segments_len = 0;
+        std::mem::take(&mut self.segments)
     }
 
     pub(crate) fn output_len(&self) -> usize {
-        self.out.len()
+        self.segments_len + self.out.len()
     }
 }
 
