@@ -5,6 +5,18 @@ use clap::Parser;
 /// The server allocates many small, short-lived buffers (decoded notes,
 /// formula values, index keys) across threads; mimalloc handles that
 /// pattern markedly faster than the system allocator.
+///
+/// Built without transparent huge pages (the `no_thp` feature; the
+/// `MIMALLOC_ALLOW_THP=1` environment variable turns them back on).
+/// With them, the first touch of each 2 MiB region of the allocator's
+/// arenas faulted in a whole huge page and the kernel zeroed it on the
+/// spot, in whichever thread allocated: a new connection's, an upload's
+/// or a request's first small allocation. In the docs workload's first
+/// half second (thirty connections and their mail files being set up)
+/// that zeroing was 86% of all CPU samples and small operations queued
+/// behind it: the network run's create p99 went from 30–47 ms to
+/// 11–12 ms and its elapsed time from 6.0–6.3 s to 5.2 s without
+/// (docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
