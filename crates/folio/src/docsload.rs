@@ -120,6 +120,11 @@ struct RunResult {
     ops: serde_json::Value,
     small_p50_ms: f64,
     small_p99_ms: f64,
+    /// Document creation as the loopback server timed it (request in to
+    /// answer queued), beside the client's figure: the difference is the
+    /// transport and the scheduling of the threads on both sides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_create_ms: Option<serde_json::Value>,
 }
 
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
@@ -147,7 +152,22 @@ fn summarize(variant: &str, t: &Times, elapsed: Duration, docs: usize, bytes: u6
         ops: serde_json::Value::Object(ops),
         small_p50_ms: ms(&small, 0.5),
         small_p99_ms: ms(&small, 0.99),
+        server_create_ms: None,
     }
+}
+
+/// The server's own create percentiles (module docs of [`RunResult`]).
+fn server_create_times(c: &client::blocking::Client) -> Result<serde_json::Value, String> {
+    let stats = c.statistics().map_err(|e| e.to_string())?;
+    let mut out = serde_json::Map::new();
+    for s in stats {
+        if let (Some(q), protocol::StatValue::Gauge(v)) =
+            (s.name.strip_prefix("op.create."), s.value)
+        {
+            out.insert(q.trim_end_matches("_ms").to_string(), json!(v));
+        }
+    }
+    Ok(serde_json::Value::Object(out))
 }
 
 /// A way of reaching the engine: each thread gets its own mail file
@@ -654,11 +674,14 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                     connect: Box::new(connect),
                     run_id,
                 });
-                let res = run_variant(target, a, &attach);
+                let res = run_variant(target.clone(), a, &attach);
+                let server_times = (target.connect)().and_then(|c| server_create_times(&c));
                 srv.stop()?;
                 remove_and_settle(&dir);
                 let (t, el) = res?;
-                summarize("network", &t, el, total_docs, total_bytes)
+                let mut r = summarize("network", &t, el, total_docs, total_bytes);
+                r.server_create_ms = Some(server_times?);
+                r
             }
         };
         print_run(&r);
@@ -672,6 +695,13 @@ fn print_run(r: &RunResult) {
         "{:>9}: {:>7.1} s  {:>7.1} docs/s  {:>7.1} MB/s attachments  small ops p50 {:.2} ms p99 {:.2} ms",
         r.variant, r.elapsed_s, r.docs_per_s, r.attach_mb_per_s, r.small_p50_ms, r.small_p99_ms
     );
+    if let Some(t) = &r.server_create_ms {
+        println!(
+            "           server's own create times: p50 {:.2} ms p99 {:.2} ms",
+            t["p50"].as_f64().unwrap_or(0.0),
+            t["p99"].as_f64().unwrap_or(0.0)
+        );
+    }
 }
 
 fn report(
