@@ -411,15 +411,20 @@ mod tests {
         c
     }
 
-    #[test]
-    fn shared_chunks_go_out_as_copied_ones_would() {
-        let put = Request::PutAttachment {
+    /// An upload request of unknown size.
+    fn put_unsized() -> Request {
+        Request::PutAttachment {
             db: DbHandle(1),
             unid: Unid([2; 16]),
             name: "big".into(),
             mime: "x/y".into(),
             size: None,
-        };
+        }
+    }
+
+    #[test]
+    fn shared_chunks_go_out_as_copied_ones_would() {
+        let put = put_unsized();
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 7) as u8).collect();
         for compression in [Compression::Off, Compression::Fast, Compression::Strong] {
             let (mut copied, mut shared) = (
@@ -461,13 +466,7 @@ mod tests {
         c.take_output();
         c.receive(&welcome_bytes(1, Compression::Off)).unwrap();
         c.wire = Wire::new(MIN_MAX_FRAME_SIZE, 0);
-        let put = Request::PutAttachment {
-            db: DbHandle(1),
-            unid: Unid([2; 16]),
-            name: "big".into(),
-            mime: "x/y".into(),
-            size: None,
-        };
+        let put = put_unsized();
         let id = c.send_request(&put).unwrap();
         c.send_chunk_shared(id, Bytes::from(vec![7u8; 10_000]))
             .unwrap();
