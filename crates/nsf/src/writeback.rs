@@ -107,9 +107,12 @@ impl Writeback {
             // No writer thread (a limit of 0): write here.
             return run(job);
         }
-        result
-            .recv()
-            .expect("a writer thread answers every job it takes")
+        result.recv().unwrap_or_else(|_| {
+            // The writer died mid-job (a panic below it): the chunk's fate
+            // is unknown, so it counts as a failed write.
+            let e = io::Error::other("an attachment writer thread stopped");
+            (AlignedBuf::zeroed(len), Err(Failed::Write(e)))
+        })
     }
 }
 
