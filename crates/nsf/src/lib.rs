@@ -24,7 +24,7 @@ pub use acl::{
     Access, AccessLevel, Acl, AclEntry, AclError, UnknownLevel, MAX_ACL_ENTRIES,
     MAX_ACL_JSON_BYTES, MAX_ACL_NAME_BYTES, MAX_ACL_ROLES, MAX_ROLE_BYTES,
 };
-pub use attach::{AttachmentReader, BLOB_DATA};
+pub use attach::{read_full, AttachmentReader, BLOB_DATA};
 pub use db::{CheckReport, Database, DbInfo, NoteMeta};
 pub use engine::{validate_db_path, Engine, EngineConfig, LockStats};
 pub use error::{NsfError, NsfResult};

@@ -50,7 +50,7 @@
 
 use crate::service::{Caller, Service};
 use crate::stats::Op;
-use crate::upload::{read_full, Piece, UploadReader, UPLOAD_QUEUE};
+use crate::upload::{Piece, UploadReader, UPLOAD_QUEUE};
 use crate::{ServerError, ServerResult};
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{FromRequestParts, Query, RawPathParams, Request, State};
@@ -1130,7 +1130,7 @@ async fn get_attachment(State(s): Svc, c: Call) -> Answer {
         out.start(a.mime.clone(), Some(a.size))?;
         let mut buf = vec![0u8; DOWNLOAD_CHUNK];
         loop {
-            let n = read_full(&mut r, &mut buf)
+            let n = nsf::read_full(&mut r, &mut buf)
                 .map_err(|e| ServerError::Internal(format!("reading attachment {name:?}: {e}")))?;
             if n == 0 {
                 return Ok(());

@@ -27,7 +27,7 @@
 
 use crate::service::{Caller, Service};
 use crate::stats::Op;
-use crate::upload::{read_full, Piece, UploadReader};
+use crate::upload::{Piece, UploadReader};
 use crate::{ServerError, ServerResult};
 use bytes::Bytes;
 use nsf::Database;
@@ -637,7 +637,7 @@ impl Job {
         let mut sent = 0u64;
         let mut buf = vec![0u8; DOWNLOAD_CHUNK];
         loop {
-            let n = read_full(&mut r, &mut buf)
+            let n = nsf::read_full(&mut r, &mut buf)
                 .map_err(|e| ServerError::Internal(format!("reading attachment {name:?}: {e}")))?;
             if n == 0 {
                 break;
