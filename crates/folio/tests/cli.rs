@@ -4,7 +4,6 @@
 
 mod common;
 use common::{fails, folio, json, ok};
-use std::process::{Command, Stdio};
 
 #[test]
 fn documented_commands_round_trip() {
@@ -155,27 +154,13 @@ fn bad_input_is_one_line_and_changes_nothing() {
 fn a_second_process_on_the_same_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_folio"))
-        .arg("--data")
-        .arg(d)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--http-listen",
-            "127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Handlers are installed before serve announces itself.
-    let mut err = std::io::BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-    assert!(line.contains("serving data directory"), "{line}");
+    // Handlers are installed before serve announces itself (start waits
+    // for that line).
+    let server = common::Server::start(d);
     fails(d, &["db", "list"], "", "in use by another Folio process");
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let status = server.wait().unwrap();
-    assert!(status.success(), "serve shuts down cleanly on SIGTERM");
+    assert!(
+        server.stop().success(),
+        "serve shuts down cleanly on SIGTERM"
+    );
     ok(d, &["db", "list"], "");
 }
