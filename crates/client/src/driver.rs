@@ -469,12 +469,13 @@ async fn write_some(
     if out.is_empty() {
         return writer.flush().await.map(|()| Wrote::Flushed);
     }
-    let slices: Vec<io::IoSlice<'_>> = out
-        .iter()
-        .take(WRITE_SEGMENTS)
-        .map(|b| io::IoSlice::new(b))
-        .collect();
-    writer.write_vectored(&slices).await.map(Wrote::Bytes)
+    let mut slices = [io::IoSlice::new(&[]); WRITE_SEGMENTS];
+    let mut n = 0;
+    for (slot, bytes) in slices.iter_mut().zip(out) {
+        *slot = io::IoSlice::new(bytes);
+        n += 1;
+    }
+    writer.write_vectored(&slices[..n]).await.map(Wrote::Bytes)
 }
 
 /// Room in a blocked download's channel (never completes without one).
