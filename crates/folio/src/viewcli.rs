@@ -208,6 +208,7 @@ pub fn view_def(
     def.logged = logged;
     def.refresh = refresh.parse::<Refresh>().map_err(err)?;
     // Check everything before touching the database.
+    def.check_new().map_err(err)?;
     def.compile().map_err(err)?;
     Ok(def)
 }

@@ -109,7 +109,7 @@ fn bad_input_is_one_line_and_changes_nothing() {
         d,
         &["db", "create", "../escape.fdb"],
         "",
-        "inside the data directory",
+        "'.' and '..' are not allowed",
     );
     fails(d, &["db", "create", "noext"], "", ".fdb");
     std::fs::write(d.join("junk.fdb"), b"definitely not a database").unwrap();

@@ -152,7 +152,16 @@ fn bad_formulas_and_unknown_views_change_nothing() {
     );
     fails(
         d,
-        &["view", "create", "m.fdb", "V", "--column", "S=@Bogus(1)"],
+        &[
+            "view",
+            "create",
+            "m.fdb",
+            "V",
+            "--select",
+            "SELECT @All",
+            "--column",
+            "S=@Bogus(1)",
+        ],
         "",
         "unknown function",
     );
@@ -196,12 +205,30 @@ fn bad_formulas_and_unknown_views_change_nothing() {
     );
     ok(
         d,
-        &["view", "create", "m.fdb", "V", "--column", "S=Subject:asc"],
+        &[
+            "view",
+            "create",
+            "m.fdb",
+            "V",
+            "--select",
+            "SELECT @All",
+            "--column",
+            "S=Subject:asc",
+        ],
         "",
     );
     fails(
         d,
-        &["view", "create", "m.fdb", "v", "--column", "S=Subject"],
+        &[
+            "view",
+            "create",
+            "m.fdb",
+            "v",
+            "--select",
+            "SELECT @All",
+            "--column",
+            "S=Subject",
+        ],
         "",
         "already exists",
     );

@@ -22,11 +22,12 @@
 //! [`LockStats`] by `show stats`.
 
 use crate::db::{Database, Durability, Inflight, LockCounters};
+use crate::dbpath::DbPath;
 use crate::header::{DbHeader, MAX_TITLE};
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,8 +35,8 @@ use storage::backend::{read_exact_at, write_all_at, OpenMode};
 use storage::freelist::FreeList;
 use storage::pool::{BufferPool, PoolStats};
 use storage::{
-    btree, Backend, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult,
-    PAGE_SIZE,
+    btree, Backend, FileIdentity, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite,
+    StorageResult, PAGE_SIZE,
 };
 use translog::{LogConfig, LogInfo, RecoveryReport, TransLog};
 
@@ -94,7 +95,7 @@ struct Shared {
     pool: Arc<BufferPool>,
     log: Option<Arc<TransLog>>,
     inflight: Arc<Inflight>,
-    dbs: Mutex<HashMap<String, Arc<Database>>>,
+    dbs: Mutex<OpenDbs>,
     /// Databases restart recovery could not bring back, with the reason.
     unrecovered: HashMap<String, String>,
     stop: Mutex<bool>,
@@ -103,6 +104,15 @@ struct Shared {
     checkpointing: Mutex<()>,
     locks: Arc<LockCounters>,
     writeback: Arc<crate::writeback::Writeback>,
+}
+
+/// The open-database cache, keyed twice so that one file can never have
+/// two `Database` instances (I18): by canonical path, and by the file's
+/// identity on disk (a link made by hand is a second path to one file).
+#[derive(Default)]
+struct OpenDbs {
+    by_path: HashMap<DbPath, Arc<Database>>,
+    by_file: HashMap<FileIdentity, DbPath>,
 }
 
 /// An open data directory.
@@ -154,7 +164,7 @@ impl Engine {
             backend,
             log,
             inflight: Arc::default(),
-            dbs: Mutex::new(HashMap::new()),
+            dbs: Mutex::default(),
             unrecovered,
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -187,6 +197,22 @@ impl Engine {
         self.shared.log.is_some()
     }
 
+    /// The canonical path `path` must be (I18), and not inside the log
+    /// directory, whose files are the log's alone.
+    fn db_path(&self, path: &str) -> NsfResult<DbPath> {
+        let p = DbPath::parse(path)?;
+        if let Some(log) = &self.shared.cfg.log {
+            let log_dir = self.shared.cfg.data_dir.join(&log.dir);
+            if self.full_path(path).starts_with(&log_dir) {
+                return Err(NsfError::BadPath {
+                    path: path.to_string(),
+                    reason: "the transaction log's directory holds no databases".into(),
+                });
+            }
+        }
+        Ok(p)
+    }
+
     fn full_path(&self, rel: &str) -> PathBuf {
         self.shared.cfg.data_dir.join(rel)
     }
@@ -195,7 +221,8 @@ impl Engine {
     /// temporary name, synced, renamed into place and the directory synced
     /// (I9), so a crash leaves either no database or a whole one.
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
-        validate_db_path(path)?;
+        let path = &self.db_path(path)?;
+        let path = path.as_str();
         if title.len() > MAX_TITLE {
             return Err(NsfError::Invalid(format!(
                 "title is {} bytes; the limit is {MAX_TITLE}",
@@ -227,9 +254,10 @@ impl Engine {
 
     /// Opens a database (cached: every caller shares one `Database`).
     pub fn open_database(&self, path: &str) -> NsfResult<Arc<Database>> {
-        validate_db_path(path)?;
+        let key = self.db_path(path)?;
+        let path = key.as_str();
         let mut dbs = self.shared.dbs.lock();
-        if let Some(db) = dbs.get(path) {
+        if let Some(db) = dbs.by_path.get(&key) {
             return Ok(db.clone());
         }
         let full = self.full_path(path);
@@ -244,6 +272,13 @@ impl Engine {
                     source: e,
                 },
             })?;
+        let identity = handle.identity();
+        if let Some(other) = identity.and_then(|id| dbs.by_file.get(&id)) {
+            return Err(NsfError::SameFile {
+                path: path.to_string(),
+                open_as: other.to_string(),
+            });
+        }
         let header = read_header(handle.as_ref(), path)?;
         let durability = match &self.shared.log {
             Some(log) => Durability::Logged {
@@ -273,7 +308,10 @@ impl Engine {
             // Engine-wide: writer-lock counters and the write-back gate.
             (self.shared.locks.clone(), self.shared.writeback.clone()),
         ));
-        dbs.insert(path.to_string(), db.clone());
+        if let Some(id) = identity {
+            dbs.by_file.insert(id, key.clone());
+        }
+        dbs.by_path.insert(key, db.clone());
         Ok(db)
     }
 
@@ -314,7 +352,7 @@ impl Engine {
 
     /// How many databases are in the open-database cache.
     pub fn open_databases(&self) -> usize {
-        self.shared.dbs.lock().len()
+        self.shared.dbs.lock().by_path.len()
     }
 
     /// Clean shutdown: stop the background thread, flush, checkpoint, close
@@ -327,7 +365,7 @@ impl Engine {
                 log.shutdown()?;
             }
             None => {
-                let dbs: Vec<_> = self.shared.dbs.lock().values().cloned().collect();
+                let dbs: Vec<_> = self.shared.dbs.lock().by_path.values().cloned().collect();
                 for db in dbs {
                     db.close_unlogged()?;
                 }
@@ -422,33 +460,6 @@ fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {
     DbHeader::decode(&page, path)
 }
 
-/// Database paths are relative, stay inside the data directory and end in
-/// `.fdb`.
-pub fn validate_db_path(path: &str) -> NsfResult<()> {
-    let bad = |reason: &str| {
-        Err(NsfError::BadPath {
-            path: path.to_string(),
-            reason: reason.to_string(),
-        })
-    };
-    if path.is_empty() || path.len() > 240 {
-        return bad("must be 1 to 240 bytes");
-    }
-    if !path.ends_with(".fdb") {
-        return bad("database paths end in .fdb");
-    }
-    if path.chars().any(|c| c.is_control() || c == '\\') {
-        return bad("control characters and backslashes are not allowed");
-    }
-    if !Path::new(path)
-        .components()
-        .all(|c| matches!(c, Component::Normal(_)))
-    {
-        return bad("must be a relative path inside the data directory (no '..', no leading '/')");
-    }
-    Ok(())
-}
-
 fn walk(
     be: &dyn Backend,
     root: &Path,
@@ -467,8 +478,12 @@ fn walk(
         if be.is_dir(&p) {
             walk(be, root, &p, skip, out)?;
         } else if p.extension().is_some_and(|e| e == "fdb") {
-            if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.to_string_lossy().replace('\\', "/"));
+            // A file whose name is not a canonical database path (made by
+            // hand) cannot be opened, so it is not listed either (I18).
+            let rel = p.strip_prefix(root).ok().and_then(|r| r.to_str());
+            match rel.map(DbPath::parse) {
+                Some(Ok(rel)) => out.push(rel.to_string()),
+                _ => tracing::warn!(file = %p.display(), "not a canonical database path; skipped"),
             }
         }
     }

@@ -42,6 +42,9 @@ pub enum NsfError {
     NotADatabase { path: String, reason: String },
     #[error("invalid database path {path:?}: {reason}")]
     BadPath { path: String, reason: String },
+    /// A second path to a file that is already open under another (I16).
+    #[error("{path} is the same file as the open database {open_as}; use that path")]
+    SameFile { path: String, open_as: String },
     #[error("{db}: no document {unid}")]
     NoSuchDocument { db: String, unid: Unid },
     #[error("{db}: document {unid} was deleted")]

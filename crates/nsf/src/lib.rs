@@ -10,6 +10,7 @@
 mod acl;
 mod attach;
 mod db;
+mod dbpath;
 mod engine;
 mod error;
 mod header;
@@ -26,7 +27,8 @@ pub use acl::{
 };
 pub use attach::{read_full, AttachmentReader, BLOB_DATA};
 pub use db::{CheckReport, Database, DbInfo, NoteMeta};
-pub use engine::{validate_db_path, Engine, EngineConfig, LockStats};
+pub use dbpath::{DbPath, MAX_DB_PATH};
+pub use engine::{Engine, EngineConfig, LockStats};
 pub use error::{NsfError, NsfResult};
 pub use header::MAX_TITLE;
 pub use ids::*;

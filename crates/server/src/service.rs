@@ -279,13 +279,35 @@ impl Service {
         caller: &Caller,
         path: &str,
     ) -> ServerResult<(Arc<Database>, DatabaseInfo)> {
-        let db = self.engine.open_database(path).map_err(nsf_err)?;
-        let access = self.access(caller, &db)?;
-        if access.level() == AccessLevel::NoAccess {
-            return Err(denied(caller, path));
-        }
+        let (db, _) = self.reach(caller, path)?;
         let info = database_info(&db)?;
         Ok((db, info))
+    }
+
+    /// The database at `path` and the caller's access, if the caller may
+    /// see it at all. A database the caller may not see and one that does
+    /// not exist get the same answer, so nobody can probe which databases
+    /// exist: 401 for an anonymous caller, 404 for a signed-in one (a path
+    /// that is not canonical is refused as such either way, since that
+    /// says nothing about what exists). Administrators get the real error.
+    fn reach(&self, caller: &Caller, path: &str) -> ServerResult<(Arc<Database>, Access)> {
+        let opened = self.engine.open_database(path);
+        if caller.admin {
+            let db = opened.map_err(nsf_err)?;
+            return Ok((db, Access::full()));
+        }
+        let db = match opened {
+            Ok(db) => db,
+            Err(e @ NsfError::BadPath { .. }) => return Err(nsf_err(e)),
+            Err(e) => {
+                tracing::debug!(db = path, error = %e, "open refused as unseen");
+                return Err(unseen(caller, path));
+            }
+        };
+        match self.access(caller, &db) {
+            Ok(a) if a.level() > AccessLevel::NoAccess => Ok((db, a)),
+            _ => Err(unseen(caller, path)),
+        }
     }
 
     /// A database's description.
@@ -733,7 +755,7 @@ impl Service {
 
     /// A database's ACL as JSON (Manager access).
     pub fn get_acl(&self, caller: &Caller, path: &str) -> ServerResult<String> {
-        let db = self.engine.open_database(path).map_err(nsf_err)?;
+        let (db, _) = self.reach(caller, path)?;
         self.require_manager(caller, &db)?;
         let acl = db
             .acl()
@@ -745,7 +767,7 @@ impl Service {
     /// Replaces a database's ACL (Manager access). An ACL must keep at
     /// least one Manager, or no one could ever change it again.
     pub fn set_acl(&self, caller: &Caller, path: &str, json: &str) -> ServerResult<()> {
-        let db = self.engine.open_database(path).map_err(nsf_err)?;
+        let (db, _) = self.reach(caller, path)?;
         self.require_manager(caller, &db)?;
         let acl = Acl::parse_json(json).map_err(|e| bad(e.to_string()))?;
         if !acl.entries.iter().any(|e| e.level == AccessLevel::Manager) {
@@ -763,8 +785,7 @@ impl Service {
         caller: &Caller,
         path: &str,
     ) -> ServerResult<(Option<String>, String, Vec<String>)> {
-        let db = self.engine.open_database(path).map_err(nsf_err)?;
-        let a = self.access(caller, &db)?;
+        let (_, a) = self.reach(caller, path)?;
         Ok((
             caller.user.clone(),
             a.level().as_str().to_string(),
@@ -884,6 +905,17 @@ fn who(caller: &Caller) -> String {
     }
 }
 
+/// The one answer for a database the caller may not see, whether or not
+/// it exists (no text or status tells the two apart).
+fn unseen(caller: &Caller, path: &str) -> ServerError {
+    match &caller.user {
+        None => ServerError::Unauthenticated(format!("{path}: sign in to open this database")),
+        Some(u) => ServerError::NotFound(format!(
+            "{path}: no such database, or user {u:?} may not open it"
+        )),
+    }
+}
+
 fn denied(caller: &Caller, path: &str) -> ServerError {
     match &caller.user {
         None => {
@@ -923,9 +955,12 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
         E::Json(nsf::JsonError::Invalid(nsf::CodecError::TooLarge { .. })) => {
             ServerError::TooLarge(msg)
         }
-        E::BadPath { .. } | E::Codec(_) | E::Json(_) | E::Invalid(_) | E::Setting { .. } => {
-            ServerError::BadRequest(msg)
-        }
+        E::BadPath { .. }
+        | E::SameFile { .. }
+        | E::Codec(_)
+        | E::Json(_)
+        | E::Invalid(_)
+        | E::Setting { .. } => ServerError::BadRequest(msg),
         _ => ServerError::Internal(msg),
     }
 }

@@ -53,6 +53,10 @@ pub trait Backend: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
 }
 
+/// A file's identity on its backend (device and inode for `FsBackend`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdentity(pub u64, pub u64);
+
 /// An open file. Positional I/O only, so handles can be shared across
 /// threads without a seek cursor.
 #[allow(
@@ -69,6 +73,13 @@ pub trait FileHandle: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
     fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Which file this is, whatever path reached it (device and inode on
+    /// a real file system), so two spellings or links of one file can be
+    /// recognised; `None` where the backend cannot tell.
+    fn identity(&self) -> Option<FileIdentity> {
+        None
+    }
 
     /// Writes all of `buf` at `offset` (the contract of [`write_all_at`])
     /// for bulk content that is written once, synced soon after and not

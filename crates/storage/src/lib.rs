@@ -21,7 +21,7 @@ mod store;
 #[cfg(test)]
 mod testutil;
 
-pub use backend::{Backend, FileHandle, OpenMode};
+pub use backend::{Backend, FileHandle, FileIdentity, OpenMode};
 pub use error::{StorageError, StorageResult};
 pub use ids::{Lsn, PageId};
 pub use page::{PageBuf, PageKind, PAGE_SIZE};

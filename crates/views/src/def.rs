@@ -78,8 +78,10 @@ impl std::str::FromStr for Refresh {
     }
 }
 
-/// One column.
+/// One column. Unknown fields are refused: a misspelt `"sotr"` must not
+/// silently mean the default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ColumnDef {
     pub title: String,
     pub formula: String,
@@ -126,8 +128,10 @@ impl ColumnDef {
     }
 }
 
-/// A view or folder definition.
+/// A view or folder definition. Unknown fields are refused (a misspelt
+/// `"refersh"` or `"loged"` must not silently mean the default).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ViewDef {
     pub name: String,
     pub kind: Kind,
@@ -164,6 +168,24 @@ impl ViewDef {
             columns,
             refresh: Refresh::default(),
             logged: false,
+        }
+    }
+
+    /// Checks what only a new definition must satisfy: a view states its
+    /// selection (an empty one is refused, as search refuses an empty
+    /// formula; `SELECT @All` selects everything), a folder has none.
+    /// Definitions stored before this rule keep opening: `compile` still
+    /// reads an empty stored selection as `SELECT @All`.
+    pub fn check_new(&self) -> ViewResult<()> {
+        let blank = self.selection.trim().is_empty();
+        match self.kind {
+            Kind::View if blank => Err(ViewError::BadDefinition(
+                "a view needs a selection formula (SELECT @All selects every document)".into(),
+            )),
+            Kind::Folder if !blank => Err(ViewError::BadDefinition(
+                "a folder has no selection formula; its documents are added to it".into(),
+            )),
+            _ => Ok(()),
         }
     }
 

@@ -142,6 +142,7 @@ impl Views {
     /// Creates a view or folder. Bad formulas and duplicate names change
     /// nothing. `Auto` views are built at once.
     pub fn create(&self, db: &Arc<Database>, def: ViewDef) -> ViewResult<()> {
+        def.check_new()?;
         let compiled = def.compile()?;
         let items = def.to_items()?;
         let name = def.name.clone();

@@ -458,6 +458,9 @@ struct CrashFile {
 }
 
 impl FileHandle for CrashFile {
+    fn identity(&self) -> Option<super::FileIdentity> {
+        Some(super::FileIdentity(0, self.id.0))
+    }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let fs = self.fs.lock();
         let data = &fs.inode(self.id)?.current;

@@ -211,6 +211,9 @@ fn short_len(len: usize) -> usize {
 }
 
 impl FileHandle for FaultFile {
+    fn identity(&self) -> Option<super::FileIdentity> {
+        self.inner.identity()
+    }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.inner.read_at(buf, offset)
     }

@@ -92,6 +92,11 @@ impl FsFile {
 }
 
 impl FileHandle for FsFile {
+    fn identity(&self) -> Option<super::FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.file.metadata().ok()?;
+        Some(super::FileIdentity(m.dev(), m.ino()))
+    }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.file.read_at(buf, offset)
     }
