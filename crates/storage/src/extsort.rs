@@ -1272,97 +1272,31 @@ mod tests {
         assert_eq!(run_to_end(fault, &entries).unwrap(), expected(&entries));
     }
 
-    /// A backend whose file reads fail with EIO from the `fail_at`-th on
-    /// (`FaultBackend` injects faults on the write path only).
-    struct ReadFault {
-        inner: MemBackend,
-        reads: Arc<AtomicU64>,
-        fail_at: u64,
-    }
-
-    struct ReadFaultFile {
-        inner: Arc<dyn FileHandle>,
-        reads: Arc<AtomicU64>,
-        fail_at: u64,
-    }
-
-    impl FileHandle for ReadFaultFile {
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            if self.reads.fetch_add(1, atomic::Ordering::Relaxed) + 1 >= self.fail_at {
-                return Err(io::Error::from_raw_os_error(libc::EIO));
-            }
-            self.inner.read_at(buf, offset)
-        }
-        fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-            self.inner.write_at(buf, offset)
-        }
-        fn sync_data(&self) -> io::Result<()> {
-            self.inner.sync_data()
-        }
-        fn len(&self) -> io::Result<u64> {
-            self.inner.len()
-        }
-        fn set_len(&self, len: u64) -> io::Result<()> {
-            self.inner.set_len(len)
-        }
-    }
-
-    impl Backend for ReadFault {
-        fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FileHandle>> {
-            Ok(Arc::new(ReadFaultFile {
-                inner: self.inner.open(path, mode)?,
-                reads: self.reads.clone(),
-                fail_at: self.fail_at,
-            }))
-        }
-        fn remove_file(&self, path: &Path) -> io::Result<()> {
-            self.inner.remove_file(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            self.inner.rename(from, to)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            self.inner.exists(path)
-        }
-        fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-            self.inner.create_dir_all(path)
-        }
-        fn read_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-            self.inner.read_dir(dir)
-        }
-        fn is_dir(&self, path: &Path) -> bool {
-            self.inner.is_dir(path)
-        }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            self.inner.sync_dir(dir)
-        }
-    }
-
+    /// Every read of a run failing (EIO) or coming back with a flipped bit
+    /// is an error, never a wrong or short output, and leaves no file.
     #[test]
     fn an_injected_read_fault_is_an_error_and_leaves_no_file() {
         let entries = sample(1500);
-        let counting = ReadFault {
-            inner: MemBackend::new(),
-            reads: Arc::default(),
-            fail_at: u64::MAX,
-        };
-        let reads = counting.reads.clone();
-        run_to_end(Arc::new(counting), &entries).unwrap();
-        let total = reads.load(atomic::Ordering::Relaxed);
+        let clean = Arc::new(FaultBackend::new(Arc::new(MemBackend::new())));
+        run_to_end(clean.clone(), &entries).unwrap();
+        let total = clean.count(FaultOp::Read);
         assert!(total > 20, "{total} reads");
-        for fail_at in 1..=total {
-            let mem = MemBackend::new();
-            let backend = ReadFault {
-                inner: mem.clone(),
-                reads: Arc::default(),
-                fail_at,
-            };
-            let err = run_to_end(Arc::new(backend), &entries).unwrap_err();
-            assert!(
-                matches!(err, StorageError::Io { .. }),
-                "read {fail_at}: {err}"
-            );
-            assert!(leftovers(&mem).is_empty(), "read {fail_at}");
+        for kind in [FaultKind::Eio, FaultKind::Corrupt] {
+            for nth in 1..=total {
+                let mem = MemBackend::new();
+                let fault = Arc::new(FaultBackend::new(Arc::new(mem.clone())));
+                fault.add_rule(FaultRule {
+                    nth,
+                    ..FaultRule::new(FaultOp::Read, kind)
+                });
+                let err = run_to_end(fault, &entries).unwrap_err();
+                let expected = match kind {
+                    FaultKind::Eio => matches!(err, StorageError::Io { .. }),
+                    _ => matches!(err, StorageError::CorruptTemp { .. }),
+                };
+                assert!(expected, "{kind:?} on read {nth}: {err}");
+                assert!(leftovers(&mem).is_empty(), "{kind:?} on read {nth}");
+            }
         }
     }
 

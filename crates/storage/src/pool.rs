@@ -868,26 +868,18 @@ mod tests {
 
     #[test]
     fn failed_file_is_never_retried() {
-        struct FailingWrites;
-        impl FileHandle for FailingWrites {
-            fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
-                Ok(0)
-            }
-            fn write_at(&self, _: &[u8], _: u64) -> io::Result<usize> {
-                Err(io::Error::from_raw_os_error(libc::EIO))
-            }
-            fn sync_data(&self) -> io::Result<()> {
-                Ok(())
-            }
-            fn len(&self) -> io::Result<u64> {
-                Ok(0)
-            }
-            fn set_len(&self, _: u64) -> io::Result<()> {
-                Ok(())
-            }
-        }
+        use crate::backend::{FaultBackend, FaultKind, FaultOp, FaultRule, MemBackend};
+        use crate::{Backend, OpenMode};
+        let fault = FaultBackend::new(Arc::new(MemBackend::new()));
+        fault.add_rule(FaultRule {
+            sticky: true,
+            ..FaultRule::new(FaultOp::Write, FaultKind::Eio)
+        });
+        let file = fault
+            .open(std::path::Path::new("bad.fdb"), OpenMode::CreateOrOpen)
+            .unwrap();
         let pool = BufferPool::new(0);
-        let f = pool.register(Arc::new(FailingWrites), "bad.fdb");
+        let f = pool.register(file, "bad.fdb");
         pool.install(f, PageId(1), page_with(1), at(1), false);
         let r = pool.flush(Lsn(10), None);
         assert_eq!(r.failures.len(), 1);

@@ -21,12 +21,16 @@
 //! - Handles returned by `open` are wrapped and share the rule state with
 //!   the backend, so a rule added while files are open still reaches them:
 //!   the engine keeps its files open for its whole life.
-//! - Only mutating operations can fail (writes, `set_len`, syncs, opens,
-//!   renames, removals). Reads pass through: the fault model is the write
-//!   path, where a lost error means lost data.
+//! - Mutating operations can fail (writes, `set_len`, syncs, opens,
+//!   renames, removals), and so can reads: with EIO, or by handing back
+//!   bytes with one bit flipped (bit rot, a misdirected read) while the
+//!   file itself stays intact, so checksums can be shown to catch it.
 //! - A failed write never reaches the inner backend, so it changes nothing;
-//!   a short write passes exactly the prefix it reports. The data on the
-//!   inner backend therefore always matches what the caller was told.
+//!   a short write passes exactly the prefix it reports. A *torn* write is
+//!   the one exception, on purpose: it stores a prefix and then fails, the
+//!   state a crash in the middle of a write leaves for the next reader.
+//! - Any operation can be slowed down (`Delay`), then carried out, so
+//!   group commit and timeouts can be tested against a slow disk.
 
 use super::{Backend, FileHandle, OpenMode};
 use parking_lot::Mutex;
@@ -38,6 +42,8 @@ use std::sync::Arc;
 /// The operation a rule targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FaultOp {
+    /// `FileHandle::read_at`.
+    Read,
     /// `FileHandle::write_at`.
     Write,
     /// `FileHandle::set_len`.
@@ -65,13 +71,25 @@ pub enum FaultKind {
     /// byte) and returns that length. An operation that cannot be partial
     /// fails with `EIO` instead.
     ShortWrite,
+    /// `write_at` stores the first N bytes of the buffer (at most all but
+    /// its last byte) and then fails with `EIO`: the file holds a torn
+    /// prefix of a write the caller was told failed, as a crash inside a
+    /// write leaves it (pick N at a sector boundary, or mid-field). Other
+    /// operations fail with `EIO`.
+    TornWrite(usize),
+    /// `read_at` returns the file's bytes with one bit flipped in the
+    /// middle of what it read; the file is unchanged. Other operations
+    /// fail with `EIO`.
+    Corrupt,
+    /// The operation waits this long, then is carried out normally.
+    Delay(std::time::Duration),
 }
 
 impl FaultKind {
     fn error(self) -> io::Error {
         match self {
-            FaultKind::Eio | FaultKind::ShortWrite => io::Error::from_raw_os_error(libc::EIO),
             FaultKind::Enospc => io::Error::from_raw_os_error(libc::ENOSPC),
+            _ => io::Error::from_raw_os_error(libc::EIO),
         }
     }
 }
@@ -154,11 +172,16 @@ impl FaultState {
 
 type SharedState = Arc<Mutex<FaultState>>;
 
-/// Fails an operation outright if a rule says so.
+/// Fails an operation outright if a rule says so (or delays it).
 fn guard(state: &SharedState, op: FaultOp, paths: &[&Path]) -> io::Result<()> {
-    match state.lock().check(op, paths) {
-        Some(kind) => Err(kind.error()),
+    let fault = state.lock().check(op, paths);
+    match fault {
         None => Ok(()),
+        Some(FaultKind::Delay(d)) => {
+            std::thread::sleep(d);
+            Ok(())
+        }
+        Some(kind) => Err(kind.error()),
     }
 }
 
@@ -215,13 +238,38 @@ impl FileHandle for FaultFile {
         self.inner.identity()
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+        let fault = self.state.lock().check(FaultOp::Read, &[&self.path]);
+        match fault {
+            None => self.inner.read_at(buf, offset),
+            Some(FaultKind::Delay(d)) => {
+                std::thread::sleep(d);
+                self.inner.read_at(buf, offset)
+            }
+            Some(FaultKind::Corrupt) => {
+                let n = self.inner.read_at(buf, offset)?;
+                if n > 0 {
+                    buf[n / 2] ^= 0x10;
+                }
+                Ok(n)
+            }
+            Some(kind) => Err(kind.error()),
+        }
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-        match self.state.lock().check(FaultOp::Write, &[&self.path]) {
+        let fault = self.state.lock().check(FaultOp::Write, &[&self.path]);
+        match fault {
             None => self.inner.write_at(buf, offset),
             Some(FaultKind::ShortWrite) => {
                 self.inner.write_at(&buf[..short_len(buf.len())], offset)
+            }
+            Some(kind @ FaultKind::TornWrite(n)) => {
+                let n = n.min(buf.len().saturating_sub(1));
+                super::write_all_at(self.inner.as_ref(), &buf[..n], offset)?;
+                Err(kind.error())
+            }
+            Some(FaultKind::Delay(d)) => {
+                std::thread::sleep(d);
+                self.inner.write_at(buf, offset)
             }
             Some(kind) => Err(kind.error()),
         }
@@ -314,6 +362,51 @@ mod tests {
         assert_eq!(f.write_at(b"cc", 4).unwrap(), 2);
         assert_eq!(mem.file_bytes(Path::new("d/a")).unwrap(), b"aaaacc");
         assert_eq!(fault.injected(), 1);
+    }
+
+    #[test]
+    fn reads_fail_or_come_back_corrupted_while_the_file_stays_intact() {
+        let (mem, fault) = setup();
+        let f = open(&fault, "d/a");
+        write_all_at(f.as_ref(), b"abcdefgh", 0).unwrap();
+        fault.add_rule(rule(FaultOp::Read, FaultKind::Eio, 1, false));
+        fault.add_rule(rule(FaultOp::Read, FaultKind::Corrupt, 2, false));
+        let mut buf = [0u8; 8];
+        assert_eq!(os_error(f.read_at(&mut buf, 0)), libc::EIO);
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 8);
+        assert_eq!(&buf, b"abcdufgh", "one bit flipped mid-read");
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 8);
+        assert_eq!(&buf, b"abcdefgh");
+        assert_eq!(mem.file_bytes(Path::new("d/a")).unwrap(), b"abcdefgh");
+        assert_eq!(fault.count(FaultOp::Read), 3);
+    }
+
+    #[test]
+    fn a_torn_write_stores_a_prefix_and_reports_failure() {
+        let (mem, fault) = setup();
+        let f = open(&fault, "d/a");
+        write_all_at(f.as_ref(), b"oooooooo", 0).unwrap();
+        fault.add_rule(rule(FaultOp::Write, FaultKind::TornWrite(3), 1, false));
+        fault.add_rule(rule(FaultOp::Write, FaultKind::TornWrite(100), 2, false));
+        assert_eq!(os_error(f.write_at(b"nnnnnnnn", 0)), libc::EIO);
+        assert_eq!(mem.file_bytes(Path::new("d/a")).unwrap(), b"nnnooooo");
+        assert_eq!(os_error(f.write_at(b"tttt", 0)), libc::EIO);
+        assert_eq!(mem.file_bytes(Path::new("d/a")).unwrap(), b"tttooooo");
+    }
+
+    #[test]
+    fn a_delay_slows_the_operation_and_then_carries_it_out() {
+        let (mem, fault) = setup();
+        let f = open(&fault, "d/a");
+        let d = std::time::Duration::from_millis(20);
+        fault.add_rule(rule(FaultOp::Sync, FaultKind::Delay(d), 1, true));
+        fault.add_rule(rule(FaultOp::Write, FaultKind::Delay(d), 1, false));
+        let t = std::time::Instant::now();
+        write_all_at(f.as_ref(), b"x", 0).unwrap();
+        f.sync_data().unwrap();
+        f.sync_data().unwrap();
+        assert!(t.elapsed() >= d * 3);
+        assert_eq!(mem.file_bytes(Path::new("d/a")).unwrap(), b"x");
     }
 
     #[test]

@@ -1,18 +1,15 @@
 //! Helpers shared by the scenarios: a small log configuration, fake
 //! database files of sealed pages, a model of what each page must contain
-//! after redo, the documented LSN → (extent, offset) arithmetic, and a
-//! backend wrapper that injects failures.
+//! after redo, the documented LSN → (extent, offset) arithmetic, and the
+//! fault-injecting backend.
 
-use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use storage::backend::{read_exact_at, write_all_at, MemBackend};
+use storage::backend::{read_exact_at, write_all_at, FaultBackend, MemBackend};
 use storage::page::{apply_delta, DeltaRange};
-use storage::{Backend, FileHandle, Lsn, OpenMode, PageBuf, PageId, PageKind};
+use storage::{Backend, Lsn, OpenMode, PageBuf, PageId, PageKind};
 use translog::{Appended, Batch, LogConfig, PageChange, RecoveryReport, TransLog};
 
 pub const DATA: &str = "/data";
@@ -180,90 +177,8 @@ pub fn commit(log: &TransLog, model: &mut Model, b: Batch) -> Appended {
     a
 }
 
-/// A MemBackend wrapper that can fail fdatasync, tear writes to the
-/// control file, slow fdatasync down and count it.
-#[derive(Clone, Default)]
-pub struct Faulty {
-    pub inner: MemBackend,
-    pub fail_sync: Arc<AtomicBool>,
-    pub tear_control: Arc<AtomicBool>,
-    pub sync_delay: Arc<Mutex<Duration>>,
-    pub syncs: Arc<AtomicU64>,
-}
-
-impl Faulty {
-    pub fn over(inner: MemBackend) -> Self {
-        Faulty {
-            inner,
-            ..Faulty::default()
-        }
-    }
-}
-
-struct FaultyFile {
-    inner: Arc<dyn FileHandle>,
-    is_control: bool,
-    faults: Faulty,
-}
-
-impl FileHandle for FaultyFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-        if self.is_control && self.faults.tear_control.load(Ordering::SeqCst) {
-            let torn = &buf[..buf.len().min(30)];
-            write_all_at(self.inner.as_ref(), torn, offset)?;
-            return Err(io::Error::other("injected torn control write"));
-        }
-        self.inner.write_at(buf, offset)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.faults.syncs.fetch_add(1, Ordering::SeqCst);
-        if self.faults.fail_sync.load(Ordering::SeqCst) {
-            return Err(io::Error::other("injected fsync failure"));
-        }
-        let delay = *self.faults.sync_delay.lock();
-        if !delay.is_zero() {
-            std::thread::sleep(delay);
-        }
-        self.inner.sync_data()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-}
-
-impl Backend for Faulty {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FileHandle>> {
-        Ok(Arc::new(FaultyFile {
-            inner: self.inner.open(path, mode)?,
-            is_control: path.file_name().is_some_and(|n| n == "control"),
-            faults: self.clone(),
-        }))
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn read_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        self.inner.read_dir(dir)
-    }
-    fn is_dir(&self, path: &Path) -> bool {
-        self.inner.is_dir(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
+/// A `FaultBackend` over `mem`, for the scenarios that fail, tear or slow
+/// down the log's writes and syncs.
+pub fn faulty(mem: &MemBackend) -> Arc<FaultBackend> {
+    Arc::new(FaultBackend::new(Arc::new(mem.clone())))
 }

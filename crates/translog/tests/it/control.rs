@@ -3,8 +3,8 @@
 
 use crate::common::*;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use storage::backend::{FaultKind, FaultOp, FaultRule};
 use translog::LogError;
 
 #[test]
@@ -12,8 +12,8 @@ fn a_torn_control_write_falls_back_to_the_previous_slot() {
     let m = mem();
     let mut model = Model::default();
     model.create_db(&m, "c.fdb", 4);
-    let faulty = Faulty::over(m.clone());
-    let (log, _) = open_with(Arc::new(faulty.clone()), cfg(8));
+    let faulty = faulty(&m);
+    let (log, _) = open_with(faulty.clone(), cfg(8));
     commit(&log, &mut model, batch("c.fdb", vec![(1, img(1))]));
     commit(
         &log,
@@ -23,10 +23,14 @@ fn a_torn_control_write_falls_back_to_the_previous_slot() {
     let before = m.file_bytes(&Path::new(LOG).join("control")).unwrap();
 
     model.flush(&m, "c.fdb");
-    faulty.tear_control.store(true, Ordering::SeqCst);
+    faulty.add_rule(FaultRule {
+        path_contains: Some("control".into()),
+        // Torn inside the slot's fields, as the old slot's checksum stays.
+        ..FaultRule::new(FaultOp::Write, FaultKind::TornWrite(30))
+    });
     let e = log.checkpoint(log.end_lsn()).unwrap_err();
     assert!(
-        matches!(&e, LogError::Failed { reason } if reason.contains("torn control")),
+        matches!(&e, LogError::Failed { reason } if reason.contains("os error 5")),
         "{e}"
     );
     assert!(matches!(

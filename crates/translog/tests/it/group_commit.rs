@@ -1,9 +1,9 @@
 //! Group commit: many concurrent committers share fdatasyncs.
 
 use crate::common::*;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use storage::backend::{FaultKind, FaultOp, FaultRule};
 use storage::Lsn;
 use translog::LogConfig;
 
@@ -54,12 +54,15 @@ fn concurrent_committers_share_fsyncs_and_all_survive_reopen() {
     let m = mem();
     let mut model = Model::default();
     model.create_db(&m, "g.fdb", THREADS + 1);
-    let faulty = Faulty::over(m.clone());
+    let faulty = faulty(&m);
     // A disk whose fdatasync takes a little while, as real ones do.
-    *faulty.sync_delay.lock() = Duration::from_micros(300);
-    let (log, _) = open_with(Arc::new(faulty.clone()), config());
+    faulty.add_rule(FaultRule {
+        sticky: true,
+        ..FaultRule::new(FaultOp::Sync, FaultKind::Delay(Duration::from_micros(300)))
+    });
+    let (log, _) = open_with(faulty.clone(), config());
     let base = log.info();
-    let syncs_before = faulty.syncs.load(Ordering::SeqCst);
+    let syncs_before = faulty.count(FaultOp::Sync);
 
     let ends = run_committers(&log);
 
@@ -68,7 +71,7 @@ fn concurrent_committers_share_fsyncs_and_all_survive_reopen() {
     let fsyncs = info.fsyncs - base.fsyncs;
     assert_eq!(commits, u64::from(THREADS * COMMITS));
     assert!(fsyncs < commits, "{fsyncs} fsyncs for {commits} commits");
-    let counted = faulty.syncs.load(Ordering::SeqCst) - syncs_before;
+    let counted = faulty.count(FaultOp::Sync) - syncs_before;
     assert!(
         counted >= fsyncs,
         "the backend saw {counted} syncs, the log claims {fsyncs}"

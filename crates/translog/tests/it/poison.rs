@@ -3,8 +3,7 @@
 //! the original error, and a reopen recovers everything acknowledged.
 
 use crate::common::*;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use storage::backend::{FaultKind, FaultOp, FaultRule};
 use translog::LogError;
 
 fn failed_reason(e: LogError) -> String {
@@ -19,8 +18,8 @@ fn a_failed_fsync_poisons_the_log_until_reopen() {
     let m = mem();
     let mut model = Model::default();
     model.create_db(&m, "p.fdb", 6);
-    let faulty = Faulty::over(m.clone());
-    let (log, _) = open_with(Arc::new(faulty.clone()), cfg(8));
+    let faulty = faulty(&m);
+    let (log, _) = open_with(faulty.clone(), cfg(8));
     let mut acked = Vec::new();
     for i in 1..=3 {
         acked.push(commit(
@@ -30,15 +29,18 @@ fn a_failed_fsync_poisons_the_log_until_reopen() {
         ));
     }
 
-    faulty.fail_sync.store(true, Ordering::SeqCst);
+    faulty.add_rule(FaultRule {
+        sticky: true,
+        ..FaultRule::new(FaultOp::Sync, FaultKind::Eio)
+    });
     let doomed = log.append(&batch("p.fdb", vec![(5, img(0x55))])).unwrap();
     let reason = failed_reason(log.wait_durable(doomed.end_lsn).unwrap_err());
-    assert!(reason.contains("injected fsync failure"), "{reason}");
+    assert!(reason.contains("os error 5"), "{reason}");
 
-    faulty.fail_sync.store(false, Ordering::SeqCst);
+    faulty.clear_rules();
     let later = log.append(&batch("p.fdb", vec![(4, img(4))])).unwrap_err();
     assert!(
-        failed_reason(later).contains("injected fsync failure"),
+        failed_reason(later).contains("os error 5"),
         "never retried, even once the disk recovers"
     );
     assert!(matches!(
@@ -50,7 +52,7 @@ fn a_failed_fsync_poisons_the_log_until_reopen() {
     assert!(
         info.failed
             .as_deref()
-            .is_some_and(|r| r.contains("injected")),
+            .is_some_and(|r| r.contains("os error 5")),
         "{info:?}"
     );
     assert!(!log.checkpoint_wanted());
