@@ -185,3 +185,36 @@ fn unlogged_mode_forces_pages_and_flags_an_unclean_shutdown() {
     drop(db);
     engine.close().unwrap();
 }
+
+/// A page read that fails (EIO) or comes back with a flipped bit is an
+/// error naming the database (and, for corruption, the page), never a
+/// wrong document or a panic; the file is intact, so the next read works.
+#[test]
+fn failed_and_corrupted_page_reads_are_errors_never_wrong_data() {
+    let disk = MemBackend::new();
+    let (engine, _) = Engine::open(Arc::new(disk.clone()), config(true)).unwrap();
+    let db = engine.create_database("r.fdb", "").unwrap();
+    let acked: Vec<Unid> = (0..200).map(|i| db.create(doc(i)).unwrap().unid).collect();
+    drop(db);
+    engine.close().unwrap();
+    for kind in [FaultKind::Eio, FaultKind::Corrupt] {
+        let faulty = Arc::new(FaultBackend::new(Arc::new(disk.clone())));
+        let (engine, _) = Engine::open(faulty.clone(), config(true)).unwrap();
+        let db = engine.open_database("r.fdb").unwrap();
+        faulty.add_rule(FaultRule {
+            path_contains: Some("r.fdb".into()),
+            ..FaultRule::new(FaultOp::Read, kind)
+        });
+        let e = db.get(acked[150]).unwrap_err();
+        assert!(e.to_string().contains("r.fdb"), "{kind:?}: {e}");
+        if kind == FaultKind::Corrupt {
+            assert!(e.to_string().contains("page"), "{kind:?}: {e}");
+        }
+        assert_eq!(faulty.injected(), 1);
+        for (i, u) in acked.iter().enumerate() {
+            assert_eq!(number(&engine, "r.fdb", *u), i as f64, "{kind:?}");
+        }
+        drop(db);
+        engine.close().unwrap();
+    }
+}
