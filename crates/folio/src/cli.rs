@@ -289,7 +289,7 @@ fn db_cmd(engine: &Engine, views: &views::Views, c: &DbCmd) -> CliResult {
         DbCmd::Create { path, title, mail } => {
             let db = engine.create_database(path, title).map_err(err)?;
             if *mail {
-                viewcli::create_mail_design(views, &db)?;
+                mail::create_design(views, &db).map_err(err)?;
             }
             print_json(&serde_json::to_value(db.info().map_err(err)?).map_err(err)?)
         }

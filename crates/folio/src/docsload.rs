@@ -251,7 +251,7 @@ impl Target for Embedded {
             .engine
             .create_database(&format!("load/embedded{t:03}.fdb"), "load")
             .map_err(|e| e.to_string())?;
-        crate::viewcli::create_mail_design(&self.views, &db)?;
+        mail::create_design(&self.views, &db).map_err(|e| e.to_string())?;
         Ok(Box::new(db))
     }
 }
@@ -305,7 +305,7 @@ impl Target for Network {
         c.create_database(&path, "load")
             .map_err(|e| e.to_string())?;
         let (h, _) = c.open_database(&path).map_err(|e| e.to_string())?;
-        for def in crate::viewcli::mail_design()? {
+        for def in mail::design() {
             crate::remote::create_view(&c, h, &def)?;
         }
         Ok(Box::new(RemoteFile { c, h }))

@@ -126,7 +126,7 @@ fn db_cmd(c: &Client, cmd: &DbCmd) -> CliResult {
     match cmd {
         DbCmd::Create { path, title, mail } => {
             let design = if *mail {
-                viewcli::mail_design()?
+                mail::design()
             } else {
                 Vec::new()
             };

@@ -263,29 +263,3 @@ pub fn search_cmd(engine: &Engine, path: &str, formula: &str, since: Option<&str
     out.flush().map_err(err)
 }
 
-/// A mail file's design: an `Inbox` folder and an `All Documents` view.
-pub fn mail_design() -> Result<Vec<ViewDef>, String> {
-    let col = |s: &str| ColumnDef::parse(s).map_err(err);
-    let inbox = ViewDef::folder(
-        "Inbox",
-        vec![
-            col("Date=@Created:desc")?,
-            col("From=From")?,
-            col("Subject=Subject")?,
-        ],
-    );
-    let all = ViewDef::view(
-        "All Documents",
-        "SELECT @All",
-        vec![col("Date=@Modified:desc")?, col("Subject=Subject")?],
-    );
-    Ok(vec![inbox, all])
-}
-
-/// Gives a new mail file an `Inbox` folder and an `All Documents` view.
-pub fn create_mail_design(views: &Views, db: &Arc<Database>) -> CliResult {
-    for def in mail_design()? {
-        views.create(db, def).map_err(err)?;
-    }
-    Ok(())
-}
