@@ -125,11 +125,7 @@ pub fn create_view(c: &Client, db: client::DbHandle, def: &views::ViewDef) -> Cl
 fn db_cmd(c: &Client, cmd: &DbCmd) -> CliResult {
     match cmd {
         DbCmd::Create { path, title, mail } => {
-            let design = if *mail {
-                mail::design()
-            } else {
-                Vec::new()
-            };
+            let design = if *mail { mail::design() } else { Vec::new() };
             let info = c.create_database(path, title).map_err(err)?;
             if !design.is_empty() {
                 let h = open(c, path)?;

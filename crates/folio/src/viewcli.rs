@@ -262,4 +262,3 @@ pub fn search_cmd(engine: &Engine, path: &str, formula: &str, since: Option<&str
     .map_err(err)?;
     out.flush().map_err(err)
 }
-

@@ -91,15 +91,26 @@ impl Timestamp {
         Timestamp(chrono::Utc::now().timestamp_micros())
     }
 
-    /// RFC 3339 with microseconds, e.g. `2026-11-21T10:00:00.000000Z`.
+    /// RFC 3339 with microseconds, e.g. `2026-11-21T10:00:00.000000Z`;
+    /// a time outside the years 0000–9999 that RFC 3339 can spell (only
+    /// from damaged or hostile input) is `@MICROSus`. Every value round-trips
+    /// through [`Timestamp::parse_rfc3339`]: no time ever reads back as
+    /// another.
     pub fn to_rfc3339(self) -> String {
+        use chrono::Datelike;
         match chrono::DateTime::from_timestamp_micros(self.0) {
-            Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-            None => format!("@{}us", self.0),
+            // RFC 3339 has four-digit years only.
+            Some(t) if (0..=9999).contains(&t.year()) => {
+                t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+            }
+            _ => format!("@{}us", self.0),
         }
     }
 
     pub fn parse_rfc3339(s: &str) -> Option<Timestamp> {
+        if let Some(micros) = s.strip_prefix('@').and_then(|r| r.strip_suffix("us")) {
+            return micros.parse().ok().map(Timestamp);
+        }
         chrono::DateTime::parse_from_rfc3339(s)
             .ok()
             .map(|t| Timestamp(t.timestamp_micros()))
@@ -134,5 +145,14 @@ mod tests {
         let t = Timestamp(1_700_000_000_123_456);
         assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
         assert_eq!(Timestamp::parse_rfc3339("not a date"), None);
+        assert_eq!(Timestamp::parse_rfc3339("@12xus"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_timestamp_round_trips(micros: i64) {
+            let t = Timestamp(micros);
+            proptest::prop_assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
+        }
     }
 }
