@@ -295,14 +295,16 @@ fn expect_meta(m: Option<NoteMeta>) -> NsfResult<NoteMeta> {
     })
 }
 
-/// `folio db info` output.
+/// A database's description. Values stay typed; they are formatted once,
+/// at the edge that shows them (serialised, ids are 16 hex digits and the
+/// creation time RFC 3339).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DbInfo {
     pub path: String,
     pub title: String,
-    pub replica_id: String,
-    pub instance_id: String,
-    pub created: String,
+    pub replica_id: crate::ReplicaId,
+    pub instance_id: crate::DbInstanceId,
+    pub created: Timestamp,
     pub note_count: u64,
     pub file_size: u64,
     pub page_count: u32,
@@ -391,9 +393,9 @@ impl Database {
         Ok(DbInfo {
             path: self.core.path.clone(),
             title: h.title.clone(),
-            replica_id: h.replica_id.to_string(),
-            instance_id: h.instance_id.to_string(),
-            created: h.created.to_rfc3339(),
+            replica_id: h.replica_id,
+            instance_id: h.instance_id,
+            created: h.created,
             note_count: notes,
             file_size,
             page_count: h.page_count,

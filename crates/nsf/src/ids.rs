@@ -78,6 +78,21 @@ impl fmt::Display for DbInstanceId {
     }
 }
 
+/// Ids and times serialise as the text the user sees: ids as their 16 hex
+/// digits, times as RFC 3339.
+macro_rules! serialize_as_text {
+    ($t:ty, $f:expr) => {
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&$f(self))
+            }
+        }
+    };
+}
+serialize_as_text!(ReplicaId, ReplicaId::to_string);
+serialize_as_text!(DbInstanceId, DbInstanceId::to_string);
+serialize_as_text!(Timestamp, |t: &Timestamp| t.to_rfc3339());
+
 /// Position in a database's change sequence (0 = before any change).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Seq(pub u64);

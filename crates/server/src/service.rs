@@ -1008,13 +1008,12 @@ pub fn document(n: &Note) -> Document {
 
 fn database_info(db: &Database) -> ServerResult<DatabaseInfo> {
     let i = db.info().map_err(nsf_err)?;
-    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap_or(0);
     Ok(DatabaseInfo {
         path: i.path,
         title: i.title,
-        replica_id: hex(&i.replica_id),
-        instance_id: hex(&i.instance_id),
-        created: protocol::Timestamp(Timestamp::parse_rfc3339(&i.created).map_or(0, |t| t.0)),
+        replica_id: i.replica_id.0,
+        instance_id: i.instance_id.0,
+        created: protocol::Timestamp(i.created.0),
         note_count: i.note_count,
         file_size: i.file_size,
         sequence: Cursor(i.sequence),
