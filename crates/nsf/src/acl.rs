@@ -878,7 +878,8 @@ mod tests {
             roles: vec!["Sales".into()],
             ..AclEntry::new("seller", AccessLevel::Reader)
         });
-        acl.entries.push(AclEntry::new("dep", AccessLevel::Depositor));
+        acl.entries
+            .push(AclEntry::new("dep", AccessLevel::Depositor));
         let text = |s: &str| ItemValue::Text(s.into());
         let list = |l: &[&str]| ItemValue::TextList(l.iter().map(|s| s.to_string()).collect());
         let cases: Vec<(Option<ItemValue>, Option<ItemValue>)> = vec![
