@@ -98,7 +98,15 @@ fn views_folders_and_search_from_the_command_line() {
     assert_eq!(r["restricted_entries"], 0);
     let rows = lines(&ok(
         d,
-        &["view", "read", "m.fdb", "BySubject", "--count", "1", "--total"],
+        &[
+            "view",
+            "read",
+            "m.fdb",
+            "BySubject",
+            "--count",
+            "1",
+            "--total",
+        ],
         "",
     ));
     assert_eq!(rows.len(), 2);
