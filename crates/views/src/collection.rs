@@ -218,29 +218,26 @@ impl<'v> Collection<'v> {
         categories: bool,
     ) -> ViewResult<Vec<Row>> {
         let categories = categories && self.compiled.categorized();
-        let key_start = match start {
-            Start::Key { key, prefix } => Some(self.search_prefix(key, *prefix)?),
-            Start::Position(_) => None,
-        };
         self.with_visible(|r, st, visible| {
             let root = st.entries_root;
-            let entries = match (start, &key_start) {
-                (Start::Position(p), _) => {
+            let entries = match start {
+                Start::Position(p) => {
                     let raw = visible.raw_position(r, root, *p)?;
                     match btree::nth(r, root, raw)? {
                         Some((k, _)) => from_key(r, root, &k, backward),
                         None => return Ok(Vec::new()),
                     }
                 }
-                // Backward: from the last entry matching the prefix.
-                (_, Some(p)) if backward => Box::new(btree::range_rev(
-                    r,
-                    root,
-                    Bound::Unbounded,
-                    bound_of(&successor(p)),
-                )),
-                (_, Some(p)) => from_key(r, root, p, false),
-                (Start::Key { .. }, None) => unreachable!("a key start has a search prefix"),
+                Start::Key { key, prefix } => {
+                    let p = self.search_prefix(key, *prefix)?;
+                    if backward {
+                        // From the last entry matching the prefix.
+                        let hi = successor(&p);
+                        Box::new(btree::range_rev(r, root, Bound::Unbounded, bound_of(&hi)))
+                    } else {
+                        from_key(r, root, &p, false)
+                    }
+                }
             };
             let mut pos = match start {
                 Start::Position(p) => Some(*p),
