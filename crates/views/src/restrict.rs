@@ -31,7 +31,7 @@
 //!
 //! A read then costs O(log n) page reads when nothing is restricted for
 //! the caller, and otherwise O(r) more work — the restricted records
-//! scanned and decided from their names, r/≈40 leaf pages — plus
+//! scanned and decided from their names, tens to a leaf page — plus
 //! O(log h · log n) for a position, and O(h) keys of memory.
 //!
 //! A record holds the entries of the document's `$Readers` and `$Authors`
