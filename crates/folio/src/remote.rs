@@ -275,6 +275,7 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
             count,
             backward,
             categories,
+            total,
         } => {
             let h = open(c, path)?;
             let opened = c.open_collection(h, name).map_err(err)?;
@@ -288,10 +289,10 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
             let flags = ReadFlags {
                 backward: *backward,
                 categories: *categories,
-                count: false,
+                count: *total,
             };
             let count = u32::try_from(*count).map_err(|_| "--count is too large")?;
-            let (rows, _) = c
+            let (rows, entries) = c
                 .read_entries(opened.collection, from, count, flags)
                 .map_err(err)?;
             let mut out = BufWriter::new(io::stdout().lock());
@@ -299,6 +300,9 @@ fn view_cmd(c: &Client, cmd: &ViewCmd) -> CliResult {
                 serde_json::to_writer(&mut out, &server::http::row_json(r, &opened.titles))
                     .map_err(err)?;
                 writeln!(out).map_err(err)?;
+            }
+            if let Some(n) = entries {
+                viewcli::print_total(&mut out, n)?;
             }
             out.flush().map_err(err)
         }

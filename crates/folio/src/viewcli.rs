@@ -53,6 +53,9 @@ pub enum ViewCmd {
         /// Include category rows (categorized views).
         #[arg(long)]
         categories: bool,
+        /// End with a line giving the number of entries in the view.
+        #[arg(long)]
+        total: bool,
     },
     /// Find entries by key: prints the first position and the count.
     Find {
@@ -122,6 +125,7 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
             count,
             backward,
             categories,
+            total,
         } => {
             let db = open_db(engine, path)?;
             let coll = views.open(&db, name).map_err(err)?;
@@ -140,6 +144,9 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
             let mut out = BufWriter::new(io::stdout().lock());
             for r in &rows {
                 print_row(&mut out, r, &titles)?;
+            }
+            if *total {
+                print_total(&mut out, coll.count().map_err(err)?)?;
             }
             out.flush().map_err(err)
         }
@@ -222,6 +229,12 @@ fn say_rebuilt(coll: &views::Collection<'_>) {
 fn print_row(out: &mut impl Write, r: &Row, titles: &[String]) -> CliResult {
     serde_json::to_writer(&mut *out, &r.to_json(titles)).map_err(err)?;
     writeln!(out).map_err(err)
+}
+
+/// The last line of `view read --total` (shared by the embedded and the
+/// networked command).
+pub fn print_total(out: &mut impl Write, total: u64) -> CliResult {
+    writeln!(out, "{}", serde_json::json!({ "total": total })).map_err(err)
 }
 
 pub fn folder_cmd(engine: &Engine, views: &Views, c: &FolderCmd) -> CliResult {

@@ -95,6 +95,22 @@ fn views_folders_and_search_from_the_command_line() {
     );
     let r = json(&ok(d, &["view", "rebuild", "m.fdb", "BySubject"], ""));
     assert_eq!(r["documents"], 3);
+    assert_eq!(r["restricted_entries"], 0);
+    let rows = lines(&ok(
+        d,
+        &[
+            "view",
+            "read",
+            "m.fdb",
+            "BySubject",
+            "--count",
+            "1",
+            "--total",
+        ],
+        "",
+    ));
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1], json(r#"{"total":3}"#));
     // The mail design: Inbox is a folder, All Documents shows everything.
     ok(d, &["folder", "add", "m.fdb", "Inbox", &a, &c], "");
     let inbox = lines(&ok(d, &["view", "read", "m.fdb", "Inbox"], ""));

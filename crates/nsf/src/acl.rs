@@ -604,6 +604,21 @@ impl Access {
         Ok(self.may_read(&g))
     }
 
+    /// May read a document (not a design note) that `$Readers` restricts
+    /// as `r` says: the same answer as [`Access::can_read`] on it, without
+    /// the note.
+    pub fn can_read_restricted(&self, r: &ReadRestriction) -> bool {
+        self.unrestricted
+            || (self.level >= AccessLevel::Reader && r.names.iter().any(|n| self.named_by(n)))
+    }
+
+    /// Not subject to `$Readers` at all ([`Access::full`]): every document
+    /// with Reader access is readable, so a view shows this caller every
+    /// entry it holds.
+    pub fn sees_every_document(&self) -> bool {
+        self.unrestricted
+    }
+
     /// May create documents: Depositor or above with the create flag;
     /// Editors and above always.
     pub fn can_create(&self) -> bool {
@@ -677,6 +692,45 @@ impl Access {
             return self.roles.iter().any(|r| same_name(r, role));
         }
         !entry.is_empty() && self.user.as_deref().is_some_and(|u| same_name(u, entry))
+    }
+}
+
+/// Who may read a document that has a `$Readers` item: the entries of
+/// its `$Readers` and `$Authors` items together (a caller either names
+/// admits may read it). A view index keeps this for each entry of such a
+/// document, so a caller's view can be computed without the notes
+/// ([`Access::can_read_restricted`]). Entries of an item that is not
+/// text admit nobody, as in [`Access::can_read`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadRestriction {
+    pub names: Vec<String>,
+}
+
+impl ReadRestriction {
+    /// The restriction of a document; `None` if it has no `$Readers`.
+    pub fn of(note: &Note) -> Option<ReadRestriction> {
+        let g = Guards::of(note);
+        ReadRestriction::from_guards(&g)
+    }
+
+    /// [`ReadRestriction::of`] on a note still encoded.
+    pub fn of_ref(note: &NoteRef<'_>) -> Result<Option<ReadRestriction>, CodecError> {
+        let [readers, authors] = note.items([READERS_ITEM, AUTHORS_ITEM])?;
+        let g = Guards::new(None, readers.as_ref(), authors.as_ref());
+        Ok(ReadRestriction::from_guards(&g))
+    }
+
+    fn from_guards(g: &Guards<'_>) -> Option<ReadRestriction> {
+        g.readers?;
+        let mut names = Vec::new();
+        for item in [g.readers, g.authors] {
+            match item {
+                Some(ItemValue::Text(s)) => names.push(s.clone()),
+                Some(ItemValue::TextList(l)) => names.extend(l.iter().cloned()),
+                _ => {}
+            }
+        }
+        Some(ReadRestriction { names })
     }
 }
 
@@ -796,6 +850,87 @@ mod tests {
             bad.to_string().contains(r#"unknown access level "boss""#),
             "{bad}"
         );
+    }
+
+    fn document(items: Vec<Item>) -> Note {
+        Note {
+            note_id: crate::NoteId(7),
+            oid: crate::OriginatorId {
+                unid: Unid([7; 16]),
+                seq_num: 1,
+                seq_time: crate::Timestamp(1),
+            },
+            created: crate::Timestamp(1),
+            modified: crate::Timestamp(1),
+            added: crate::Timestamp(1),
+            change_seq: crate::Seq(1),
+            deleted: false,
+            items,
+        }
+    }
+
+    #[test]
+    fn a_restriction_answers_as_the_note_does() {
+        let mut acl = Acl::for_creator(Some("boss"));
+        acl.default = AccessLevel::Reader;
+        acl.roles = vec!["Sales".into()];
+        acl.entries.push(AclEntry {
+            roles: vec!["Sales".into()],
+            ..AclEntry::new("seller", AccessLevel::Reader)
+        });
+        acl.entries
+            .push(AclEntry::new("dep", AccessLevel::Depositor));
+        let text = |s: &str| ItemValue::Text(s.into());
+        let list = |l: &[&str]| ItemValue::TextList(l.iter().map(|s| s.to_string()).collect());
+        let cases: Vec<(Option<ItemValue>, Option<ItemValue>)> = vec![
+            (None, None),
+            (None, Some(text("bob"))),
+            (Some(list(&[])), None),
+            (Some(list(&[])), Some(list(&["bob"]))),
+            (Some(text("Bob ")), None),
+            (Some(list(&["[sales]", "x"])), None),
+            (Some(list(&["*"])), None),
+            (Some(ItemValue::Number(1.0)), Some(text("bob"))),
+            (Some(text("alice")), Some(ItemValue::Number(2.0))),
+        ];
+        let callers = [
+            acl.access(Some("bob")),
+            acl.access(Some("alice")),
+            acl.access(Some("seller")),
+            acl.access(Some("dep")),
+            acl.access(None),
+            Access::full(),
+        ];
+        for (readers, authors) in cases {
+            let mut note = document(vec![]);
+            for (name, v) in [(READERS_ITEM, &readers), (AUTHORS_ITEM, &authors)] {
+                if let Some(v) = v {
+                    note.items.push(Item {
+                        name: name.into(),
+                        value: v.clone(),
+                    });
+                }
+            }
+            let r = ReadRestriction::of(&note);
+            assert_eq!(r.is_some(), readers.is_some());
+            // Validation keeps non-text access items out of stored notes.
+            if let Ok(bytes) = crate::note::encode_note(&note) {
+                let nref = NoteRef::new(&bytes).unwrap();
+                assert_eq!(ReadRestriction::of_ref(&nref).unwrap(), r);
+            }
+            for a in &callers {
+                let by_restriction = match &r {
+                    Some(r) => a.can_read_restricted(r),
+                    None => a.can_read(&document(vec![])),
+                };
+                assert_eq!(
+                    by_restriction,
+                    a.can_read(&note),
+                    "{:?} reading {readers:?}/{authors:?}",
+                    a.user()
+                );
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ mod txn;
 mod writeback;
 
 pub use acl::{
-    Access, AccessLevel, Acl, AclEntry, AclError, UnknownLevel, MAX_ACL_ENTRIES,
+    Access, AccessLevel, Acl, AclEntry, AclError, ReadRestriction, UnknownLevel, MAX_ACL_ENTRIES,
     MAX_ACL_JSON_BYTES, MAX_ACL_NAME_BYTES, MAX_ACL_ROLES, MAX_ROLE_BYTES,
 };
 pub use attach::{read_full, AttachmentReader, BLOB_DATA};

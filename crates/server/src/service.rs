@@ -14,7 +14,9 @@
 //!   administrators, who have full access everywhere;
 //! * a document with a `$Readers` item is invisible to callers not named
 //!   in it (or in `$Authors`): it is "not found", in reads, changes,
-//!   searches and view rows alike, so its existence does not leak;
+//!   searches and views alike — a view shows such a caller its rows,
+//!   total, category rows and counts, positions and finds as if the
+//!   document did not exist — so its existence does not leak;
 //! * an Author edits only documents whose `$Authors` names them; a
 //!   document an Author creates names its creator in `$Authors`;
 //! * the check and the write it guards must see the same document: writes
@@ -549,8 +551,8 @@ impl Service {
         db: &Arc<Database>,
         name: &str,
     ) -> ServerResult<CollectionInfo> {
-        self.require(caller, db, AccessLevel::Reader)?;
-        let c = self.views.open(db, name).map_err(view_err)?;
+        let access = self.require(caller, db, AccessLevel::Reader)?;
+        let c = self.views.open(db, name).map_err(view_err)?.seen_by(access);
         Ok(CollectionInfo {
             titles: c.titles(),
             categorized: c
@@ -563,7 +565,9 @@ impl Service {
         })
     }
 
-    /// Reads a page of rows, leaving out documents the caller may not read.
+    /// Reads a page of rows as the caller sees the view: entries of
+    /// documents it may not read are not there (nor in positions,
+    /// category rows or the total).
     pub fn read_entries(
         &self,
         caller: &Caller,
@@ -574,7 +578,8 @@ impl Service {
         flags: ReadFlags,
     ) -> ServerResult<(Vec<Row>, Option<u64>)> {
         let access = self.require(caller, db, AccessLevel::Reader)?;
-        let c = self.views.open_as_is(db, name).map_err(view_err)?;
+        let c = self.open_seen_by(db, name, &access)?;
+        let recheck = recheck_rows(db, &c, &access);
         let want = count.min(self.limits.max_page_rows) as usize;
         let mut start = match start {
             Start::Position(p) => views::Start::Position(*p),
@@ -585,7 +590,8 @@ impl Service {
         };
         let mut rows = Vec::with_capacity(want);
         let mut docs = 0;
-        // Unreadable documents leave holes; read on until the page is full.
+        // Rows left out by the recheck leave holes; read on until the
+        // page is full.
         loop {
             let page = c
                 .read(&start, want - docs, flags.backward, flags.categories)
@@ -598,7 +604,7 @@ impl Service {
                 {
                     read += 1;
                     last = Some(*position);
-                    if !caller.admin && !self.readable(&access, db, *note_id)? {
+                    if recheck && !self.readable(&access, db, *note_id)? {
                         continue;
                     }
                     docs += 1;
@@ -606,7 +612,7 @@ impl Service {
                 rows.push(wire_row(row)?);
             }
             let Some(last) = last else { break };
-            if docs >= want || read < want - docs || caller.admin {
+            if docs >= want || read < want - docs || !recheck {
                 break;
             }
             start = match flags.backward {
@@ -623,7 +629,8 @@ impl Service {
         Ok((rows, total))
     }
 
-    /// Where the entries with `key` start and how many the caller may read.
+    /// Where the entries with `key` start and how many there are, as the
+    /// caller sees the view.
     pub fn find_by_key(
         &self,
         caller: &Caller,
@@ -633,11 +640,11 @@ impl Service {
         prefix: bool,
     ) -> ServerResult<Option<Found>> {
         let access = self.require(caller, db, AccessLevel::Reader)?;
-        let c = self.views.open_as_is(db, name).map_err(view_err)?;
+        let c = self.open_seen_by(db, name, &access)?;
         let Some(found) = c.find(key, prefix).map_err(view_err)? else {
             return Ok(None);
         };
-        if caller.admin {
+        if !recheck_rows(db, &c, &access) {
             return Ok(Some(Found {
                 position: found.position,
                 count: found.count,
@@ -665,6 +672,17 @@ impl Service {
             }
         }
         Ok(first.map(|position| Found { position, count: n }))
+    }
+
+    /// A view's index as it stands, as `access` sees it.
+    fn open_seen_by<'v>(
+        &'v self,
+        db: &Arc<Database>,
+        name: &str,
+        access: &Access,
+    ) -> ServerResult<views::Collection<'v>> {
+        let c = self.views.open_as_is(db, name).map_err(view_err)?;
+        Ok(c.seen_by(access.clone()))
     }
 
     /// Applies the database's changes to a view's index.
@@ -837,6 +855,17 @@ impl Service {
         }
         serde_json::from_str(json).map_err(|e| bad(format!("malformed JSON document: {e}")))
     }
+}
+
+/// Whether rows must also be checked against the documents as they are
+/// now. A view's index holds who may read each entry as of its last
+/// update, and a collection leaves out what that says the caller may not
+/// read; while the database has changed since, a document may have
+/// gained or changed `$Readers`, so each row's document is read and the
+/// rows the caller may no longer read are left out too (their places in
+/// positions and counts stay until the index is updated).
+fn recheck_rows(db: &Database, c: &views::Collection<'_>, access: &Access) -> bool {
+    !access.sees_every_document() && db.last_seq().0 > c.seq
 }
 
 /// Items of a new document: `null` values make no sense there.

@@ -1243,3 +1243,247 @@ fn categorized_views_show_category_rows() {
     assert_eq!(rows[1]["columns"]["Subject"], "s000");
     assert!(rows.contains(&json!({"category": "Note", "count": 1})));
 }
+
+/// A view row as a caller can compare it across databases: without the
+/// UNID and note id, which differ between them.
+fn comparable(rows: &Value) -> Vec<Value> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            if let Some(m) = r.as_object_mut() {
+                m.remove("unid");
+                m.remove("note_id");
+            }
+            r
+        })
+        .collect()
+}
+
+/// What `who` sees of `db`'s view `name` through every read the API has:
+/// the whole view with its total, a page from every position both ways,
+/// pages and finds from keys. Category rows are included where the view
+/// has them.
+fn everything_seen(s: &Server, db: &str, name: &str, who: Who, keys: &[&str]) -> Vec<Value> {
+    let view = format!("{}/views/{name}", db_url(db));
+    let all = s
+        .get(
+            &format!("{view}?count=10000&total=true&categories=true"),
+            who,
+        )
+        .expect(200)
+        .json();
+    let total = all["total"].as_u64().unwrap();
+    let mut seen = vec![json!(total), json!(comparable(&all["rows"]))];
+    for p in 0..=total {
+        for backward in [false, true] {
+            let page = s
+                .get(
+                    &format!("{view}?start={p}&count=2&backward={backward}&categories=true"),
+                    who,
+                )
+                .expect(200)
+                .json();
+            seen.push(json!([p, backward, comparable(&page["rows"])]));
+        }
+    }
+    for key in keys {
+        for prefix in [false, true] {
+            let found = s.get(&format!("{view}/find?key={key}&prefix={prefix}"), who);
+            seen.push(json!([key, prefix, found.status, found.json()]));
+            let page = s
+                .get(&format!("{view}?key={key}&prefix={prefix}&count=3"), who)
+                .expect(200)
+                .json();
+            seen.push(json!([key, prefix, comparable(&page["rows"])]));
+        }
+    }
+    seen
+}
+
+/// Documents bob may not read leave no trace in views: not in the total,
+/// not in category rows or their counts, not as gaps in positions or
+/// finds. What he sees is exactly what he would see of a database
+/// without them.
+#[test]
+fn views_show_readers_totals_categories_and_positions_without_hidden_documents() {
+    let s = Server::start();
+    let acl = json!({"default": "noaccess", "roles": ["Sales"], "entries": [
+        {"name": "admin", "level": "manager"},
+        {"name": "bob", "level": "reader", "roles": ["Sales"]},
+        {"name": "alice", "level": "editor"},
+    ]});
+    // (category, subject, $Readers): "Secret" holds only a document bob
+    // may not read; other hidden ones sort between readable ones.
+    let docs: [(&str, &str, Option<Value>); 9] = [
+        ("Plans", "alpha", None),
+        ("Plans", "beta", Some(json!(["alice"]))),
+        ("Plans", "gamma", Some(json!(["[Sales]"]))),
+        ("Secret", "merger", Some(json!(["alice"]))),
+        ("Plans", "delta", None),
+        ("Zoo", "beta", Some(json!(["alice", "carol"]))),
+        ("Zoo", "epsilon", Some(json!(["bob"]))),
+        ("Zoo", "zeta", None),
+        ("Aardvark", "beta2", Some(json!(["*"]))),
+    ];
+    for (db, visible_only) in [("full.fdb", false), ("model.fdb", true)] {
+        s.create_db(db);
+        s.send("PUT", &format!("{}/_acl", db_url(db)), ADMIN, &acl)
+            .expect(200);
+        for (cat, subject, readers) in &docs {
+            let hidden = readers.as_ref().is_some_and(|r| {
+                !r.to_string().contains("bob")
+                    && !r.to_string().contains("Sales")
+                    && !r.to_string().contains('*')
+            });
+            if visible_only && hidden {
+                continue;
+            }
+            let mut d = json!({"Cat": cat, "Subject": subject});
+            if let Some(r) = readers {
+                d["$Readers"] = r.clone();
+            }
+            s.create_doc(db, ADMIN, &d);
+        }
+        add_view(&s, db, "ByCat", "", &["Cat=Cat:cat", "Subject=Subject:asc"]);
+        add_view(&s, db, "BySubject", "", &["Subject=Subject:asc", "Cat=Cat"]);
+    }
+    let keys = ["beta", "be", "merger", "m", "zeta", "Secret", "Zoo"];
+    for view in ["ByCat", "BySubject"] {
+        let full = everything_seen(&s, "full.fdb", view, BOB, &keys);
+        let model = everything_seen(&s, "model.fdb", view, BOB, &keys);
+        for (got, want) in full.iter().zip(&model) {
+            assert_eq!(got, want, "bob in {view}");
+        }
+        assert_eq!(full.len(), model.len());
+    }
+    // The category whose only document is hidden is not there at all.
+    let page = s
+        .get(
+            &format!(
+                "{}/views/ByCat?categories=true&count=100&total=true",
+                db_url("full.fdb")
+            ),
+            BOB,
+        )
+        .expect(200)
+        .json();
+    assert!(!page.to_string().contains("Secret"), "{page}");
+    assert_eq!(page["total"], 6);
+    // The administrator still sees everything.
+    let page = s
+        .get(
+            &format!(
+                "{}/views/ByCat?categories=true&count=100&total=true",
+                db_url("full.fdb")
+            ),
+            ADMIN,
+        )
+        .expect(200)
+        .json();
+    assert_eq!(page["total"], 9);
+    assert!(page["rows"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"category": "Secret", "count": 1})));
+}
+
+/// The index shows documents as of its last update: a document that
+/// gained `$Readers` since is left out of rows until then, and counted
+/// no more after it.
+#[test]
+fn a_document_restricted_since_the_last_update_is_not_shown() {
+    let s = Server::start();
+    let db = "stale.fdb";
+    s.create_db(db);
+    let acl = json!({"default": "reader", "entries": [{"name": "admin", "level": "manager"}]});
+    s.send("PUT", &format!("{}/_acl", db_url(db)), ADMIN, &acl)
+        .expect(200);
+    let a = s.create_doc(db, ADMIN, &json!({"Subject": "a"}));
+    s.create_doc(db, ADMIN, &json!({"Subject": "b"}));
+    let database = s.service.engine().open_database(db).unwrap();
+    let mut def = ViewDef::view(
+        "Manual",
+        "",
+        vec![ColumnDef::parse("S=Subject:asc").unwrap()],
+    );
+    def.refresh = views::Refresh::Manual;
+    s.service.views().create(&database, def).unwrap();
+    let view = format!("{}/views/Manual", db_url(db));
+    s.call("POST", &format!("{view}/update"), ADMIN, None)
+        .expect(200);
+    s.send(
+        "PUT",
+        &doc_url(db, &a),
+        ADMIN,
+        &json!({"$Readers": ["alice"]}),
+    )
+    .expect(200);
+    let subjects = |who| {
+        let page = s.get(&format!("{view}?total=true"), who).expect(200).json();
+        let rows: Vec<Value> = page["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["columns"]["S"].clone())
+            .collect();
+        (rows, page["total"].clone())
+    };
+    assert_eq!(subjects(BOB).0, vec![json!("b")]);
+    s.call("POST", &format!("{view}/update"), ADMIN, None)
+        .expect(200);
+    assert_eq!(subjects(BOB), (vec![json!("b")], json!(1)));
+    assert_eq!(subjects(ADMIN), (vec![json!("a"), json!("b")], json!(2)));
+    let found = s.get(&format!("{view}/find?key=b"), BOB).expect(200).json();
+    assert_eq!(found, json!({"position": 0, "count": 1}));
+}
+
+/// A caller subject to `$Readers` reads a page of a view with nothing
+/// restricted at about the administrator's cost: no note is read per row,
+/// and nothing is scanned.
+#[test]
+fn an_unrestricted_view_costs_a_reader_what_it_costs_the_administrator() {
+    let s = Server::start();
+    let db = "big.fdb";
+    s.create_db(db);
+    let acl = json!({"default": "reader", "entries": [{"name": "admin", "level": "manager"}]});
+    s.send("PUT", &format!("{}/_acl", db_url(db)), ADMIN, &acl)
+        .expect(200);
+    let database = s.service.engine().open_database(db).unwrap();
+    for i in 0..3000 {
+        let items = nsf::items_from_json(&json!({"Subject": format!("s{i:04}")})).unwrap();
+        let items = items
+            .into_iter()
+            .map(|u| match u {
+                nsf::ItemUpdate::Set(item) => item,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        database.create(items).unwrap();
+    }
+    add_view(&s, db, "BySubject", "", &["Subject=Subject:asc"]);
+    let coll = s.service.views().open(&database, "BySubject").unwrap();
+    assert_eq!(coll.restricted().unwrap(), 0);
+    drop(coll);
+    let url = format!(
+        "{}/views/BySubject?start=1500&count=40&total=true",
+        db_url(db)
+    );
+    let page_reads = |who| {
+        s.get(&url, who).expect(200); // the view is up to date, the ACL cached
+        let before = s.service.engine().pool_stats();
+        let page = s.get(&url, who).expect(200).json();
+        let after = s.service.engine().pool_stats();
+        assert_eq!(page["total"], 3000);
+        assert_eq!(page["rows"][0]["position"], 1500);
+        (after.hits + after.misses) - (before.hits + before.misses)
+    };
+    let (admin, bob) = (page_reads(ADMIN), page_reads(BOB));
+    // Bob's three reads of the collection (open, page, total) each read
+    // one more page: the root of the restricted tree, which is empty.
+    assert!(
+        bob <= admin + 3,
+        "a page of 40 rows: {bob} page reads for bob, {admin} for the administrator"
+    );
+}

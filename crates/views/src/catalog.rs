@@ -9,7 +9,7 @@
 //!    0 design note id u32   4 kind u8   5 flags u8   6 reserved u16
 //!    8 entries root u32    12 docmap root u32   16 members root u32
 //!   20 owned root u32      24 last seq u64      32 dirty session u64
-//!   40 last update µs i64  48 reserved 16
+//!   40 last update µs i64  48 restricted root u32  52 reserved 12
 //! ```
 //!
 //! Per view, the trees are:
@@ -18,9 +18,17 @@
 //!   remove them when the note changes;
 //! - **members** (folders): note id → nothing; always logged, membership
 //!   is user data;
+//! - **restricted**: collation key → who may read it, for every entry of
+//!   a document with a `$Readers` item (see `restrict`); its length is the
+//!   number of restricted entries, 0 for most views, which then need no
+//!   per-caller work at all;
 //! - **owned** (unlogged views): page id → nothing, every page of the
-//!   entries and docmap trees, so a tree that a crash left inconsistent can
-//!   be freed without walking it.
+//!   entries, docmap and restricted trees, so a tree that a crash left
+//!   inconsistent can be freed without walking it.
+//!
+//! A state written before the restricted tree existed reads with a
+//! restricted root of 0; such an index is rebuilt before use
+//! ([`ViewState::current`]).
 
 use crate::{ViewError, ViewResult};
 use nsf::NoteId;
@@ -42,6 +50,9 @@ pub struct ViewState {
     pub docmap_root: PageId,
     pub members_root: PageId,
     pub owned_root: PageId,
+    /// Entries of documents with `$Readers`; NONE in a state written
+    /// before this tree existed.
+    pub restricted_root: PageId,
     /// Every change up to here is reflected in the index.
     pub last_seq: u64,
     /// Non-zero: unlogged pages of this index may have been changed by the
@@ -59,6 +70,12 @@ impl ViewState {
         self.flags & FLAG_BUILT != 0
     }
 
+    /// Built, with every tree this version reads (an index built before
+    /// the restricted tree existed is not).
+    pub fn current(&self) -> bool {
+        self.built() && !self.restricted_root.is_none()
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; STATE_LEN];
         b[0..4].copy_from_slice(&self.design_note.0.to_le_bytes());
@@ -71,6 +88,7 @@ impl ViewState {
         b[24..32].copy_from_slice(&self.last_seq.to_le_bytes());
         b[32..40].copy_from_slice(&self.dirty_session.to_le_bytes());
         b[40..48].copy_from_slice(&self.last_update.to_le_bytes());
+        b[48..52].copy_from_slice(&self.restricted_root.0.to_le_bytes());
         b
     }
 
@@ -88,6 +106,7 @@ impl ViewState {
             docmap_root: PageId(u32_at(12)),
             members_root: PageId(u32_at(16)),
             owned_root: PageId(u32_at(20)),
+            restricted_root: PageId(u32_at(48)),
             last_seq: u64_at(24),
             dirty_session: u64_at(32),
             last_update: u64_at(40) as i64,
@@ -173,11 +192,34 @@ mod tests {
             docmap_root: PageId(4),
             members_root: PageId(5),
             owned_root: PageId::NONE,
+            restricted_root: PageId(6),
             last_seq: 77,
             dirty_session: 0xABCD,
             last_update: -5,
         };
-        assert_eq!(ViewState::decode(&st.encode()), Some(st));
+        assert_eq!(ViewState::decode(&st.encode()), Some(st.clone()));
         assert_eq!(ViewState::decode(&[0; 10]), None);
+        assert!(st.current());
+    }
+
+    #[test]
+    fn a_state_from_before_the_restricted_tree_is_not_current() {
+        let mut b = ViewState {
+            design_note: NoteId(9),
+            folder: false,
+            flags: FLAG_BUILT,
+            entries_root: PageId(3),
+            docmap_root: PageId(4),
+            members_root: PageId::NONE,
+            owned_root: PageId::NONE,
+            restricted_root: PageId(6),
+            last_seq: 1,
+            dirty_session: 0,
+            last_update: 0,
+        }
+        .encode();
+        b[48..64].fill(0); // reserved, and zero, when such states were written
+        let st = ViewState::decode(&b).unwrap();
+        assert!(st.built() && !st.current());
     }
 }

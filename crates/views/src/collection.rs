@@ -7,15 +7,22 @@
 //! order; category rows (for a categorized first column) are synthesized
 //! while reading and carry the number of entries under them, counted in
 //! O(log n) from the counted B+tree.
+//!
+//! A collection is read as one caller sees it ([`Collection::seen_by`]):
+//! entries of documents whose `$Readers` the caller is not in are left
+//! out of rows, totals, category rows and counts, positions and finds
+//! alike, as if those documents did not exist (`restrict` says how, and
+//! what it costs).
 
 use crate::catalog::{self, ViewState};
 use crate::collate::{decode_summary, key_note_id, search_prefix};
 use crate::def::{Compiled, Sort};
 use crate::entries::decode_docmap;
+use crate::restrict::{self, Visible};
 use crate::views::{UpdateReport, Views};
 use crate::{ViewError, ViewResult};
 use formula::Value;
-use nsf::{Database, IndexRead, NoteId, Unid};
+use nsf::{Access, Database, IndexRead, NoteId, Unid};
 use std::ops::Bound;
 use std::sync::Arc;
 use storage::btree;
@@ -107,6 +114,8 @@ pub struct Collection<'v> {
     pub seq: u64,
     /// Why the index was rebuilt when opened, if it was.
     pub rebuilt: Option<String>,
+    /// Whose view of the index this is.
+    access: Access,
 }
 
 impl<'v> Collection<'v> {
@@ -123,7 +132,16 @@ impl<'v> Collection<'v> {
             compiled,
             seq,
             rebuilt,
+            access: Access::full(),
         }
+    }
+
+    /// The collection as `access` sees it: without the entries of
+    /// documents it may not read. A collection as opened shows every
+    /// entry ([`Access::full`]).
+    pub fn seen_by(mut self, access: Access) -> Self {
+        self.access = access;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -151,6 +169,7 @@ impl<'v> Collection<'v> {
         Ok(r)
     }
 
+    /// Runs `f` on the committed index.
     fn with_state<R>(
         &self,
         f: impl FnOnce(&IndexRead<'_>, &ViewState) -> ViewResult<R>,
@@ -159,13 +178,34 @@ impl<'v> Collection<'v> {
         self.db.index_read(|r| {
             let st = catalog::get(r, r.design_root(), self.db.path(), &name)?
                 .ok_or_else(|| Views::no_such(&self.db, &name))?;
+            if !st.current() {
+                return Err(self.corrupt("the index must be rebuilt before use".into()));
+            }
             f(r, &st)
+        })
+    }
+
+    /// Runs `f` on the committed index with what this collection's caller
+    /// sees of it.
+    fn with_visible<R>(
+        &self,
+        f: impl FnOnce(&IndexRead<'_>, &ViewState, &Visible) -> ViewResult<R>,
+    ) -> ViewResult<R> {
+        self.with_state(|r, st| {
+            let visible = Visible::of(r, st, &self.access, &|m| self.corrupt(m))?;
+            f(r, st, &visible)
         })
     }
 
     /// Number of document entries.
     pub fn count(&self) -> ViewResult<u64> {
-        self.with_state(|r, st| Ok(btree::len(r, st.entries_root)?))
+        self.with_visible(|r, st, visible| visible.len(r, st.entries_root))
+    }
+
+    /// Number of entries of documents with `$Readers`, whoever reads: 0
+    /// means every caller sees the whole index at O(log n) cost.
+    pub fn restricted(&self) -> ViewResult<u64> {
+        self.with_state(restrict::count)
     }
 
     /// Reads up to `count` rows starting at `start`, forward or backward,
@@ -178,76 +218,73 @@ impl<'v> Collection<'v> {
         categories: bool,
     ) -> ViewResult<Vec<Row>> {
         let categories = categories && self.compiled.categorized();
-        self.with_state(|r, st| {
+        self.with_visible(|r, st, visible| {
             let root = st.entries_root;
-            let first_key = match start {
-                Start::Position(p) => match btree::nth(r, root, *p)? {
-                    Some((k, _)) => k,
-                    None => return Ok(Vec::new()),
-                },
+            let entries = match start {
+                Start::Position(p) => {
+                    let raw = visible.raw_position(r, root, *p)?;
+                    match btree::nth(r, root, raw)? {
+                        Some((k, _)) => from_key(r, root, &k, backward),
+                        None => return Ok(Vec::new()),
+                    }
+                }
                 Start::Key { key, prefix } => {
                     let p = self.search_prefix(key, *prefix)?;
                     if backward {
-                        // Start at the last entry matching the prefix.
+                        // From the last entry matching the prefix.
                         let hi = successor(&p);
-                        match btree::range_rev(r, root, Bound::Unbounded, bound_of(&hi)).next() {
-                            Some(kv) => kv?.0,
-                            None => return Ok(Vec::new()),
-                        }
+                        Box::new(btree::range_rev(r, root, Bound::Unbounded, bound_of(&hi)))
                     } else {
-                        match btree::range(r, root, Bound::Included(&p[..]), Bound::Unbounded)
-                            .next()
-                        {
-                            Some(kv) => kv?.0,
-                            None => return Ok(Vec::new()),
-                        }
+                        from_key(r, root, &p, false)
                     }
                 }
             };
             let mut pos = match start {
-                Start::Position(p) => *p,
-                Start::Key { .. } => btree::rank(r, root, &first_key)?,
-            };
-            let iter: Box<dyn Iterator<Item = EntryResult>> = if backward {
-                Box::new(btree::range_rev(
-                    r,
-                    root,
-                    Bound::Unbounded,
-                    Bound::Included(&first_key[..]),
-                ))
-            } else {
-                Box::new(btree::range(
-                    r,
-                    root,
-                    Bound::Included(&first_key[..]),
-                    Bound::Unbounded,
-                ))
+                Start::Position(p) => Some(*p),
+                Start::Key { .. } => None,
             };
             let mut rows = Vec::with_capacity(count.min(1024));
             let mut last_cat: Option<Vec<u8>> = None;
-            for kv in iter.take(count) {
+            let shown = entries.filter(|kv| kv.as_ref().map_or(true, |(k, _)| !visible.hides(k)));
+            for kv in shown.take(count) {
                 let (k, v) = kv?;
                 if categories {
                     let cat = category_prefix(&k).to_vec();
                     if last_cat.as_ref() != Some(&cat) {
-                        let (lo, hi) = prefix_ranks(r, root, &cat)?;
-                        let n = hi - lo;
-                        let (_, cols) = self.decode(&v)?;
-                        rows.push(Row::Category {
-                            category: cols.into_iter().next().unwrap_or(Value::Text(vec![])),
-                            count: n,
-                        });
+                        rows.push(self.category_row(r, root, visible, &cat, &v)?);
                         last_cat = Some(cat);
                     }
                 }
-                rows.push(self.entry_row(pos, &k, &v)?);
-                if backward {
-                    pos = pos.saturating_sub(1);
+                let here = match pos {
+                    Some(p) => p,
+                    None => visible.position_of(r, root, &k)?,
+                };
+                rows.push(self.entry_row(here, &k, &v)?);
+                pos = Some(if backward {
+                    here.saturating_sub(1)
                 } else {
-                    pos += 1;
-                }
+                    here + 1
+                });
             }
             Ok(rows)
+        })
+    }
+
+    /// The category row for the category `cat` of the entry `v`: its
+    /// value from that entry, and the number of entries under it.
+    fn category_row(
+        &self,
+        r: &IndexRead<'_>,
+        root: storage::PageId,
+        visible: &Visible,
+        cat: &[u8],
+        v: &[u8],
+    ) -> ViewResult<Row> {
+        let (lo, hi) = prefix_ranks(r, root, cat)?;
+        let (_, cols) = self.decode(v)?;
+        Ok(Row::Category {
+            category: cols.into_iter().next().unwrap_or(Value::Text(vec![])),
+            count: hi - lo - visible.hidden_between(cat, &successor(cat)),
         })
     }
 
@@ -255,18 +292,18 @@ impl<'v> Collection<'v> {
     /// `key`: the position of the first and how many there are.
     pub fn find(&self, key: &str, prefix: bool) -> ViewResult<Option<Found>> {
         let p = self.search_prefix(key, prefix)?;
-        self.with_state(|r, st| {
+        self.with_visible(|r, st, visible| {
             let (lo, hi) = prefix_ranks(r, st.entries_root, &p)?;
-            Ok((hi > lo).then_some(Found {
-                position: lo,
-                count: hi - lo,
-            }))
+            let count = hi - lo - visible.hidden_between(&p, &successor(&p));
+            // Every entry from `p` up to the first match is hidden.
+            let position = visible.position_of(r, st.entries_root, &p)?;
+            Ok((count > 0).then_some(Found { position, count }))
         })
     }
 
     /// The position of a document's (first) entry, if it is in the view.
     pub fn position(&self, unid: Unid) -> ViewResult<Option<u64>> {
-        self.with_state(|r, st| {
+        self.with_visible(|r, st, visible| {
             let Some(id) = r.note_id_of(unid)? else {
                 return Ok(None);
             };
@@ -276,8 +313,10 @@ impl<'v> Collection<'v> {
             let keys = decode_docmap(&v)
                 .ok_or_else(|| self.corrupt(format!("docmap entry of note {id}")))?;
             match keys.first() {
-                Some(k) => Ok(Some(btree::rank(r, st.entries_root, k)?)),
-                None => Ok(None),
+                Some(k) if !visible.hides(k) => {
+                    Ok(Some(visible.position_of(r, st.entries_root, k)?))
+                }
+                _ => Ok(None),
             }
         })
     }
@@ -320,6 +359,21 @@ impl<'v> Collection<'v> {
             name: self.name().to_string(),
             reason,
         }
+    }
+}
+
+/// The entries from `key` (inclusive) on, in reading order.
+fn from_key<'r>(
+    r: &'r IndexRead<'_>,
+    root: storage::PageId,
+    key: &[u8],
+    backward: bool,
+) -> Box<dyn Iterator<Item = EntryResult> + 'r> {
+    let from = Bound::Included(key);
+    if backward {
+        Box::new(btree::range_rev(r, root, Bound::Unbounded, from))
+    } else {
+        Box::new(btree::range(r, root, from, Bound::Unbounded))
     }
 }
 

@@ -2,16 +2,18 @@
 //! index trees.
 //!
 //! A document's entries are computed from the document alone (selection,
-//! then column formulas), so they can be computed outside the database's
-//! writer lock; applying them inside an index transaction is then only
-//! B+tree work: remove the keys the docmap remembers, insert the new ones.
+//! then column formulas, and who may read it if `$Readers` restricts it),
+//! so they can be computed outside the database's writer lock; applying
+//! them inside an index transaction is then only B+tree work: remove the
+//! keys the docmap remembers from the entries and restricted trees,
+//! insert the new ones.
 
 use crate::catalog::ViewState;
 use crate::collate::{encode_summary, encode_value, invert_from, key_note_id};
 use crate::def::{is_design_note, Compiled, Sort, DESIGN_TYPE_ITEM};
-use crate::ViewResult;
+use crate::{restrict, ViewResult};
 use formula::{Document, EvalContext, Value};
-use nsf::{IndexTxn, ItemValue, Note, NoteId, NoteRef, Unid};
+use nsf::{IndexTxn, ItemValue, Note, NoteId, NoteRef, ReadRestriction, Unid};
 use std::sync::Arc;
 use storage::{btree, PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult};
 
@@ -27,6 +29,8 @@ pub trait Source: Document {
     fn unid(&self) -> Unid;
     fn deleted(&self) -> bool;
     fn is_design(&self) -> bool;
+    /// Who may read the document, if `$Readers` restricts it.
+    fn restriction(&self) -> Option<ReadRestriction>;
 }
 
 /// A decoded note as the formula language sees it.
@@ -70,6 +74,9 @@ impl Source for NoteDoc<'_> {
     fn is_design(&self) -> bool {
         is_design_note(self.0)
     }
+    fn restriction(&self) -> Option<ReadRestriction> {
+        ReadRestriction::of(self.0)
+    }
 }
 
 /// A note still encoded ([`NoteRef`]): items are decoded only when a
@@ -104,10 +111,35 @@ impl Source for RefDoc<'_, '_> {
     fn is_design(&self) -> bool {
         self.0.has_item(DESIGN_TYPE_ITEM).unwrap_or(false)
     }
+    /// A damaged access item restricts the document to nobody (but
+    /// callers not subject to `$Readers`).
+    fn restriction(&self) -> Option<ReadRestriction> {
+        ReadRestriction::of_ref(self.0).unwrap_or_else(|_| Some(ReadRestriction { names: vec![] }))
+    }
 }
 
 /// One index entry: collation key and summary.
 pub type Entry = (Vec<u8>, Vec<u8>);
+
+/// What one note contributes to an index: its entries and, if `$Readers`
+/// restricts it, the restricted-tree record each of them gets
+/// (`restrict::encode`). No entries: the note is not in the index.
+#[derive(Clone, Debug, Default)]
+pub struct Contribution {
+    pub entries: Vec<Entry>,
+    pub restricted: Option<Vec<u8>>,
+}
+
+impl Contribution {
+    /// The contribution of `doc`, assuming the view selects it (or it is a
+    /// member of the folder).
+    pub fn of(c: &Compiled, doc: &dyn Source, ctx: &EvalContext) -> Contribution {
+        Contribution {
+            entries: entries_of(c, doc, ctx),
+            restricted: doc.restriction().map(|r| restrict::encode(&r)),
+        }
+    }
+}
 
 /// Whether the view selects `doc` (folders: whether it can be a member).
 pub fn selects(c: &Compiled, doc: &dyn Source, ctx: &EvalContext) -> bool {
@@ -249,13 +281,13 @@ impl PageStoreMut for IndexStore<'_, '_, '_> {
     }
 }
 
-/// Replaces the entries of note `id` in the index with `new` (empty:
-/// the note leaves the index).
+/// Replaces the entries of note `id` in the index with `new` (no
+/// entries: the note leaves the index).
 pub fn apply_note(
     s: &mut IndexStore<'_, '_, '_>,
     st: &mut ViewState,
     id: NoteId,
-    new: &[Entry],
+    new: &Contribution,
     db: &str,
     view: &str,
 ) -> ViewResult<()> {
@@ -269,16 +301,20 @@ pub fn apply_note(
         for k in keys {
             if key_note_id(&k) == Some(id) {
                 btree::remove(s, &mut st.entries_root, &k)?;
+                btree::remove(s, &mut st.restricted_root, &k)?;
             }
         }
     }
-    if new.is_empty() {
+    if new.entries.is_empty() {
         btree::remove(s, &mut st.docmap_root, &idkey)?;
         return Ok(());
     }
-    for (k, v) in new {
+    for (k, v) in &new.entries {
         btree::insert(s, &mut st.entries_root, k, v)?;
+        if let Some(r) = &new.restricted {
+            btree::insert(s, &mut st.restricted_root, k, r)?;
+        }
     }
-    btree::insert(s, &mut st.docmap_root, &idkey, &encode_docmap(new))?;
+    btree::insert(s, &mut st.docmap_root, &idkey, &encode_docmap(&new.entries))?;
     Ok(())
 }

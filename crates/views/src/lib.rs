@@ -21,6 +21,7 @@ mod def;
 mod entries;
 mod error;
 mod rebuild;
+mod restrict;
 mod search;
 mod views;
 

@@ -10,7 +10,7 @@
 use crate::catalog::{self, ViewState, FLAG_LOGGED};
 use crate::collection::Collection;
 use crate::def::{Compiled, Kind, Refresh, ViewDef};
-use crate::entries::{apply_note, entries_of, selects, Entry, IndexStore, NoteDoc};
+use crate::entries::{apply_note, selects, Contribution, IndexStore, NoteDoc};
 use crate::rebuild::{self, RebuildReport};
 use crate::{ViewError, ViewResult};
 use formula::EvalContext;
@@ -219,6 +219,9 @@ impl Views {
         if !st.built() {
             return Some("first use".into());
         }
+        if !st.current() {
+            return Some("the index predates the record of entries that $Readers restricts".into());
+        }
         if st.dirty_session != 0 && st.dirty_session != self.session {
             return Some("the server stopped without writing this unlogged index to disk".into());
         }
@@ -230,8 +233,9 @@ impl Views {
 
     /// Applies every change since the index's last sequence.
     pub fn update(&self, db: &Arc<Database>, name: &str) -> ViewResult<UpdateReport> {
-        if !self.state(db, name)?.built() {
-            // Never built: a rebuild is the fast way to apply everything.
+        if !self.state(db, name)?.current() {
+            // Never built (or built by a version without every tree): a
+            // rebuild is the fast way to apply everything.
             let r = self.rebuild(db, name)?;
             return Ok(UpdateReport {
                 notes_seen: r.documents,
@@ -256,14 +260,14 @@ impl Views {
             let ctx = EvalContext {
                 now: Timestamp::now().0,
             };
-            let changes: Vec<(NoteId, Vec<Entry>, bool)> = notes
+            let changes: Vec<(NoteId, Contribution, bool)> = notes
                 .iter()
                 .map(|n| {
                     let d = NoteDoc(n);
                     let e = if selects(&compiled, &d, &ctx) {
-                        entries_of(&compiled, &d, &ctx)
+                        Contribution::of(&compiled, &d, &ctx)
                     } else {
-                        Vec::new()
+                        Contribution::default()
                     };
                     (n.note_id, e, n.deleted)
                 })
@@ -419,6 +423,7 @@ fn create_in(
     };
     let entries_root = btree::create(&mut s)?;
     let docmap_root = btree::create(&mut s)?;
+    let restricted_root = btree::create(&mut s)?;
     let owned_root = s.owned_root;
     let members_root = if folder {
         btree::create(tx)?
@@ -433,6 +438,7 @@ fn create_in(
         docmap_root,
         members_root,
         owned_root,
+        restricted_root,
         last_seq: 0,
         dirty_session: 0,
         last_update: 0,
@@ -448,7 +454,7 @@ fn apply_changes(
     tx: &mut IndexTxn<'_, '_>,
     path: &str,
     name: &str,
-    changes: Vec<(NoteId, Vec<Entry>, bool)>,
+    changes: Vec<(NoteId, Contribution, bool)>,
     last: u64,
 ) -> ViewResult<()> {
     with_state(tx, path, name, |tx, st| {
@@ -462,7 +468,11 @@ fn apply_changes(
             } else {
                 true
             };
-            let entries = if member { entries } else { Vec::new() };
+            let entries = if member {
+                entries
+            } else {
+                Contribution::default()
+            };
             let mut s = IndexStore {
                 unlogged: !st.logged(),
                 owned_root: st.owned_root,
@@ -498,14 +508,15 @@ fn change_members(
             let entries = match (&note, add) {
                 (Some(n), true) if selects(c, &NoteDoc(n), &ctx) => {
                     btree::insert(tx, &mut st.members_root, &key, &[])?;
-                    entries_of(c, &NoteDoc(n), &ctx)
+                    Contribution::of(c, &NoteDoc(n), &ctx)
                 }
                 _ => {
                     btree::remove(tx, &mut st.members_root, &key)?;
-                    Vec::new()
+                    Contribution::default()
                 }
             };
-            if st.built() {
+            // An index not current is rebuilt from the members before use.
+            if st.current() {
                 let mut s = IndexStore {
                     unlogged: !st.logged(),
                     owned_root: st.owned_root,
