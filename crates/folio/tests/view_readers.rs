@@ -115,6 +115,8 @@ fn hidden_documents_leave_no_trace_in_views_over_http_and_the_cli() {
             "create",
             DB,
             "ByCat",
+            "--select",
+            "SELECT @All",
             "--column",
             "Cat=Cat:cat",
             "--column",

@@ -1346,8 +1346,20 @@ fn views_show_readers_totals_categories_and_positions_without_hidden_documents()
             }
             s.create_doc(db, ADMIN, &d);
         }
-        add_view(&s, db, "ByCat", "", &["Cat=Cat:cat", "Subject=Subject:asc"]);
-        add_view(&s, db, "BySubject", "", &["Subject=Subject:asc", "Cat=Cat"]);
+        add_view(
+            &s,
+            db,
+            "ByCat",
+            "SELECT @All",
+            &["Cat=Cat:cat", "Subject=Subject:asc"],
+        );
+        add_view(
+            &s,
+            db,
+            "BySubject",
+            "SELECT @All",
+            &["Subject=Subject:asc", "Cat=Cat"],
+        );
     }
     let keys = ["beta", "be", "merger", "m", "zeta", "Secret", "Zoo"];
     for view in ["ByCat", "BySubject"] {
@@ -1405,7 +1417,7 @@ fn a_document_restricted_since_the_last_update_is_not_shown() {
     let database = s.service.engine().open_database(db).unwrap();
     let mut def = ViewDef::view(
         "Manual",
-        "",
+        "SELECT @All",
         vec![ColumnDef::parse("S=Subject:asc").unwrap()],
     );
     def.refresh = views::Refresh::Manual;
@@ -1462,7 +1474,7 @@ fn an_unrestricted_view_costs_a_reader_what_it_costs_the_administrator() {
             .collect();
         database.create(items).unwrap();
     }
-    add_view(&s, db, "BySubject", "", &["Subject=Subject:asc"]);
+    add_view(&s, db, "BySubject", "SELECT @All", &["Subject=Subject:asc"]);
     let coll = s.service.views().open(&database, "BySubject").unwrap();
     assert_eq!(coll.restricted().unwrap(), 0);
     drop(coll);

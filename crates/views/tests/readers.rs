@@ -146,14 +146,14 @@ fn designs() -> Vec<ViewDef> {
         let sfx = if logged { "L" } else { "U" };
         let mut v = ViewDef::view(
             &format!("ByKey{sfx}"),
-            "",
+            "SELECT @All",
             vec![col("K=Key:asc"), col("C=Cats")],
         );
         v.logged = logged;
         out.push(v);
         let mut c = ViewDef::view(
             &format!("ByCat{sfx}"),
-            "",
+            "SELECT @All",
             vec![col("Cat=Cats:cat"), col("K=Key")],
         );
         c.logged = logged;
@@ -450,7 +450,10 @@ fn an_unrestricted_view_is_read_without_a_scan() {
     let (engine, views) = open(&disk);
     let db = engine.create_database(DB, "big").unwrap();
     views
-        .create(&db, ViewDef::view("ByKey", "", vec![col("K=Key:asc")]))
+        .create(
+            &db,
+            ViewDef::view("ByKey", "SELECT @All", vec![col("K=Key:asc")]),
+        )
         .unwrap();
     const N: u32 = 20_000;
     for i in 0..N {
