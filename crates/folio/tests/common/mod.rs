@@ -120,7 +120,11 @@ impl Server {
             if line.contains("serving data directory") {
                 break line;
             }
-            assert!(!line.is_empty(), "serve did not start: {before}");
+            if line.is_empty() {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve did not start: {before}");
+            }
             before.push_str(&line);
         };
         let after = |key: &str| {
