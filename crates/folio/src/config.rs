@@ -30,6 +30,28 @@ pub struct FileConfig {
     pub io_threads: Option<usize>,
     /// Native connections served at once.
     pub max_connections: Option<usize>,
+    /// Native: seconds a client has from connecting to its Hello.
+    pub handshake_timeout_secs: Option<f64>,
+    /// Native: seconds a connection with nothing in flight is kept
+    /// (0 = for ever).
+    pub idle_timeout_secs: Option<f64>,
+    /// Both listeners: seconds an answer may wait for the client to read
+    /// any of it (and a native upload for more of its bytes).
+    pub stall_timeout_secs: Option<f64>,
+    /// Seconds requests in flight get to finish at shutdown.
+    pub shutdown_grace_secs: Option<f64>,
+    /// HTTP connections served at once.
+    pub http_max_connections: Option<usize>,
+    /// Seconds an HTTP client has to send a request's header.
+    pub http_header_timeout_secs: Option<f64>,
+    /// Seconds a kept-alive HTTP connection waits for its next request.
+    pub http_idle_timeout_secs: Option<f64>,
+    /// Seconds a request body may take, before `http_body_min_rate`
+    /// extends it.
+    pub http_body_timeout_secs: Option<f64>,
+    /// Bytes per second a request body must average past
+    /// `http_body_timeout_secs` (0 = none: the whole body within it).
+    pub http_body_min_rate: Option<Size>,
     /// Native protocol address.
     pub listen: Option<String>,
     /// HTTP API address, or "off".
@@ -120,6 +142,21 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 fn setting(key: &str, reason: impl Into<String>) -> String {
     format!("invalid setting {key}: {}", reason.into())
+}
+
+/// Longest timeout accepted (a week).
+const MAX_TIMEOUT_SECS: f64 = 604_800.0;
+
+/// A timeout in seconds, checked: at least 0.1 s and at most a week.
+fn timeout(key: &str, secs: Option<f64>) -> Result<Option<Duration>, String> {
+    match secs {
+        None => Ok(None),
+        Some(s) if (0.1..=MAX_TIMEOUT_SECS).contains(&s) => Ok(Some(Duration::from_secs_f64(s))),
+        Some(_) => Err(setting(
+            key,
+            format!("must be between 0.1 and {MAX_TIMEOUT_SECS} seconds"),
+        )),
+    }
 }
 
 /// Reads `path` (if given) or `<data>/folio.toml` (if present).
@@ -270,6 +307,13 @@ impl FileConfig {
             }
             s.native.max_connections = n;
         }
+        if let Some(n) = self.http_max_connections {
+            if n == 0 {
+                return Err(setting("http_max_connections", "must be at least 1"));
+            }
+            s.http.max_connections = n;
+        }
+        self.apply_timeouts(&mut s)?;
         if let Some(a) = &self.listen {
             s.listen = socket_addr("listen", a)?;
         }
@@ -332,6 +376,51 @@ impl FileConfig {
             ));
         }
         Ok(s)
+    }
+}
+
+impl FileConfig {
+    /// The connection timeouts and the shutdown grace period, validated.
+    fn apply_timeouts(&self, s: &mut server::ServerSettings) -> Result<(), String> {
+        if let Some(t) = timeout("handshake_timeout_secs", self.handshake_timeout_secs)? {
+            s.native.handshake_timeout = t;
+        }
+        match self.idle_timeout_secs {
+            Some(0.0) => s.native.idle_timeout = None,
+            secs => {
+                if let Some(t) = timeout("idle_timeout_secs", secs)
+                    .map_err(|e| format!("{e} (or 0 for no idle timeout)"))?
+                {
+                    s.native.idle_timeout = Some(t);
+                }
+            }
+        }
+        if let Some(t) = timeout("stall_timeout_secs", self.stall_timeout_secs)? {
+            s.native.stall_timeout = t;
+            s.http.stall_timeout = t;
+        }
+        if let Some(t) = timeout("http_header_timeout_secs", self.http_header_timeout_secs)? {
+            s.http.header_timeout = t;
+        }
+        if let Some(t) = timeout("http_idle_timeout_secs", self.http_idle_timeout_secs)? {
+            s.http.idle_timeout = t;
+        }
+        if let Some(t) = timeout("http_body_timeout_secs", self.http_body_timeout_secs)? {
+            s.http.body_timeout = t;
+        }
+        if let Some(Size(n)) = self.http_body_min_rate {
+            s.http.body_min_rate = n;
+        }
+        if let Some(g) = self.shutdown_grace_secs {
+            if !(0.0..=3600.0).contains(&g) {
+                return Err(setting(
+                    "shutdown_grace_secs",
+                    "must be between 0 and 3600 seconds",
+                ));
+            }
+            s.shutdown_grace = Duration::from_secs_f64(g);
+        }
+        Ok(())
     }
 }
 
@@ -462,6 +551,46 @@ mod tests {
         assert!(parse("[tls]\nself_sined = true")
             .unwrap_err()
             .contains("self_sined"));
+    }
+
+    #[test]
+    fn connection_timeouts_and_limits() {
+        let c = parse(
+            "http_max_connections = 50\nhandshake_timeout_secs = 2.5\nidle_timeout_secs = 0\n\
+             stall_timeout_secs = 7\nshutdown_grace_secs = 0\nhttp_header_timeout_secs = 1\n\
+             http_idle_timeout_secs = 30\nhttp_body_timeout_secs = 4\nhttp_body_min_rate = \"2KiB\"",
+        )
+        .unwrap();
+        let s = c.server_settings(Path::new("/d")).unwrap();
+        assert_eq!(s.http.max_connections, 50);
+        assert_eq!(s.native.handshake_timeout, Duration::from_millis(2_500));
+        assert_eq!(s.native.idle_timeout, None);
+        assert_eq!(s.native.stall_timeout, Duration::from_secs(7));
+        assert_eq!(s.http.stall_timeout, Duration::from_secs(7));
+        assert_eq!(s.shutdown_grace, Duration::ZERO);
+        assert_eq!(s.http.header_timeout, Duration::from_secs(1));
+        assert_eq!(s.http.idle_timeout, Duration::from_secs(30));
+        assert_eq!(s.http.body_timeout, Duration::from_secs(4));
+        assert_eq!(s.http.body_min_rate, 2 << 10);
+        let d = parse("").unwrap().server_settings(Path::new("/d")).unwrap();
+        assert_eq!(d.shutdown_grace, Duration::from_secs(10));
+        assert_eq!(d.native.idle_timeout, Some(Duration::from_secs(3_600)));
+        for (text, key) in [
+            ("http_max_connections = 0", "http_max_connections"),
+            ("handshake_timeout_secs = 0", "handshake_timeout_secs"),
+            ("idle_timeout_secs = -1", "idle_timeout_secs"),
+            ("http_header_timeout_secs = 1e9", "http_header_timeout_secs"),
+            ("shutdown_grace_secs = 7200", "shutdown_grace_secs"),
+        ] {
+            let e = parse(text)
+                .unwrap()
+                .server_settings(Path::new("/d"))
+                .unwrap_err();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        assert!(parse("http_header_timeout = 5")
+            .unwrap_err()
+            .contains("http_header_timeout"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The HTTP/JSON API: axum routes over the same [`Service`] as the native
-//! protocol (docs/http.md lists every route).
+//! protocol (docs/http.md lists every route). The connections they are
+//! served on (limit, timeouts, shutdown) are `http_conn.rs`'s.
 //!
 //! ```text
 //!  request ─▶ count_request ─▶ route ─▶ handler (async: parse path, query, body)
@@ -59,7 +60,6 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::{Listener, ListenerExt};
 use axum::Router;
 use base64::Engine as _;
 use bytes::BytesMut;
@@ -68,11 +68,11 @@ use nsf::Database;
 use protocol::{DatabaseInfo, Document, NoteMeta, ReadFlags, Row, Start, Unid, Value};
 use serde_json::{json, Map, Value as Json};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
+
+pub use crate::http_conn::{serve, HttpSettings};
 
 /// Bytes of an attachment read from storage per body chunk.
 const DOWNLOAD_CHUNK: usize = 256 << 10;
@@ -88,8 +88,6 @@ const DEFAULT_CHANGES: u32 = 100;
 /// `discard_rest`), and for how long.
 const DISCARD_MAX: usize = 16 << 20;
 const DISCARD_TIME: Duration = Duration::from_secs(5);
-/// Time a client has to finish its TLS handshake.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The realm named in `WWW-Authenticate`.
 const REALM: &str = "Basic realm=\"folio\"";
 
@@ -129,124 +127,6 @@ pub fn router(service: Arc<Service>) -> Router {
             count_request,
         ))
         .with_state(service)
-}
-
-/// Serves the API on `listener` (over TLS when `tls` is given) until
-/// `shutdown` turns true, then lets the requests in flight finish.
-pub async fn serve(
-    listener: TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    service: Arc<Service>,
-    shutdown: watch::Receiver<bool>,
-) {
-    let app = router(service);
-    let stop = stopped(shutdown.clone());
-    let served = match tls {
-        None => {
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop)
-                .await
-        }
-        Some(acceptor) => {
-            let listener = TlsListener::start(listener, acceptor, shutdown);
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop)
-                .await
-        }
-    };
-    if let Err(e) = served {
-        tracing::error!("HTTP listener failed: {e}");
-    }
-}
-
-/// Resolves once `shutdown` is true (or its sender is gone).
-async fn stopped(mut shutdown: watch::Receiver<bool>) {
-    while !*shutdown.borrow_and_update() {
-        if shutdown.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-// ------------------------------------------------------------------ TLS
-
-/// TLS connections, handshaken off the accept path: a slow or silent
-/// client delays only its own connection, never the next accept.
-struct TlsListener {
-    ready: mpsc::Receiver<(tokio_rustls::server::TlsStream<TcpStream>, SocketAddr)>,
-    addr: std::io::Result<SocketAddr>,
-}
-
-impl TlsListener {
-    fn start(
-        listener: TcpListener,
-        acceptor: tokio_rustls::TlsAcceptor,
-        shutdown: watch::Receiver<bool>,
-    ) -> TlsListener {
-        let addr = listener.local_addr();
-        let (tx, ready) = mpsc::channel(64);
-        tokio::spawn(accept_tls(listener, acceptor, tx, shutdown));
-        TlsListener { ready, addr }
-    }
-}
-
-impl Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(conn) => conn,
-            // The acceptor stopped (shutdown): nothing more will come.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        match &self.addr {
-            Ok(a) => Ok(*a),
-            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-        }
-    }
-}
-
-/// Accepts TCP connections and hands each one, once its handshake is
-/// done, to the server; stops at shutdown, releasing the port.
-async fn accept_tls(
-    listener: TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
-    ready: mpsc::Sender<(tokio_rustls::server::TlsStream<TcpStream>, SocketAddr)>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shutdown.changed() => return,
-            _ = ready.closed() => return,
-        };
-        let (tcp, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!("HTTP listener: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let (acceptor, ready) = (acceptor.clone(), ready.clone());
-        tokio::spawn(async move {
-            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => {
-                    let _ = ready.send((stream, peer)).await;
-                }
-                Ok(Err(e)) => tracing::info!(%peer, "HTTP TLS handshake failed: {e}"),
-                Err(_) => tracing::info!(%peer, "HTTP TLS handshake timed out"),
-            }
-        });
-    }
 }
 
 // --------------------------------------------------------------- errors

@@ -10,14 +10,24 @@
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   stats.rs   per-operation response-time histograms and counters
 //!   run.rs     runtime, listeners, statistics ticker, graceful shutdown
+//!
+//!   connection lifetime (limits, timeouts, shutdown):
+//!   listener.rs    lifecycle (serving, draining, cut), accept, connection limit
+//!   guard.rs       sockets with read deadlines and write-stall limits
+//!   http_conn.rs   HTTP connections: phases, header/idle/body timeouts
+//!   descriptors.rs descriptor limit raised, connection limits fitted under it
 //! ```
 //!
 //! This crate sits on `nsf`, `views` and `protocol`; only the `folio`
 //! binary sits on it.
 
 pub mod auth;
+mod descriptors;
 mod error;
+mod guard;
 pub mod http;
+mod http_conn;
+mod listener;
 pub mod native;
 mod run;
 pub mod service;
@@ -26,5 +36,6 @@ pub mod tls;
 mod upload;
 
 pub use error::{ServerError, ServerResult};
+pub use listener::Lifecycle;
 pub use run::{run, Bound, ServerSettings};
 pub use service::{Caller, Limits, Service};

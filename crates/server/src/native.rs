@@ -25,6 +25,8 @@
 //! connection that ends before its upload's End frame makes the reader
 //! fail, so a truncated attachment is never committed.
 
+use crate::guard::{Guarded, OwnReads};
+use crate::listener::{finish, Gate, Lifecycle, Listener};
 use crate::service::{Caller, Service};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader};
@@ -41,7 +43,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch};
 
 /// Settings of the native listener.
 #[derive(Clone, Debug)]
@@ -52,6 +54,15 @@ pub struct NativeSettings {
     pub compression: Vec<Compression>,
     /// Largest frame accepted or sent.
     pub max_frame_size: u32,
+    /// Time a client has from connecting to the end of its Hello (TLS
+    /// handshake included).
+    pub handshake_timeout: Duration,
+    /// Time a connection with no request in flight is kept; `None`: for
+    /// ever.
+    pub idle_timeout: Option<Duration>,
+    /// Time an answer may wait for the client to read any of it, and an
+    /// upload for the client to send more of it.
+    pub stall_timeout: Duration,
 }
 
 impl Default for NativeSettings {
@@ -60,6 +71,9 @@ impl Default for NativeSettings {
             max_connections: 2_000,
             compression: vec![Compression::Strong, Compression::Fast],
             max_frame_size: protocol::DEFAULT_MAX_FRAME_SIZE,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Some(Duration::from_secs(3_600)),
+            stall_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -80,61 +94,54 @@ const READ_BUFFER: usize = 16 << 10;
 /// Open databases and collections per connection.
 const MAX_HANDLES: usize = 10_000;
 
-/// Accepts connections until `shutdown` turns true, then waits for every
-/// connection to finish its in-flight requests.
+/// Accepts connections until the lifecycle leaves `Serving`, then waits
+/// for every connection to finish its in-flight requests, or drops those
+/// still open once it reaches `Cut`.
 pub async fn serve(
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     service: Arc<Service>,
     settings: NativeSettings,
-    mut shutdown: watch::Receiver<bool>,
+    mut life: watch::Receiver<Lifecycle>,
 ) {
-    let slots = Arc::new(Semaphore::new(settings.max_connections));
+    let refusal = match tls {
+        // A TLS client could not read a plain frame: it is just closed.
+        Some(_) => Bytes::new(),
+        None => busy_frame(&settings),
+    };
+    let gate = Gate::new(settings.max_connections, refusal);
     let mut tasks = tokio::task::JoinSet::new();
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shutdown.changed() => break,
-        };
-        let (socket, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!("native listener: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
+    let mut listener = Listener::new(listener, "native");
+    while let Some((socket, peer)) = listener.accept(&mut life).await {
+        let accepted = Instant::now();
+        let Some((socket, slot)) = gate.admit(socket) else {
+            service.stats().connection_refused();
+            continue;
         };
         let _ = socket.set_nodelay(true);
-        let (service, settings, shutdown, tls) = (
-            service.clone(),
-            settings.clone(),
-            shutdown.clone(),
-            tls.clone(),
-        );
-        let permit = slots.clone().try_acquire_owned();
+        let stats = service.stats().clone();
+        let stream = Guarded::new(socket, OwnReads, settings.stall_timeout, stats.clone());
+        let (service, settings, life, tls) =
+            (service.clone(), settings.clone(), life.clone(), tls.clone());
         tasks.spawn(async move {
-            let Ok(_permit) = permit else {
-                service.stats().connection_refused();
-                refuse_busy(socket, &settings).await;
-                return;
+            let _slot = slot;
+            let Some(acceptor) = tls else {
+                return connection(stream, service, settings, life, accepted).await;
             };
-            match tls {
-                None => connection(socket, service, settings, shutdown).await,
-                Some(acceptor) => {
-                    let handshake =
-                        tokio::time::timeout(Duration::from_secs(10), acceptor.accept(socket))
-                            .await;
-                    match handshake {
-                        Ok(Ok(s)) => connection(s, service, settings, shutdown).await,
-                        Ok(Err(e)) => tracing::info!(%peer, "TLS handshake failed: {e}"),
-                        Err(_) => tracing::info!(%peer, "TLS handshake timed out"),
-                    }
+            let deadline = accepted + settings.handshake_timeout;
+            match tokio::time::timeout_at(deadline.into(), acceptor.accept(stream)).await {
+                Ok(Ok(s)) => connection(s, service, settings, life, accepted).await,
+                Ok(Err(e)) => tracing::info!(%peer, "TLS handshake failed: {e}"),
+                Err(_) => {
+                    stats.connection_timed_out();
+                    tracing::info!(%peer, "TLS handshake timed out");
                 }
             }
         });
         while tasks.try_join_next().is_some() {}
     }
-    while tasks.join_next().await.is_some() {}
+    drop(listener);
+    finish(tasks, life).await;
 }
 
 fn protocol_config(settings: &NativeSettings) -> ServerConfig {
@@ -145,8 +152,8 @@ fn protocol_config(settings: &NativeSettings) -> ServerConfig {
     }
 }
 
-/// Tells a client over the connection limit why it is turned away.
-async fn refuse_busy(mut socket: tokio::net::TcpStream, settings: &NativeSettings) {
+/// What a client over the connection limit is told before it is closed.
+fn busy_frame(settings: &NativeSettings) -> Bytes {
     let mut conn = ServerConnection::new(protocol_config(settings));
     conn.close(
         ErrorCode::Busy,
@@ -155,8 +162,7 @@ async fn refuse_busy(mut socket: tokio::net::TcpStream, settings: &NativeSetting
             settings.max_connections
         ),
     );
-    let _ = socket.write_all(&conn.take_output()).await;
-    let _ = socket.shutdown().await;
+    conn.take_output().into()
 }
 
 /// What a job sends back to its connection task.
@@ -221,15 +227,65 @@ struct Conn {
     tx: mpsc::Sender<Out>,
 }
 
+/// Counts an open native connection for the statistics while it lives
+/// (its task may be dropped at `Cut` rather than return).
+struct Open(Arc<crate::stats::Stats>);
+
+impl Open {
+    fn new(stats: Arc<crate::stats::Stats>) -> Open {
+        stats.connection_opened();
+        Open(stats)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connection_closed();
+    }
+}
+
+/// What a connection waits for from its client, with a deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// The Hello, since connecting.
+    Handshake,
+    /// A request, since the last activity (nothing in flight).
+    Request,
+    /// More of an upload in progress, since the last bytes.
+    Upload,
+}
+
+impl Wait {
+    /// Why the connection is closed when the wait is over.
+    fn reason(self, s: &NativeSettings) -> String {
+        let secs = |d: Duration| d.as_secs_f64();
+        match self {
+            Wait::Handshake => format!(
+                "no handshake within {} s of connecting (handshake_timeout_secs)",
+                secs(s.handshake_timeout)
+            ),
+            Wait::Request => format!(
+                "closed after {} s without a request (idle_timeout_secs); reconnect to go on",
+                secs(s.idle_timeout.unwrap_or_default())
+            ),
+            Wait::Upload => format!(
+                "the upload in progress sent nothing for {} s (stall_timeout_secs)",
+                secs(s.stall_timeout)
+            ),
+        }
+    }
+}
+
 async fn connection<S>(
     stream: S,
     service: Arc<Service>,
     settings: NativeSettings,
-    mut shutdown: watch::Receiver<bool>,
+    mut life: watch::Receiver<Lifecycle>,
+    accepted: Instant,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    service.stats().connection_opened();
+    let _open = Open::new(service.stats().clone());
     let (mut rd, mut wr) = tokio::io::split(stream);
     let (tx, mut rx) = mpsc::channel(OUT_QUEUE);
     let mut c = Conn {
@@ -242,16 +298,49 @@ async fn connection<S>(
         tx,
     };
     let mut reading = true;
-    let mut stopping = *shutdown.borrow();
+    let mut stopping = *life.borrow() != Lifecycle::Serving;
+    // The client's deadline, checked when the timer fires; the timer is
+    // moved only when the deadline comes sooner, not at every read.
+    let mut last_active = accepted;
+    let timer = tokio::time::sleep_until((accepted + settings.handshake_timeout).into());
+    tokio::pin!(timer);
+    let mut armed = Some(accepted + settings.handshake_timeout);
     loop {
+        if let Some((deadline, _)) = c.client_deadline(&settings, accepted, last_active) {
+            if armed.is_none_or(|a| deadline < a) {
+                timer.as_mut().reset(deadline.into());
+                armed = Some(deadline);
+            }
+        }
         tokio::select! {
             // Straight into the protocol's buffer: no copy of the bytes.
-            r = rd.read_buf(c.proto.read_buffer(READ_BUFFER)), if reading && !stopping => match r {
-                Ok(0) | Err(_) => reading = false,
-                Ok(_) => c.receive().await,
+            // Once stopping, only an upload in flight is still read.
+            r = rd.read_buf(c.proto.read_buffer(READ_BUFFER)),
+                if reading && (!stopping || !c.uploads.is_empty()) => match r {
+                Ok(0) | Err(_) => {
+                    reading = false;
+                    // Uploads without their End fail: nothing is committed.
+                    c.uploads.clear();
+                }
+                Ok(_) => {
+                    c.receive().await;
+                    last_active = Instant::now();
+                }
             },
-            Some(out) = rx.recv() => c.deliver(out),
-            _ = shutdown.changed(), if !stopping => stopping = true,
+            Some(out) = rx.recv() => {
+                c.deliver(out);
+                last_active = Instant::now();
+            }
+            _ = life.changed(), if !stopping => stopping = true,
+            () = &mut timer, if armed.is_some() => {
+                armed = None;
+                if let Some((deadline, wait)) = c.client_deadline(&settings, accepted, last_active) {
+                    if deadline <= Instant::now() {
+                        service.stats().connection_timed_out();
+                        c.proto.close(ErrorCode::Other(408), &wait.reason(&settings));
+                    }
+                }
+            }
         }
         let out = c.proto.take_output();
         if !out.is_empty() && wr.write_all(&out).await.is_err() {
@@ -273,10 +362,30 @@ async fn connection<S>(
     // progress are aborted (their readers fail, nothing is committed).
     drop(c);
     let _ = wr.shutdown().await;
-    service.stats().connection_closed();
 }
 
 impl Conn {
+    /// What the connection waits for from its client and until when;
+    /// `None` while the server is the one working (authenticating, or
+    /// running requests that need nothing more from the client).
+    fn client_deadline(
+        &self,
+        s: &NativeSettings,
+        accepted: Instant,
+        last_active: Instant,
+    ) -> Option<(Instant, Wait)> {
+        match self.proto.phase() {
+            protocol::Phase::Handshaking => Some((accepted + s.handshake_timeout, Wait::Handshake)),
+            protocol::Phase::Open if self.jobs == 0 => {
+                s.idle_timeout.map(|t| (last_active + t, Wait::Request))
+            }
+            protocol::Phase::Open if !self.uploads.is_empty() => {
+                Some((last_active + s.stall_timeout, Wait::Upload))
+            }
+            _ => None,
+        }
+    }
+
     /// Handles what the last read appended to the protocol's buffer.
     async fn receive(&mut self) {
         let events = match self.proto.receive_buffered() {

@@ -117,6 +117,9 @@ pub struct Stats {
     connections: AtomicU64,
     connections_total: AtomicU64,
     connections_refused: AtomicU64,
+    connections_timed_out: AtomicU64,
+    http_connections: AtomicU64,
+    http_connections_refused: AtomicU64,
     http_requests: AtomicU64,
     samples: Mutex<VecDeque<Sample>>,
     /// When the checkpoint counter last moved.
@@ -148,6 +151,9 @@ impl Stats {
             connections: AtomicU64::new(0),
             connections_total: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
+            connections_timed_out: AtomicU64::new(0),
+            http_connections: AtomicU64::new(0),
+            http_connections_refused: AtomicU64::new(0),
             http_requests: AtomicU64::new(0),
             samples: Mutex::new(VecDeque::with_capacity(WINDOW)),
             last_checkpoint: Mutex::new((0, now)),
@@ -178,6 +184,34 @@ impl Stats {
     /// A connection was refused because `max_connections` were open.
     pub fn connection_refused(&self) {
         self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection (either listener) was closed because its client kept
+    /// the server waiting: no handshake or header in time, idle too long,
+    /// or an answer it stopped reading.
+    pub fn connection_timed_out(&self) {
+        self.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections closed for a timeout so far.
+    pub fn connections_timed_out(&self) -> u64 {
+        self.connections_timed_out.load(Ordering::Relaxed)
+    }
+
+    /// An HTTP connection was opened.
+    pub fn http_connection_opened(&self) {
+        self.http_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An HTTP connection was closed.
+    pub fn http_connection_closed(&self) {
+        self.http_connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// An HTTP connection was refused because `http_max_connections` were open.
+    pub fn http_connection_refused(&self) {
+        self.http_connections_refused
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// An HTTP request was served.
@@ -253,6 +287,21 @@ impl Stats {
             &mut out,
             "server.connections_refused",
             self.connections_refused.load(Ordering::Relaxed),
+        );
+        count(
+            &mut out,
+            "server.connections_timed_out",
+            self.connections_timed_out.load(Ordering::Relaxed),
+        );
+        count(
+            &mut out,
+            "server.http_connections",
+            self.http_connections.load(Ordering::Relaxed),
+        );
+        count(
+            &mut out,
+            "server.http_connections_refused",
+            self.http_connections_refused.load(Ordering::Relaxed),
         );
         count(
             &mut out,

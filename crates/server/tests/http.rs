@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use server::auth::UserStore;
 use server::stats::Stats;
 use server::tls::{server_tls_config, TlsSettings};
-use server::{http, Limits, Service};
+use server::{http, Lifecycle, Limits, Service};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ const PW: &str = "correct horse battery";
 struct Server {
     addr: SocketAddr,
     service: Arc<Service>,
-    stop: watch::Sender<bool>,
+    stop: watch::Sender<Lifecycle>,
     served: Option<tokio::task::JoinHandle<()>>,
     runtime: tokio::runtime::Runtime,
     agent: ureq::Agent,
@@ -151,8 +151,14 @@ impl Server {
         });
         let cert = tls.as_ref().map(|t| t.cert_path.clone());
         let acceptor = tls.map(|t| tokio_rustls::TlsAcceptor::from(t.config));
-        let (stop, stopped) = watch::channel(false);
-        let served = runtime.spawn(http::serve(listener, acceptor, service.clone(), stopped));
+        let (stop, life) = watch::channel(Lifecycle::Serving);
+        let served = runtime.spawn(http::serve(
+            listener,
+            acceptor,
+            service.clone(),
+            http::HttpSettings::default(),
+            life,
+        ));
         Server {
             addr,
             service,
@@ -229,7 +235,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Lifecycle::Draining);
         if let Some(served) = self.served.take() {
             let done = self
                 .runtime
@@ -1200,7 +1206,7 @@ fn shutdown_lets_a_download_in_flight_finish() {
     let mut body = resp.into_reader();
     let mut got = vec![0u8; 64 << 10];
     body.read_exact(&mut got).unwrap();
-    s.stop.send(true).unwrap();
+    s.stop.send(Lifecycle::Draining).unwrap();
     // New connections are refused once the listener has stopped.
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(s.addr).is_ok() {

@@ -73,7 +73,30 @@ impl Server {
 
     /// Starts `folio serve` with extra arguments (e.g. `--tls-self-signed`).
     pub fn start_with(data: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_folio"))
+        Server::launch(Command::new(env!("CARGO_BIN_EXE_folio")), data, extra)
+    }
+
+    /// Starts `folio serve` with a hard (and soft) descriptor limit of
+    /// `limit`.
+    pub fn start_with_descriptor_limit(data: &Path, limit: u64) -> Server {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_folio"));
+        let rl = libc::rlimit {
+            rlim_cur: limit,
+            rlim_max: limit,
+        };
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe {
+            cmd.pre_exec(move || match libc::setrlimit(libc::RLIMIT_NOFILE, &rl) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
+        Server::launch(cmd, data, &[])
+    }
+
+    fn launch(mut cmd: Command, data: &Path, extra: &[&str]) -> Server {
+        let mut child = cmd
             .arg("--data")
             .arg(data)
             .args([
@@ -89,9 +112,21 @@ impl Server {
             .spawn()
             .unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        err.read_line(&mut line).unwrap();
-        assert!(line.contains("serving data directory"), "{line}");
+        // Warnings (a lowered connection limit) may come first.
+        let mut before = String::new();
+        let line = loop {
+            let mut line = String::new();
+            err.read_line(&mut line).unwrap();
+            if line.contains("serving data directory") {
+                break line;
+            }
+            if line.is_empty() {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve did not start: {before}");
+            }
+            before.push_str(&line);
+        };
         let after = |key: &str| {
             let rest =
                 &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
@@ -129,6 +164,32 @@ impl Server {
             .args(args)
             .env("FOLIO_PASSWORD", ADMIN_PW);
         run(cmd, stdin)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits at most `limit` for the process to exit:
+    /// its status and how long it took. A server still running at the
+    /// limit is killed and the test fails.
+    pub fn stop_within(
+        mut self,
+        limit: std::time::Duration,
+    ) -> (std::process::ExitStatus, std::time::Duration) {
+        let sent = std::time::Instant::now();
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status, sent.elapsed());
+            }
+            assert!(
+                sent.elapsed() < limit,
+                "the server was still running {limit:?} after SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     pub fn stop(mut self) -> std::process::ExitStatus {

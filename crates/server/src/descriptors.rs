@@ -1,0 +1,174 @@
+//! File descriptors: raising the process limit at start-up and fitting the
+//! connection limits under it.
+//!
+//! Every connection is a descriptor, and so is every database file, log
+//! extent, temporary sort run and certificate the engine opens. If
+//! connections could take them all, a flood of idle clients would make
+//! the next database open or log extent fail with "too many open files":
+//! a network problem turned into a storage one. So the limits of both
+//! listeners, plus the few refused connections being closed politely,
+//! must fit under the soft `RLIMIT_NOFILE` with a reserve left over:
+//!
+//! ```text
+//!   soft limit ─┬─ reserve: a quarter of the limit, at least 256 (engine files)
+//!               ├─ refusals being closed (REFUSING per listener)
+//!               └─ max_connections + http_max_connections
+//! ```
+//!
+//! At start-up the soft limit is raised to the hard limit (the usual
+//! 1,024 soft limit is a relic; the hard limit is what the administrator
+//! granted). Limits that still do not fit are lowered in proportion, with
+//! a warning naming the figures, rather than refusing to start: a server
+//! that serves fewer clients is more use than one that does not start,
+//! and the warning says how to get the configured figures back. Only a
+//! limit too small to serve at all is an error.
+
+use crate::listener::REFUSING;
+use crate::{ServerError, ServerResult};
+
+/// Descriptors kept for the engine whatever the limit.
+pub(crate) const MIN_RESERVE: u64 = 256;
+
+/// The process's descriptor limits, after `raise_limit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limit {
+    /// The soft limit before start-up raised it.
+    pub before: u64,
+    /// The soft limit now in force.
+    pub soft: u64,
+    /// The hard limit (the ceiling of the soft one).
+    pub hard: u64,
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the figures.
+/// A failure leaves the limit as it was (and is logged): the budget is
+/// then fitted under what there is.
+pub(crate) fn raise_limit() -> ServerResult<Limit> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(ServerError::Internal(format!(
+            "cannot read the descriptor limit: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let before = rl.rlim_cur;
+    let hard = rl.rlim_max;
+    if rl.rlim_cur < rl.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: rl.rlim_max,
+            rlim_max: rl.rlim_max,
+        };
+        // SAFETY: setrlimit reads one rlimit struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            tracing::warn!(
+                "cannot raise the descriptor limit from {before} to {hard}: {}",
+                std::io::Error::last_os_error()
+            );
+            return Ok(Limit {
+                before,
+                soft: before,
+                hard,
+            });
+        }
+    }
+    Ok(Limit {
+        before,
+        soft: hard.max(before),
+        hard,
+    })
+}
+
+/// Connection limits that fit under a descriptor limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fit {
+    pub native: usize,
+    /// `None` when the HTTP listener is off.
+    pub http: Option<usize>,
+    /// Descriptors kept for the engine.
+    pub reserve: u64,
+    /// Whether the configured limits had to be lowered.
+    pub lowered: bool,
+}
+
+/// The descriptors kept for the engine under a soft limit of `soft`.
+pub(crate) fn reserve(soft: u64) -> u64 {
+    (soft / 4).max(MIN_RESERVE)
+}
+
+/// Fits the configured connection limits under the soft limit `soft`,
+/// lowering both in proportion if they do not fit.
+pub(crate) fn fit(soft: u64, native: usize, http: Option<usize>) -> ServerResult<Fit> {
+    let reserve = reserve(soft);
+    let listeners = 1 + u64::from(http.is_some());
+    let wanted = native as u64 + http.unwrap_or(0) as u64;
+    let room = soft
+        .saturating_sub(reserve)
+        .saturating_sub(listeners * REFUSING as u64);
+    if room < listeners {
+        return Err(ServerError::Setting {
+            key: "max_connections".into(),
+            reason: format!(
+                "the descriptor limit of {soft} leaves no room for connections next to the \
+                 {reserve} kept for database and log files; raise it (ulimit -n) to at least {}",
+                reserve + listeners * (REFUSING as u64 + 64)
+            ),
+        });
+    }
+    if wanted <= room {
+        return Ok(Fit {
+            native,
+            http,
+            reserve,
+            lowered: false,
+        });
+    }
+    let scaled = |n: usize| ((n as u128 * room as u128 / wanted as u128) as usize).max(1);
+    Ok(Fit {
+        native: scaled(native),
+        http: http.map(scaled),
+        reserve,
+        lowered: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_that_fit_are_kept() {
+        let f = fit(1 << 20, 2_000, Some(1_000)).unwrap();
+        assert_eq!((f.native, f.http, f.lowered), (2_000, Some(1_000), false));
+        assert_eq!(f.reserve, 1 << 18);
+        let f = fit(20_000, 6_000, Some(6_000)).unwrap();
+        assert_eq!((f.native, f.http, f.reserve), (6_000, Some(6_000), 5_000));
+    }
+
+    #[test]
+    fn limits_that_do_not_fit_are_lowered_in_proportion() {
+        let f = fit(1_024, 2_000, Some(1_000)).unwrap();
+        assert!(f.lowered);
+        assert_eq!(f.reserve, MIN_RESERVE);
+        // 640 left for connections, shared 2:1 as configured.
+        assert_eq!(1_024 - MIN_RESERVE - 2 * REFUSING as u64, 640);
+        assert_eq!((f.native, f.http), (426, Some(213)));
+        let f = fit(1_024, 5_000, None).unwrap();
+        assert_eq!(f.native as u64, 1_024 - MIN_RESERVE - REFUSING as u64);
+    }
+
+    #[test]
+    fn a_limit_with_no_room_for_connections_is_an_error() {
+        let e = fit(300, 10, Some(10)).unwrap_err().to_string();
+        assert!(e.contains("ulimit -n") && e.contains("300"), "{e}");
+    }
+
+    #[test]
+    fn the_reserve_is_a_quarter_with_a_floor() {
+        assert_eq!(reserve(1_000), MIN_RESERVE);
+        assert_eq!(reserve(4_096), 1_024);
+    }
+}
