@@ -10,7 +10,7 @@
 //! that every folder operation at 1M entries stays within 2× of its time
 //! at 1k: medians from the same run.
 
-use crate::report::{self, Series};
+use crate::report::{self, Series, Table};
 use hdrhistogram::Histogram;
 use nsf::{Engine, EngineConfig, Item, ItemValue, Unid};
 use rand::{Rng, SeedableRng};
@@ -151,11 +151,18 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
     let mut members: Vec<Unid> = Vec::new();
     let mut rows = Vec::new();
-    println!(
+    crate::progress::line(&format!(
         "{:>9} {:>18} {:>9} {:>9} {:>9} {:>9}",
         "entries", "operation", "p50 µs", "p95 µs", "p99 µs", "max µs"
-    );
+    ));
+    let rebuild_runs = if a.rebuild_docs == Some(0) {
+        0
+    } else {
+        2 * memories.len()
+    };
+    let progress = crate::progress::Progress::new("bigview", (a.sizes.len() + rebuild_runs) as u64);
     for &size in &a.sizes {
+        progress.step(&format!("folder of {size} entries"));
         let t = Instant::now();
         grow(&db, &views, &mut rng, &mut members, size)?;
         let grow_secs = t.elapsed().as_secs_f64();
@@ -166,7 +173,7 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
         let mut ops = serde_json::Map::new();
         for (name, hh) in OPS.iter().zip(&h) {
             let us = |q: f64| hh.value_at_quantile(q) as f64 / 1000.0;
-            println!(
+            crate::progress::line(&format!(
                 "{:>9} {:>18} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
                 size,
                 name,
@@ -174,7 +181,7 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
                 us(0.95),
                 us(0.99),
                 hh.max() as f64 / 1000.0
-            );
+            ));
             ops.insert(
                 (*name).into(),
                 json!({"p50_us": us(0.5), "p95_us": us(0.95), "p99_us": us(0.99),
@@ -214,6 +221,7 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
             .iter()
             .flat_map(|&m| dirs.iter().map(move |(l, d)| (m, *l, d.clone())));
         for (rebuild_memory, label, dir) in runs {
+            progress.step(&format!("rebuild, sort files on {label}"));
             let v = Views::new(
                 engine.backend(),
                 ViewConfig {
@@ -225,11 +233,11 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
             let rss0 = rss_kib("VmRSS");
             let r = v.rebuild(&db, "By Author").map_err(err)?;
             let peak = rss_kib("VmHWM");
-            println!(
+            crate::progress::line(&format!(
                 "rebuild ({label}, {} MiB): {} documents in {:.2} s (scan {:.2}, load {:.2}, switch {:.2}) = {:.0} documents/s; sort runs {}, temp {} MiB, sort memory peak {} MiB, RSS peak {} MiB (+{} MiB)",
                 rebuild_memory >> 20, r.documents, r.seconds, r.scan_seconds, r.load_seconds, r.switch_seconds, r.documents_per_sec, r.sort_runs, r.temp_bytes >> 20,
                 r.sort_peak_memory >> 20, peak >> 10, peak.saturating_sub(rss0) >> 10
-            );
+            ));
             rebuilds.push(
                 json!({"sort_dir": label, "report": r, "rss_peak_kib": peak, "rss_before_kib": rss0,
                 "rebuild_memory": rebuild_memory}),
@@ -254,6 +262,7 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
     views.close().map_err(err)?;
     drop(db);
     engine.close().map_err(err)?;
+    progress.finish();
     write_outputs(&a.out, &result)
 }
 
@@ -377,15 +386,15 @@ fn ratio_table(rows: &[serde_json::Value]) -> serde_json::Value {
         return json!({});
     };
     let mut m = serde_json::Map::new();
-    println!(
+    crate::progress::line(&format!(
         "ratio of p50 at {} entries to p50 at {} entries:",
         hi["entries"], lo["entries"]
-    );
+    ));
     for op in OPS {
         let a = lo["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
         let b = hi["operations"][op]["p50_us"].as_f64().unwrap_or(0.0);
         let r = b / a.max(0.001);
-        println!("  {op:>18}: {r:.2}x");
+        crate::progress::line(&format!("  {op:>18}: {r:.2}x"));
         m.insert(op.into(), json!(r));
     }
     serde_json::Value::Object(m)
@@ -425,13 +434,77 @@ fn write_outputs(out: &std::path::Path, result: &serde_json::Value) -> Result<()
     );
     let html = report::page(
         "Folio bigview",
+        &summary_tables(result),
         &[chart],
-        &serde_json::to_string_pretty(result).unwrap_or_default(),
+        &report::notes(result),
     );
     let hpath = out.join("report.html");
     std::fs::write(&hpath, html).map_err(|e| format!("{}: {e}", hpath.display()))?;
-    println!("wrote {} and {}", path.display(), hpath.display());
+    crate::progress::line(&format!("wrote {} and {}", path.display(), hpath.display()));
     Ok(())
+}
+
+/// Folder operations by size, the largest-to-smallest ratios, rebuilds.
+fn summary_tables(result: &serde_json::Value) -> Vec<Table> {
+    let mut ratio = Table::new(
+        "Median at the largest size / median at the smallest (target: at most 2×)",
+        &["operation", "ratio"],
+    );
+    for op in OPS {
+        let r = result["ratio_largest_to_smallest_p50"][op]
+            .as_f64()
+            .unwrap_or(0.0);
+        ratio.row(vec![op.into(), format!("{r:.2}×")]);
+    }
+    let mut ops = Table::new(
+        "Inbox folder operations (µs)",
+        &["entries", "operation", "p50", "p95", "p99", "max", "count"],
+    );
+    for r in result["results"].as_array().into_iter().flatten() {
+        for op in OPS {
+            let o = &r["operations"][op];
+            let f = |k: &str| format!("{:.1}", o[k].as_f64().unwrap_or(0.0));
+            ops.row(vec![
+                r["entries"].to_string(),
+                op.into(),
+                f("p50_us"),
+                f("p95_us"),
+                f("p99_us"),
+                f("max_us"),
+                o["count"].to_string(),
+            ]);
+        }
+    }
+    let mut rebuilds = Table::new(
+        "View rebuild",
+        &[
+            "sort files on",
+            "sort memory MiB",
+            "documents",
+            "seconds",
+            "documents/s",
+            "temp MiB",
+            "RSS peak MiB",
+        ],
+    );
+    for b in result["rebuilds"].as_array().into_iter().flatten() {
+        let r = &b["report"];
+        let mib = |v: &serde_json::Value| format!("{:.0}", v.as_f64().unwrap_or(0.0) / 1048576.0);
+        rebuilds.row(vec![
+            b["sort_dir"].as_str().unwrap_or("?").into(),
+            mib(&b["rebuild_memory"]),
+            r["documents"].to_string(),
+            format!("{:.2}", r["seconds"].as_f64().unwrap_or(0.0)),
+            format!("{:.0}", r["documents_per_sec"].as_f64().unwrap_or(0.0)),
+            mib(&r["temp_bytes"]),
+            format!("{:.0}", b["rss_peak_kib"].as_f64().unwrap_or(0.0) / 1024.0),
+        ]);
+    }
+    let mut tables = vec![ratio, ops];
+    if !rebuilds.rows.is_empty() {
+        tables.push(rebuilds);
+    }
+    tables
 }
 
 fn rss_kib(field: &str) -> u64 {

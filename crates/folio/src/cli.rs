@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 #[derive(Parser, Debug)]
 #[command(name = "folio", version, about = "Folio document database server")]
 pub struct Args {
-    /// Data directory.
-    #[arg(long, global = true, default_value = "./folio-data")]
-    pub data: PathBuf,
+    /// Data directory (default ./folio-data).
+    #[arg(long, global = true)]
+    pub data: Option<PathBuf>,
     /// Settings file (default: <data>/folio.toml if it exists).
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
@@ -37,6 +37,16 @@ pub struct Args {
     pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     pub cmd: Cmd,
+}
+
+/// The data directory when `--data` is not given.
+pub const DEFAULT_DATA: &str = "./folio-data";
+
+impl Args {
+    /// The data directory: `--data`, or `./folio-data`.
+    pub fn data_dir(&self) -> &Path {
+        self.data.as_deref().unwrap_or(Path::new(DEFAULT_DATA))
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -209,12 +219,13 @@ pub fn init_tracing(args: &Args) {
 type CliResult = Result<(), String>;
 
 fn open(args: &Args) -> Result<OpenDataDir, String> {
-    let cfg = datadir::settings(&args.data, args.config.as_deref())?;
-    datadir::open(&args.data, cfg)
+    let cfg = datadir::settings(args.data_dir(), args.config.as_deref())?;
+    datadir::open(args.data_dir(), cfg)
 }
 
 /// Runs one command. Errors are returned as one line of text.
 pub fn run(args: Args) -> CliResult {
+    check_options(&args)?;
     match &args.cmd {
         Cmd::Load(cmd) => return load::run(cmd, &args),
         Cmd::User(cmd) => return crate::usercli::run(cmd, &args),
@@ -235,6 +246,64 @@ pub fn run(args: Args) -> CliResult {
     let views_closed = dd.views.close().map_err(|e| e.to_string());
     let closed = dd.engine.close().map_err(|e| e.to_string());
     result.and(views_closed).and(closed)
+}
+
+/// Refuses global options the command would otherwise ignore or take to
+/// mean something else: every option given is honoured or refused.
+fn check_options(args: &Args) -> CliResult {
+    use load::LoadCmd;
+    let given = |set: bool, name: &str| set.then(|| name.to_string());
+    let server = given(args.server.is_some(), "--server");
+    let user = given(args.user.is_some(), "--user");
+    let tls_ca = given(args.tls_ca.is_some(), "--tls-ca");
+    let data = given(args.data.is_some(), "--data");
+    let config = given(args.config.is_some(), "--config");
+    let refuse = |opts: &[&Option<String>], why: &str| -> CliResult {
+        match opts.iter().find_map(|o| o.as_deref()) {
+            Some(opt) => Err(format!("{opt} {why}")),
+            None => Ok(()),
+        }
+    };
+    match &args.cmd {
+        Cmd::Serve(_) => refuse(
+            &[&server, &user, &tls_ca],
+            "does not apply to serve: it serves its data directory on --listen and --http-listen",
+        ),
+        Cmd::User(_) => refuse(
+            &[&server, &user, &tls_ca, &config],
+            "does not apply to user commands: they change <data>/users.json directly",
+        ),
+        Cmd::Debug(_) => Ok(()),
+        Cmd::Load(l) => {
+            refuse(
+                &[&data, &config],
+                "does not apply to load workloads: they make their own data in a temporary directory (--dir)",
+            )?;
+            match l {
+                LoadCmd::Bigview(_) => refuse(
+                    &[&server, &user, &tls_ca],
+                    "does not apply to load bigview: it measures the embedded engine only",
+                ),
+                LoadCmd::Commit(c) if c.http.is_some() => refuse(
+                    &[if server.is_none() { &tls_ca } else { &None }],
+                    "needs --server (HTTP runs over plain http:// URLs)",
+                ),
+                LoadCmd::Commit(_) | LoadCmd::Docs(_) | LoadCmd::Pool(_) if server.is_none() => {
+                    refuse(&[&user, &tls_ca], "applies only with --server HOST:PORT")
+                }
+                _ => Ok(()),
+            }
+        }
+        Cmd::Show(_) => refuse(
+            &[&data, &config],
+            "does not apply to show stats: it asks a running server (--server HOST:PORT, default 127.0.0.1:1352)",
+        ),
+        _ if server.is_some() => refuse(
+            &[&data, &config],
+            "does not apply with --server: the command runs on the server, against its own data directory",
+        ),
+        _ => refuse(&[&user, &tls_ca], "applies only with --server HOST:PORT"),
+    }
 }
 
 fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
@@ -437,8 +506,9 @@ pub(crate) fn file_name(p: &Path) -> Result<String, String> {
 /// Runs the server until SIGTERM/SIGINT, then lets requests in flight
 /// finish and closes the engine cleanly (flush and checkpoint).
 fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
-    let file = crate::config::load(&args.data, args.config.as_deref())?;
-    let mut settings = file.server_settings(&args.data)?;
+    let data_dir = args.data_dir();
+    let file = crate::config::load(data_dir, args.config.as_deref())?;
+    let mut settings = file.server_settings(data_dir)?;
     let mut overrides = String::new();
     if let Some(l) = &sa.listen {
         overrides.push_str(&format!("listen = {l:?}\n"));
@@ -447,7 +517,7 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
         overrides.push_str(&format!("http_listen = {l:?}\n"));
     }
     if !overrides.is_empty() {
-        let o = crate::config::parse(&overrides)?.server_settings(&args.data)?;
+        let o = crate::config::parse(&overrides)?.server_settings(data_dir)?;
         if sa.listen.is_some() {
             settings.listen = o.listen;
         }
@@ -464,13 +534,13 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
         settings.tls.self_signed = true;
     }
     let dd = datadir::open(
-        &args.data,
-        (file.engine_config(&args.data)?, file.view_config()?),
+        data_dir,
+        (file.engine_config(data_dir)?, file.view_config()?),
     )?;
     let (engine, views, lock) = dd.into_parts();
     let databases = engine.list_databases().map_err(err)?.len();
     let logged = engine.is_logged();
-    let data = args.data.display().to_string();
+    let data = data_dir.display().to_string();
     let (engine, views) = server::run(
         settings,
         engine,

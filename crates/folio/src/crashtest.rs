@@ -768,8 +768,8 @@ pub fn run_child(c: &ChildArgs, args: &crate::cli::Args) -> Result<(), String> {
     // child with it rather than leave it writing forever.
     // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-    let cfg = crate::datadir::settings(&args.data, args.config.as_deref())?;
-    let dd = crate::datadir::open(&args.data, cfg)?;
+    let cfg = crate::datadir::settings(args.data_dir(), args.config.as_deref())?;
+    let dd = crate::datadir::open(args.data_dir(), cfg)?;
     let engine = Arc::new(dd.engine);
     let views = Arc::new(dd.views);
     ensure_dbs(&engine, c.dbs).map_err(|e| e.to_string())?;

@@ -595,20 +595,26 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         .len();
     let total_docs = a.threads * a.docs;
     let total_bytes = attach_size * total_docs as u64;
-    println!(
+    crate::progress::line(&format!(
         "docs workload: {} threads x {} documents x {} bytes = {:.0} MB of attachments per run",
         a.threads,
         a.docs,
         attach_size,
         total_bytes as f64 / 1e6
-    );
+    ));
     let dd_mib = dd_volume_mib(a.dd_mib, total_bytes);
+    let runs_per_round = if a.no_embedded { 1 } else { 2 };
+    let progress = crate::progress::Progress::new("docs", 1 + (a.rounds * runs_per_round) as u64);
+    progress.step(&format!("disk: dd of {dd_mib} MiB"));
     let dd = dd_bandwidth(base.path(), dd_mib)?;
-    println!("disk: dd bs=1M count={dd_mib} conv=fdatasync: {dd:.0} MB/s");
+    crate::progress::line(&format!(
+        "disk: dd bs=1M count={dd_mib} conv=fdatasync: {dd:.0} MB/s"
+    ));
     let mut embedded = Vec::new();
     let mut network = Vec::new();
     for round in 0..a.rounds {
         if !a.no_embedded {
+            progress.step(&format!("round {}: embedded", round + 1));
             let dir = base.path().join(format!("embedded-{round}"));
             let file = crate::config::parse_with_env("", std::env::vars())?;
             let dd_ = crate::datadir::open(&dir, (file.engine_config(&dir)?, file.view_config()?))?;
@@ -634,25 +640,12 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
             drop(lock);
             remove_and_settle(&dir);
         }
+        progress.step(&format!("round {}: network", round + 1));
         let run_id = rand::random::<u64>() >> 16;
         let r = match &args.server {
             Some(server) => {
-                let (args_user, args_ca) = (args.user.clone(), args.tls_ca.clone());
-                let server = server.clone();
-                let connect = move || {
-                    let mut opts = client::ClientOptions::new(server.as_str());
-                    if let Some(u) = &args_user {
-                        let pw = std::env::var(crate::remote::PASSWORD_ENV).unwrap_or_default();
-                        opts = opts.with_credentials(u, &pw);
-                    }
-                    if let Some(ca) = &args_ca {
-                        opts = opts.with_tls(client::TlsOptions {
-                            ca_cert: ca.clone(),
-                            server_name: None,
-                        });
-                    }
-                    client::blocking::Client::connect(opts).map_err(|e| e.to_string())
-                };
+                let endpoint = crate::remote::Endpoint::from_args(args, server)?;
+                let connect = move || endpoint.connect("folio-load");
                 let target = Arc::new(Network {
                     connect: Box::new(connect),
                     run_id,
@@ -687,20 +680,21 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         print_run(&r);
         network.push(r);
     }
+    progress.finish();
     report(a, (dd_mib, dd), attach_size, &embedded, &network)
 }
 
 fn print_run(r: &RunResult) {
-    println!(
+    crate::progress::line(&format!(
         "{:>9}: {:>7.1} s  {:>7.1} docs/s  {:>7.1} MB/s attachments  small ops p50 {:.2} ms p99 {:.2} ms",
         r.variant, r.elapsed_s, r.docs_per_s, r.attach_mb_per_s, r.small_p50_ms, r.small_p99_ms
-    );
+    ));
     if let Some(t) = &r.server_create_ms {
-        println!(
+        crate::progress::line(&format!(
             "           server's own create times: p50 {:.2} ms p99 {:.2} ms",
             t["p50"].as_f64().unwrap_or(0.0),
             t["p99"].as_f64().unwrap_or(0.0)
-        );
+        ));
     }
 }
 
@@ -730,8 +724,7 @@ fn report(
         ));
         ratio = json!(net_el / emb_el);
     }
-    print!("{summary}");
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    crate::progress::line(summary.trim_end());
     let result = json!({
         "workload": "docs",
         "settings": {"threads": a.threads, "docs": a.docs, "attachment_bytes": attach_size, "search": a.search, "rounds": a.rounds, "dd_mib": dd_mib, "dd_defaults_to_run_volume": a.dd_mib == 0},
@@ -742,12 +735,6 @@ fn report(
         "network_over_embedded_elapsed": ratio,
         "network_attach_fraction_of_dd": net_mb / dd,
     });
-    let path = a.out.join("result.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
     let series = |rs: &[RunResult], name: &str| crate::report::Series {
         name: name.into(),
         points: rs
@@ -774,10 +761,57 @@ fn report(
         &[series(embedded, "embedded"), series(network, "network")],
         false,
     );
-    let html = crate::report::page("folio load docs", &[chart], &summary);
-    std::fs::write(a.out.join("report.html"), html).map_err(|e| e.to_string())?;
-    println!("wrote {} and report.html", path.display());
-    Ok(())
+    let html = crate::report::page(
+        "Folio docs workload",
+        &docs_tables(&result, dd),
+        &[chart],
+        &crate::report::notes(&result),
+    );
+    crate::report::write(&a.out, &result, &html)
+}
+
+/// Each run's figures against the disk, and the two variants' ratio.
+fn docs_tables(result: &serde_json::Value, dd: f64) -> Vec<crate::report::Table> {
+    let mut t = crate::report::Table::new(
+        "Runs (attachment throughput against dd in the same run)",
+        &[
+            "variant",
+            "elapsed s",
+            "documents/s",
+            "attachments MB/s",
+            "% of dd",
+            "small ops p50 ms",
+            "small ops p99 ms",
+            "create p50 ms",
+            "create p99 ms",
+        ],
+    );
+    for variant in ["embedded", "network"] {
+        for r in result[variant].as_array().into_iter().flatten() {
+            let f =
+                |v: &serde_json::Value, d: usize| format!("{:.*}", d, v.as_f64().unwrap_or(0.0));
+            t.row(vec![
+                variant.into(),
+                f(&r["elapsed_s"], 1),
+                f(&r["docs_per_s"], 1),
+                f(&r["attach_mb_per_s"], 0),
+                format!(
+                    "{:.0}%",
+                    100.0 * r["attach_mb_per_s"].as_f64().unwrap_or(0.0) / dd.max(1e-9)
+                ),
+                f(&r["small_p50_ms"], 2),
+                f(&r["small_p99_ms"], 2),
+                f(&r["ops"]["create"]["p50_ms"], 2),
+                f(&r["ops"]["create"]["p99_ms"], 2),
+            ]);
+        }
+    }
+    let mut s = crate::report::Table::new("Summary", &["figure", "value"]);
+    s.row(vec!["dd bandwidth, MB/s".into(), format!("{dd:.0}")]);
+    if let Some(r) = result["network_over_embedded_elapsed"].as_f64() {
+        s.row(vec!["network / embedded elapsed".into(), format!("{r:.2}")]);
+    }
+    vec![s, t]
 }
 
 #[derive(clap::Args, Debug)]
@@ -794,7 +828,7 @@ pub struct PoolArgs {
     /// Directory for the temporary data (default: the system temp dir).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Where result.json is written.
+    /// Where result.json and report.html are written.
     #[arg(long, default_value = "folio-load-pool")]
     pub out: PathBuf,
 }
@@ -805,25 +839,33 @@ pub struct PoolArgs {
 /// documents and (a share of) 1 KiB creates. What it shows is whether the
 /// worker pool hands requests over without stalls: at 30 clients the p99
 /// should stay within a few milliseconds of the median.
-pub fn pool(a: &PoolArgs) -> Result<(), String> {
+pub fn pool(a: &PoolArgs, args: &Args) -> Result<(), String> {
     let base = match &a.dir {
         Some(d) => tempfile::tempdir_in(d),
         None => tempfile::tempdir(),
     }
     .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let password = format!("load-{:x}", rand::random::<u64>());
-    let srv = LocalServer::start(base.path(), &password)?;
-    let connect = |srv: &LocalServer| {
-        client::blocking::Client::connect(
-            client::ClientOptions::new(srv.addr.as_str()).with_credentials(LOAD_USER, &password),
-        )
-        .map_err(|e| e.to_string())
+    // A running server (--server), or one of our own on loopback.
+    let (srv, endpoint) = match &args.server {
+        Some(server) => (None, crate::remote::Endpoint::from_args(args, server)?),
+        None => {
+            let password = format!("load-{:x}", rand::random::<u64>());
+            let srv = LocalServer::start(base.path(), &password)?;
+            let endpoint = crate::remote::Endpoint {
+                addr: srv.addr.clone(),
+                credentials: Some((LOAD_USER.into(), password)),
+                tls_ca: None,
+            };
+            (Some(srv), endpoint)
+        }
     };
-    let setup = connect(&srv)?;
+    let connect = || endpoint.connect("folio-load");
+    let db_path = format!("load/pool-{:x}.fdb", rand::random::<u64>() >> 16);
+    let setup = connect()?;
     setup
-        .create_database("pool.fdb", "pool")
+        .create_database(&db_path, "pool")
         .map_err(|e| e.to_string())?;
-    let (h, _) = setup.open_database("pool.fdb").map_err(|e| e.to_string())?;
+    let (h, _) = setup.open_database(&db_path).map_err(|e| e.to_string())?;
     let body = "x".repeat(1024);
     let unids: Vec<client::Unid> = (0..1000)
         .map(|i| {
@@ -834,11 +876,13 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
-    println!(
+    crate::progress::line(&format!(
         "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "clients", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms"
-    );
+    ));
+    let progress = crate::progress::Progress::new("pool", a.clients.len() as u64);
     for &n in &a.clients {
+        progress.step(&format!("{n} clients"));
         let merged = Mutex::new(hist());
         let ops = std::sync::atomic::AtomicU64::new(0);
         let deadline = Instant::now() + Duration::from_secs_f64(a.seconds);
@@ -847,10 +891,11 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
             let hs: Vec<_> = (0..n)
                 .map(|t| {
                     let (merged, ops, unids, body) = (&merged, &ops, &unids, &body);
-                    let c = connect(&srv);
+                    let c = connect();
+                    let db_path = &db_path;
                     s.spawn(move || -> Result<(), String> {
                         let c = c?;
-                        let (h, _) = c.open_database("pool.fdb").map_err(|e| e.to_string())?;
+                        let (h, _) = c.open_database(db_path).map_err(|e| e.to_string())?;
                         let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
                         let mut local = hist();
                         while Instant::now() < deadline {
@@ -882,7 +927,7 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
         let secs = started.elapsed().as_secs_f64();
         let hh = merged.into_inner().map_err(|_| "poisoned")?;
         let total = ops.into_inner();
-        println!(
+        crate::progress::line(&format!(
             "{:>8} {:>10.0} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
             n,
             total as f64 / secs,
@@ -890,18 +935,64 @@ pub fn pool(a: &PoolArgs) -> Result<(), String> {
             ms(&hh, 0.95),
             ms(&hh, 0.99),
             hh.max() as f64 / 1000.0
-        );
+        ));
         rows.push(json!({"clients": n, "ops_per_s": total as f64 / secs, "p50_ms": ms(&hh, 0.5), "p95_ms": ms(&hh, 0.95), "p99_ms": ms(&hh, 0.99), "max_ms": hh.max() as f64 / 1000.0}));
     }
     drop(setup);
-    srv.stop()?;
+    if let Some(srv) = srv {
+        srv.stop()?;
+    }
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    let result = json!({"workload": "pool", "settings": {"seconds": a.seconds, "writes_per_mille": a.writes_per_mille}, "machine": crate::load::machine(), "rows": rows});
-    std::fs::write(
-        a.out.join("result.json"),
-        serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())
+    progress.finish();
+    let result = json!({"workload": "pool", "settings": {"clients": a.clients, "seconds": a.seconds, "writes_per_mille": a.writes_per_mille, "server": args.server}, "machine": crate::load::machine(), "rows": rows});
+    let mut t = crate::report::Table::new(
+        "Small operations against clients (ms)",
+        &["clients", "operations/s", "p50", "p95", "p99", "max"],
+    );
+    for r in &rows {
+        let f = |k: &str, d: usize| format!("{:.*}", d, r[k].as_f64().unwrap_or(0.0));
+        t.row(vec![
+            r["clients"].to_string(),
+            f("ops_per_s", 0),
+            f("p50_ms", 3),
+            f("p95_ms", 3),
+            f("p99_ms", 3),
+            f("max_ms", 3),
+        ]);
+    }
+    let points = |k: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r["clients"].as_f64().unwrap_or(0.0),
+                    r[k].as_f64().unwrap_or(0.0),
+                )
+            })
+            .collect()
+    };
+    let chart = crate::report::line_chart(
+        "Response time against clients",
+        "clients (log scale)",
+        "ms",
+        &[
+            crate::report::Series {
+                name: "p50".into(),
+                points: points("p50_ms"),
+            },
+            crate::report::Series {
+                name: "p99".into(),
+                points: points("p99_ms"),
+            },
+        ],
+        true,
+    );
+    let html = crate::report::page(
+        "Folio pool workload",
+        &[t],
+        &[chart],
+        &crate::report::notes(&result),
+    );
+    crate::report::write(&a.out, &result, &html)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod crashtest;
 pub mod datadir;
 pub mod docsload;
 pub mod load;
+pub mod progress;
 pub mod remote;
 pub mod report;
 pub mod usercli;

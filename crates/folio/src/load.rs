@@ -1,30 +1,40 @@
 //! Load workloads (`folio load ...`).
 //!
 //! `commit` measures the raw commit path: N clients each updating its own
-//! 1 KiB document as fast as it can, with the log on (group commit) and off
-//! (unlogged: every commit forces its pages), next to what the disk itself
-//! can do — sequential 4 KiB and 64 KiB writes each followed by fdatasync —
-//! measured in the same run on the same file system. Figures are medians
-//! over repeated rounds; the JSON result keeps every round.
+//! 1 KiB document as fast as it can. Embedded, with the log on (group
+//! commit) and off (unlogged: every commit forces its pages); over the
+//! native protocol against the server at `--server`; over HTTP against
+//! the API at `--http` — next to what the disk itself can do (sequential
+//! 4 KiB and 64 KiB writes each followed by fdatasync) and, with
+//! `--pgbench`, PostgreSQL's single-row inserts, all in the same run.
+//! Rounds alternate the variants, so a noisy neighbour hurts them alike;
+//! figures are medians over rounds and the JSON result keeps every round.
+//!
+//! Beside each rate the run records what explains it: log fsyncs (so
+//! commits per fsync), writer-lock waits, and the machine's context
+//! switches and CPU time per commit (from /proc/stat, so they include the
+//! load generator's own share).
 
 use crate::cli::Args;
+use crate::progress::Progress;
+use crate::remote::Endpoint;
 use hdrhistogram::Histogram;
 use nsf::{Engine, EngineConfig, Item, ItemUpdate, ItemValue};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use storage::backend::{FaultBackend, FaultOp, FsBackend};
 use translog::LogConfig;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum LoadCmd {
-    /// Raw commit rate: concurrent single-document updates, log on vs off.
+    /// Raw commit rate: concurrent single-document updates, embedded (log
+    /// on and off), over the native protocol (--server) and HTTP (--http).
     Commit(CommitArgs),
     /// Very large folders and views: folder operations against size, and a
     /// rebuild of a sorted view over every document.
@@ -52,10 +62,18 @@ pub struct CommitArgs {
     /// Bytes of the document body.
     #[arg(long, default_value_t = 1024)]
     pub doc_size: usize,
+    /// Also measure over HTTP against the API at this URL
+    /// (http://HOST:PORT), signed in as --user (the password, or an API
+    /// token sent as a bearer token, in FOLIO_PASSWORD).
+    #[arg(long)]
+    pub http: Option<String>,
+    /// Skip the embedded variants (network only; needs --server or --http).
+    #[arg(long)]
+    pub no_embedded: bool,
     /// Directory for the temporary data (default: the system temp dir).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Where result.json is written.
+    /// Where result.json and report.html are written.
     #[arg(long, default_value = "folio-load-commit")]
     pub out: PathBuf,
     /// Also run PostgreSQL's pgbench (single-row 1 KiB inserts, same client
@@ -67,102 +85,188 @@ pub struct CommitArgs {
 pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
     match cmd {
         LoadCmd::Docs(a) => crate::docsload::run(a, args),
-        LoadCmd::Pool(a) => crate::docsload::pool(a),
-        LoadCmd::Commit(a) => commit(a),
+        LoadCmd::Pool(a) => crate::docsload::pool(a, args),
+        LoadCmd::Commit(a) => commit(a, args),
         LoadCmd::Bigview(a) => crate::bigview::run(a),
     }
 }
 
-/// One measured variant.
-#[derive(Clone, Debug, serde::Serialize)]
-struct Measured {
+/// One measured round of one variant.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub(crate) struct Measured {
     commits_per_sec: f64,
     fsyncs_per_sec: f64,
+    commits_per_fsync: f64,
     p50_us: u64,
     p99_us: u64,
     max_us: u64,
     log_bytes_per_commit: f64,
+    /// Share of writes that found the database's writer lock taken, and
+    /// their mean wait (server-side figures; none over HTTP without them).
+    lock_waits_per_commit: f64,
+    lock_wait_mean_us: f64,
+    /// Machine-wide, load generator included.
+    context_switches_per_commit: f64,
+    cpu_us_per_commit: f64,
 }
 
-fn commit(a: &CommitArgs) -> Result<(), String> {
+/// How the clients reach the engine.
+#[derive(Clone, Debug)]
+enum Variant {
+    Embedded { logged: bool },
+    Native(Endpoint),
+    Http(HttpTarget),
+}
+
+impl Variant {
+    fn name(&self) -> &'static str {
+        match self {
+            Variant::Embedded { logged: true } => "embedded, log on",
+            Variant::Embedded { logged: false } => "embedded, log off",
+            Variant::Native(_) => "native (--server)",
+            Variant::Http(_) => "HTTP (--http)",
+        }
+    }
+
+    fn key(&self) -> &'static str {
+        match self {
+            Variant::Embedded { logged: true } => "embedded_log_on",
+            Variant::Embedded { logged: false } => "embedded_log_off",
+            Variant::Native(_) => "native",
+            Variant::Http(_) => "http",
+        }
+    }
+}
+
+fn variants(a: &CommitArgs, args: &Args) -> Result<Vec<Variant>, String> {
+    let mut v = Vec::new();
+    if !a.no_embedded {
+        v.push(Variant::Embedded { logged: true });
+        v.push(Variant::Embedded { logged: false });
+    }
+    if let Some(server) = &args.server {
+        v.push(Variant::Native(Endpoint::from_args(args, server)?));
+    }
+    if let Some(url) = &a.http {
+        v.push(Variant::Http(HttpTarget::new(url, args)?));
+    }
+    if v.is_empty() {
+        return Err(
+            "--no-embedded leaves nothing to measure: add --server HOST:PORT or --http URL".into(),
+        );
+    }
+    Ok(v)
+}
+
+fn commit(a: &CommitArgs, args: &Args) -> Result<(), String> {
+    if a.clients.contains(&0) || a.rounds == 0 || a.databases == 0 || a.seconds <= 0.0 {
+        return Err("--clients, --rounds, --databases and --seconds must be above zero".into());
+    }
+    let variants = variants(a, args)?;
     let base = match &a.dir {
         Some(d) => tempfile::tempdir_in(d),
         None => tempfile::tempdir(),
     }
     .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let secs = Duration::from_secs_f64(a.seconds);
-    let mut rows = Vec::new();
+    let steps = 2 + a.clients.len() * a.rounds * variants.len() + usize::from(a.pgbench);
+    let progress = Progress::new("commit", steps as u64);
+    progress.step("disk: 4 KiB writes + fdatasync");
     let disk4 = disk_rate(base.path(), 4096, secs)?;
+    progress.step("disk: 64 KiB writes + fdatasync");
     let disk64 = disk_rate(base.path(), 65536, secs)?;
-    println!("disk: 4 KiB write+fdatasync {disk4:.0}/s, 64 KiB write+fdatasync {disk64:.0}/s");
-    println!(
-        "{:>7} {:>9} {:>12} {:>10} {:>9} {:>9} {:>12}",
-        "clients", "log", "commits/s", "fsyncs/s", "p50 µs", "p99 µs", "log B/commit"
-    );
+    progress.line(&format!(
+        "disk: 4 KiB write+fdatasync {disk4:.0}/s, 64 KiB write+fdatasync {disk64:.0}/s"
+    ));
+    progress.line(&format!(
+        "{:>7} {:>18} {:>10} {:>9} {:>8} {:>8} {:>8} {:>9} {:>11} {:>9} {:>9}",
+        "clients",
+        "variant",
+        "commits/s",
+        "fsyncs/s",
+        "c/fsync",
+        "p50 µs",
+        "p99 µs",
+        "log B/c",
+        "lock waits",
+        "ctxsw/c",
+        "cpu µs/c"
+    ));
+    let run_id = rand::random::<u32>();
+    let mut rows = Vec::new();
     for &c in &a.clients {
-        let mut logged = Vec::new();
-        let mut unlogged = Vec::new();
+        let mut rounds: Vec<Vec<Measured>> = vec![Vec::new(); variants.len()];
         for round in 0..a.rounds {
-            logged.push(run_variant(base.path(), a, c, true, round)?);
-            unlogged.push(run_variant(base.path(), a, c, false, round)?);
+            for (i, v) in variants.iter().enumerate() {
+                progress.step(&format!("{c} clients, {}, round {}", v.name(), round + 1));
+                let m = match v {
+                    Variant::Embedded { logged } => {
+                        run_embedded(base.path(), a, c, *logged, round)?
+                    }
+                    Variant::Native(e) => {
+                        let tag = format!("{run_id:08x}-{}-c{c}-r{round}", v.key());
+                        run_remote(&NativeLoad(e.clone()), a, c, &tag)?
+                    }
+                    Variant::Http(h) => {
+                        let tag = format!("{run_id:08x}-{}-c{c}-r{round}", v.key());
+                        run_remote(h, a, c, &tag)?
+                    }
+                };
+                rounds[i].push(m);
+            }
         }
-        let (l, u) = (median(&logged), median(&unlogged));
-        for (name, m) in [("on", &l), ("off", &u)] {
-            println!(
-                "{:>7} {:>9} {:>12.0} {:>10.0} {:>9} {:>9} {:>12.0}",
+        let mut row = serde_json::Map::new();
+        row.insert("clients".into(), json!(c));
+        for (v, ms) in variants.iter().zip(&rounds) {
+            let m = median(ms);
+            progress.line(&format!(
+                "{:>7} {:>18} {:>10.0} {:>9.0} {:>8.1} {:>8} {:>8} {:>9.0} {:>10.0}% {:>9.1} {:>9.0}",
                 c,
-                name,
+                v.name(),
                 m.commits_per_sec,
                 m.fsyncs_per_sec,
+                m.commits_per_fsync,
                 m.p50_us,
                 m.p99_us,
-                m.log_bytes_per_commit
-            );
+                m.log_bytes_per_commit,
+                100.0 * m.lock_waits_per_commit,
+                m.context_switches_per_commit,
+                m.cpu_us_per_commit
+            ));
+            row.insert(v.key().into(), json!({"median": m, "rounds": ms}));
         }
-        println!(
-            "{:>7} ratio log on/off: {:.1}x commits/s; commits per log fsync {:.1}",
-            c,
-            l.commits_per_sec / u.commits_per_sec.max(1e-9),
-            l.commits_per_sec / l.fsyncs_per_sec.max(1e-9)
-        );
-        rows.push(json!({"clients": c, "log_on": l, "log_off": u, "rounds_on": logged, "rounds_off": unlogged,
-            "ratio_on_off": l.commits_per_sec / u.commits_per_sec.max(1e-9)}));
+        rows.push(serde_json::Value::Object(row));
     }
     let pg = if a.pgbench {
+        progress.step("PostgreSQL pgbench");
         Some(pgbench::run(&a.clients, a.seconds, base.path())?)
     } else {
         None
     };
     if let Some(pg) = &pg {
         for (c, tps) in pg {
-            let ours = rows
-                .iter()
-                .find(|r| r["clients"] == *c)
-                .and_then(|r| r["log_on"]["commits_per_sec"].as_f64())
-                .unwrap_or(0.0);
-            println!(
-                "{c:>7} pgbench inserts/s {tps:.0}; Folio log on / PostgreSQL: {:.2}x",
-                ours / tps.max(1e-9)
-            );
+            progress.line(&format!("{c:>7} {:>18} {tps:>10.0}", "PostgreSQL pgbench"));
         }
     }
+    progress.finish();
     let result = json!({
         "workload": "commit",
         "pgbench": pg.map(|v| v.into_iter().map(|(c, tps)| json!({"clients": c, "tps": tps})).collect::<Vec<_>>()),
-        "settings": {"clients": a.clients, "seconds": a.seconds, "rounds": a.rounds, "databases": a.databases, "doc_size": a.doc_size},
+        "settings": {"clients": a.clients, "seconds": a.seconds, "rounds": a.rounds, "databases": a.databases,
+                     "doc_size": a.doc_size, "server": args.server, "http": a.http,
+                     "variants": variants.iter().map(Variant::key).collect::<Vec<_>>()},
         "machine": machine(),
         "disk": {"write4k_fdatasync_per_sec": disk4, "write64k_fdatasync_per_sec": disk64},
         "results": rows,
     });
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    let path = a.out.join("result.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&result).unwrap_or_default(),
+    crate::report::write_commit(
+        &a.out,
+        &result,
+        &variants
+            .iter()
+            .map(|v| (v.key(), v.name()))
+            .collect::<Vec<_>>(),
     )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("wrote {}", path.display());
-    Ok(())
 }
 
 fn median(ms: &[Measured]) -> Measured {
@@ -183,6 +287,171 @@ pub(crate) fn machine() -> serde_json::Value {
         "ram_bytes": mem_kib * 1024,
         "kernel": read("/proc/sys/kernel/osrelease").trim(),
     })
+}
+
+/// Machine-wide context switches and busy CPU time, from /proc/stat.
+#[derive(Clone, Copy, Default)]
+struct MachineCounters {
+    context_switches: u64,
+    busy_ticks: u64,
+}
+
+impl MachineCounters {
+    fn now() -> MachineCounters {
+        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let mut c = MachineCounters::default();
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            match f.next() {
+                Some("ctxt") => {
+                    c.context_switches = f.next().and_then(|v| v.parse().ok()).unwrap_or(0)
+                }
+                Some("cpu") => {
+                    // user nice system idle iowait irq softirq steal: busy
+                    // is everything but idle and iowait.
+                    let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+                    c.busy_ticks = v
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != 3 && *i != 4 && *i < 8)
+                        .map(|(_, x)| x)
+                        .sum();
+                }
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// (context switches, CPU µs) per commit since `before`.
+    fn per_commit(before: MachineCounters, commits: u64) -> (f64, f64) {
+        let after = MachineCounters::now();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let n = commits.max(1) as f64;
+        (
+            after
+                .context_switches
+                .saturating_sub(before.context_switches) as f64
+                / n,
+            after.busy_ticks.saturating_sub(before.busy_ticks) as f64 * 1e6 / hz / n,
+        )
+    }
+}
+
+/// Server-side counters read before and after a remote measurement.
+#[derive(Clone, Copy, Default)]
+struct ServerCounters {
+    fsyncs: u64,
+    log_bytes: u64,
+    lock_waits: u64,
+    lock_wait_us: u64,
+}
+
+impl ServerCounters {
+    fn from_stats(get: impl Fn(&str) -> Option<u64>) -> ServerCounters {
+        ServerCounters {
+            fsyncs: get("log.fsyncs").unwrap_or(0),
+            log_bytes: get("log.bytes_written").unwrap_or(0),
+            lock_waits: get("lock.waits").unwrap_or(0),
+            lock_wait_us: get("lock.wait_us").unwrap_or(0),
+        }
+    }
+}
+
+/// What one client thread did.
+type ClientRun = Result<(u64, Histogram<u64>), String>;
+
+fn hist() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Runs `clients` threads, each doing `one()` (its own closure) until the
+/// time is up; the clock starts once every thread is ready.
+fn drive<F>(clients: Vec<F>, seconds: f64) -> Result<(u64, Histogram<u64>, f64), String>
+where
+    F: FnMut() -> Result<(), String> + Send,
+{
+    let stop = AtomicBool::new(false);
+    let ready = Barrier::new(clients.len() + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = clients
+            .into_iter()
+            .map(|mut one| {
+                let (stop, ready) = (&stop, &ready);
+                s.spawn(move || -> ClientRun {
+                    let mut h = hist();
+                    ready.wait();
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let t = Instant::now();
+                        one()?;
+                        h.saturating_record(t.elapsed().as_micros() as u64);
+                        n += 1;
+                    }
+                    Ok((n, h))
+                })
+            })
+            .collect();
+        ready.wait();
+        let start = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        stop.store(true, Ordering::Relaxed);
+        let mut total = 0;
+        let mut all = hist();
+        let mut failure = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok((n, hh))) => {
+                    total += n;
+                    all.add(hh).map_err(|e| e.to_string())?;
+                }
+                Ok(Err(e)) => failure = failure.or(Some(e)),
+                Err(_) => failure = failure.or(Some("a client thread panicked".to_string())),
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        match failure {
+            Some(e) => Err(e),
+            None => Ok((total, all, elapsed)),
+        }
+    })
+}
+
+fn measured(total: u64, h: &Histogram<u64>, elapsed: f64) -> Measured {
+    Measured {
+        commits_per_sec: total as f64 / elapsed,
+        p50_us: h.value_at_quantile(0.5),
+        p99_us: h.value_at_quantile(0.99),
+        max_us: h.max(),
+        ..Measured::default()
+    }
+}
+
+/// Fills in the log and lock figures from counter differences.
+fn with_server_figures(
+    mut m: Measured,
+    total: u64,
+    elapsed: f64,
+    (before, after): (ServerCounters, ServerCounters),
+) -> Measured {
+    let fsyncs = after.fsyncs.saturating_sub(before.fsyncs) as f64;
+    let waits = after.lock_waits.saturating_sub(before.lock_waits) as f64;
+    let n = total.max(1) as f64;
+    m.fsyncs_per_sec = fsyncs / elapsed;
+    m.commits_per_fsync = if fsyncs > 0.0 {
+        total as f64 / fsyncs
+    } else {
+        0.0
+    };
+    m.log_bytes_per_commit = after.log_bytes.saturating_sub(before.log_bytes) as f64 / n;
+    m.lock_waits_per_commit = waits / n;
+    m.lock_wait_mean_us = if waits > 0.0 {
+        after.lock_wait_us.saturating_sub(before.lock_wait_us) as f64 / waits
+    } else {
+        0.0
+    };
+    m
 }
 
 /// The disk's own rate of `size`-byte sequential writes each followed by
@@ -217,7 +486,7 @@ fn body(rng: &mut impl Rng, n: usize) -> String {
     (0..n).map(|_| rng.gen_range(b'a'..=b'z') as char).collect()
 }
 
-fn run_variant(
+fn run_embedded(
     base: &Path,
     a: &CommitArgs,
     clients: usize,
@@ -238,13 +507,13 @@ fn run_variant(
     let disk = Arc::new(FaultBackend::new(Arc::new(FsBackend)));
     let (engine, _) = Engine::open(disk.clone(), cfg).map_err(|e| e.to_string())?;
     let engine = Arc::new(engine);
-    let mut targets = Vec::new();
     let mut rng = rand::rngs::StdRng::seed_from_u64(round as u64);
     for d in 0..a.databases {
         engine
             .create_database(&format!("bench/c{d}.fdb"), "commit benchmark")
             .map_err(|e| e.to_string())?;
     }
+    let mut workers = Vec::new();
     for c in 0..clients {
         let path = format!("bench/c{}.fdb", c % a.databases);
         let db = engine.open_database(&path).map_err(|e| e.to_string())?;
@@ -254,83 +523,283 @@ fn run_variant(
                 value: ItemValue::Text(body(&mut rng, a.doc_size)),
             }])
             .map_err(|e| e.to_string())?;
-        targets.push((db, meta.unid));
+        // Bodies are made before timing starts, so the load generator
+        // does not compete with the engine for the two cores.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64 + 1000);
+        let bodies: Vec<String> = (0..16).map(|_| body(&mut rng, a.doc_size)).collect();
+        let mut n = 0usize;
+        workers.push(move || {
+            let item = Item {
+                name: "Body".into(),
+                value: ItemValue::Text(bodies[n % bodies.len()].clone()),
+            };
+            n += 1;
+            db.update(meta.unid, vec![ItemUpdate::Set(item)], None, false)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
     }
-    let before = engine.log_info();
-    let syncs_before = disk.count(FaultOp::Sync);
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = Instant::now();
-    let handles: Vec<_> = targets
-        .into_iter()
-        .enumerate()
-        .map(|(i, (db, unid))| {
-            let (stop, size) = (stop.clone(), a.doc_size);
-            std::thread::spawn(move || -> Result<(u64, Histogram<u64>), String> {
-                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)
-                    .map_err(|e| e.to_string())?;
-                // Bodies are made before timing starts, so the load generator
-                // does not compete with the server for the two cores.
-                let mut rng = rand::rngs::StdRng::seed_from_u64(i as u64 + 1000);
-                let bodies: Vec<String> = (0..16).map(|_| body(&mut rng, size)).collect();
-                let mut n = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let text = bodies[n as usize % bodies.len()].clone();
-                    let item = Item {
-                        name: "Body".into(),
-                        value: ItemValue::Text(text),
-                    };
-                    let t = Instant::now();
-                    db.update(unid, vec![ItemUpdate::Set(item)], None, false)
-                        .map_err(|e| e.to_string())?;
-                    h.saturating_record(t.elapsed().as_micros() as u64);
-                    n += 1;
-                }
-                Ok((n, h))
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_secs_f64(a.seconds));
-    stop.store(true, Ordering::Relaxed);
-    let mut total = 0;
-    let mut hist =
-        Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;
-    for h in handles {
-        let (n, hh) = h
-            .join()
-            .map_err(|_| "client thread panicked".to_string())??;
-        total += n;
-        hist.add(hh).map_err(|e| e.to_string())?;
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    let after = engine.log_info();
-    let all_syncs = (disk.count(FaultOp::Sync) - syncs_before) as f64;
+    let counters = |e: &Engine| {
+        let l = e.lock_stats();
+        let log = e.log_info();
+        ServerCounters {
+            fsyncs: log.as_ref().map_or(disk.count(FaultOp::Sync), |i| i.fsyncs),
+            log_bytes: log.as_ref().map_or(0, |i| i.bytes_written),
+            lock_waits: l.waits,
+            lock_wait_us: l.wait_micros,
+        }
+    };
     // Logged: the log's own fdatasyncs (what group commit shares); database
     // file syncs by the flusher happen off the commit path. Unlogged: every
     // fdatasync, all of them on the commit path.
-    let (fsyncs, log_bytes) = match (before, after) {
-        (Some(b), Some(a)) => (
-            (a.fsyncs - b.fsyncs) as f64,
-            (a.bytes_written - b.bytes_written) as f64,
-        ),
-        _ => (all_syncs, 0.0),
-    };
+    let before = counters(&engine);
+    let machine = MachineCounters::now();
+    let (total, h, elapsed) = drive(workers, a.seconds)?;
+    let (ctx, cpu) = MachineCounters::per_commit(machine, total);
+    let after = counters(&engine);
+    let mut m = with_server_figures(
+        measured(total, &h, elapsed),
+        total,
+        elapsed,
+        (before, after),
+    );
+    m.context_switches_per_commit = ctx;
+    m.cpu_us_per_commit = cpu;
     if let Ok(e) = Arc::try_unwrap(engine) {
         e.close().map_err(|e| e.to_string())?;
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::io::stdout().flush();
-    Ok(Measured {
-        commits_per_sec: total as f64 / elapsed,
-        fsyncs_per_sec: fsyncs / elapsed,
-        p50_us: hist.value_at_quantile(0.5),
-        p99_us: hist.value_at_quantile(0.99),
-        max_us: hist.max(),
-        log_bytes_per_commit: if total > 0 {
-            log_bytes / total as f64
-        } else {
-            0.0
-        },
-    })
+    Ok(m)
+}
+
+/// A server the clients reach over the network: one connection per
+/// client, set up before the clock starts.
+trait RemoteLoad {
+    /// Creates the database `name` (the caller must be allowed to).
+    fn create_database(&self, name: &str) -> Result<(), String>;
+    /// One client: a connection and its document in `db`; returns the
+    /// update it repeats.
+    fn client(
+        &self,
+        db: &str,
+        bodies: Vec<String>,
+    ) -> Result<Box<dyn FnMut() -> Result<(), String> + Send>, String>;
+    /// The server's counters (log, locks), if it tells.
+    fn counters(&self) -> Result<ServerCounters, String>;
+}
+
+fn run_remote(
+    target: &dyn RemoteLoad,
+    a: &CommitArgs,
+    clients: usize,
+    tag: &str,
+) -> Result<Measured, String> {
+    let names: Vec<String> = (0..a.databases)
+        .map(|d| format!("load-commit/{tag}-d{d}.fdb"))
+        .collect();
+    for n in &names {
+        target.create_database(n)?;
+    }
+    let mut workers = Vec::new();
+    for c in 0..clients {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64 + 1000);
+        let bodies: Vec<String> = (0..16).map(|_| body(&mut rng, a.doc_size)).collect();
+        workers.push(target.client(&names[c % names.len()], bodies)?);
+    }
+    let before = target.counters()?;
+    let machine = MachineCounters::now();
+    let (total, h, elapsed) = drive(workers, a.seconds)?;
+    let (ctx, cpu) = MachineCounters::per_commit(machine, total);
+    let after = target.counters()?;
+    let mut m = with_server_figures(
+        measured(total, &h, elapsed),
+        total,
+        elapsed,
+        (before, after),
+    );
+    m.context_switches_per_commit = ctx;
+    m.cpu_us_per_commit = cpu;
+    Ok(m)
+}
+
+/// The native protocol, through the blocking client library.
+struct NativeLoad(Endpoint);
+
+impl RemoteLoad for NativeLoad {
+    fn create_database(&self, name: &str) -> Result<(), String> {
+        let c = self.0.connect("folio-load")?;
+        c.create_database(name, "commit benchmark")
+            .map(drop)
+            .map_err(|e| format!("creating {name} on {}: {e}", self.0.addr))
+    }
+
+    fn client(
+        &self,
+        db: &str,
+        bodies: Vec<String>,
+    ) -> Result<Box<dyn FnMut() -> Result<(), String> + Send>, String> {
+        let c = self.0.connect("folio-load")?;
+        let (h, _) = c.open_database(db).map_err(|e| e.to_string())?;
+        let docs: Vec<String> = bodies
+            .iter()
+            .map(|b| json!({ "Body": b }).to_string())
+            .collect();
+        let unid = c
+            .create_document(h, &docs[0])
+            .map_err(|e| e.to_string())?
+            .unid;
+        let mut n = 0usize;
+        Ok(Box::new(move || {
+            n += 1;
+            c.update_document(h, unid, None, false, &docs[n % docs.len()])
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }))
+    }
+
+    fn counters(&self) -> Result<ServerCounters, String> {
+        let c = self.0.connect("folio-load")?;
+        let stats = c.statistics().map_err(|e| e.to_string())?;
+        Ok(ServerCounters::from_stats(|name| {
+            stats
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| match s.value {
+                    client::StatValue::Count(n) => Some(n),
+                    _ => None,
+                })
+        }))
+    }
+}
+
+/// The HTTP API: one keep-alive connection per client.
+#[derive(Clone, Debug)]
+struct HttpTarget {
+    base: String,
+    authorization: Option<String>,
+}
+
+impl HttpTarget {
+    fn new(url: &str, args: &Args) -> Result<HttpTarget, String> {
+        let base = url.trim_end_matches('/').to_string();
+        if !base.starts_with("http://") {
+            return Err(format!(
+                "--http {url}: expected a plain http://HOST:PORT URL"
+            ));
+        }
+        let authorization = match &args.user {
+            Some(user) => {
+                let secret = std::env::var(crate::remote::PASSWORD_ENV).map_err(|_| {
+                    format!(
+                        "--user {user}: set the password (or an API token) in {}",
+                        crate::remote::PASSWORD_ENV
+                    )
+                })?;
+                Some(http_authorization(user, &secret))
+            }
+            None => None,
+        };
+        Ok(HttpTarget {
+            base,
+            authorization,
+        })
+    }
+
+    fn agent() -> ureq::Agent {
+        ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(60))
+            .max_idle_connections_per_host(1)
+            .build()
+    }
+
+    fn call(
+        &self,
+        agent: &ureq::Agent,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<serde_json::Value, String> {
+        let url = format!("{}{path}", self.base);
+        let mut req = agent.request(method, &url);
+        if let Some(a) = &self.authorization {
+            req = req.set("Authorization", a);
+        }
+        let resp = match body {
+            Some(b) => req.set("Content-Type", "application/json").send_string(b),
+            None => req.call(),
+        };
+        match resp {
+            Ok(r) => r
+                .into_json::<serde_json::Value>()
+                .map_err(|e| format!("{method} {url}: {e}")),
+            Err(ureq::Error::Status(code, r)) => Err(format!(
+                "{method} {url}: {code} {}",
+                r.into_string().unwrap_or_default().trim()
+            )),
+            Err(e) => Err(format!("{method} {url}: {e}")),
+        }
+    }
+}
+
+/// `Bearer TOKEN` for an API token, else `Basic` with user and password.
+fn http_authorization(user: &str, secret: &str) -> String {
+    use base64::Engine as _;
+    if secret.starts_with("folio_") {
+        format!("Bearer {secret}")
+    } else {
+        let b = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"));
+        format!("Basic {b}")
+    }
+}
+
+/// A path segment as the API expects it (`/` inside a database path
+/// escaped).
+fn segment(s: &str) -> String {
+    s.replace('%', "%25").replace('/', "%2F")
+}
+
+impl RemoteLoad for HttpTarget {
+    fn create_database(&self, name: &str) -> Result<(), String> {
+        self.call(
+            &HttpTarget::agent(),
+            "PUT",
+            &format!("/db/{}", segment(name)),
+            Some(r#"{"title":"commit benchmark"}"#),
+        )
+        .map(drop)
+    }
+
+    fn client(
+        &self,
+        db: &str,
+        bodies: Vec<String>,
+    ) -> Result<Box<dyn FnMut() -> Result<(), String> + Send>, String> {
+        let agent = HttpTarget::agent();
+        let docs: Vec<String> = bodies
+            .iter()
+            .map(|b| json!({ "Body": b }).to_string())
+            .collect();
+        let db = segment(db);
+        let created = self.call(&agent, "POST", &format!("/db/{db}/docs"), Some(&docs[0]))?;
+        let unid = created["unid"]
+            .as_str()
+            .ok_or_else(|| format!("creating a document answered {created}"))?
+            .to_string();
+        let path = format!("/db/{db}/docs/{unid}");
+        let target = self.clone();
+        let mut n = 0usize;
+        Ok(Box::new(move || {
+            n += 1;
+            target
+                .call(&agent, "PUT", &path, Some(&docs[n % docs.len()]))
+                .map(drop)
+        }))
+    }
+
+    fn counters(&self) -> Result<ServerCounters, String> {
+        let stats = self.call(&HttpTarget::agent(), "GET", "/stats", None)?;
+        Ok(ServerCounters::from_stats(|name| stats[name].as_u64()))
+    }
 }
 
 /// PostgreSQL's pgbench, run side by side with the commit workload.

@@ -22,23 +22,55 @@ fn err(e: impl std::fmt::Display) -> String {
 /// The environment variable holding the password for `--user`.
 pub const PASSWORD_ENV: &str = "FOLIO_PASSWORD";
 
+/// Where and as whom to connect: the global options, resolved once so
+/// load threads can open connections of their own.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub addr: String,
+    /// User name and password (or API token).
+    pub credentials: Option<(String, String)>,
+    pub tls_ca: Option<std::path::PathBuf>,
+}
+
+impl Endpoint {
+    /// The endpoint the global options name for `server`.
+    pub fn from_args(args: &Args, server: &str) -> Result<Endpoint, String> {
+        let credentials = match &args.user {
+            Some(user) => {
+                let password = std::env::var(PASSWORD_ENV).map_err(|_| {
+                    format!("--user {user}: set the password (or an API token) in {PASSWORD_ENV}")
+                })?;
+                Some((user.clone(), password))
+            }
+            None => None,
+        };
+        Ok(Endpoint {
+            addr: server.to_string(),
+            credentials,
+            tls_ca: args.tls_ca.clone(),
+        })
+    }
+
+    /// Opens one connection as `client_name`.
+    pub fn connect(&self, client_name: &str) -> Result<Client, String> {
+        let mut opts = ClientOptions::new(self.addr.as_str());
+        opts.client_name = client_name.into();
+        if let Some((user, password)) = &self.credentials {
+            opts = opts.with_credentials(user, password);
+        }
+        if let Some(ca) = &self.tls_ca {
+            opts = opts.with_tls(TlsOptions {
+                ca_cert: ca.clone(),
+                server_name: None,
+            });
+        }
+        Client::connect(opts).map_err(|e| format!("{}: {e}", self.addr))
+    }
+}
+
 /// Connects as the global options say.
 pub fn connect(args: &Args, server: &str) -> Result<Client, String> {
-    let mut opts = ClientOptions::new(server);
-    opts.client_name = "folio-cli".into();
-    if let Some(user) = &args.user {
-        let password = std::env::var(PASSWORD_ENV).map_err(|_| {
-            format!("--user {user}: set the password (or an API token) in {PASSWORD_ENV}")
-        })?;
-        opts = opts.with_credentials(user, &password);
-    }
-    if let Some(ca) = &args.tls_ca {
-        opts = opts.with_tls(TlsOptions {
-            ca_cert: ca.clone(),
-            server_name: None,
-        });
-    }
-    Client::connect(opts).map_err(|e| format!("{server}: {e}"))
+    Endpoint::from_args(args, server)?.connect("folio-cli")
 }
 
 /// Runs one command against the server at `server`.

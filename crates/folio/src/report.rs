@@ -2,6 +2,7 @@
 //! SVG charts, so a result can be opened anywhere without a network.
 
 use std::fmt::Write;
+use std::path::Path;
 
 /// One line of a chart: a name and its (x, y) points.
 pub struct Series {
@@ -140,19 +141,240 @@ pub fn line_chart(
     s
 }
 
-/// A whole report page: a title, charts and a preformatted summary.
-pub fn page(title: &str, charts: &[String], summary: &str) -> String {
+/// A table of figures: the first thing a report shows.
+pub struct Table {
+    pub caption: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(caption: &str, header: &[&str]) -> Table {
+        Table {
+            caption: caption.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn html(&self) -> String {
+        let mut s = format!("<table><caption>{}</caption><tr>", escape(&self.caption));
+        for h in &self.header {
+            let _ = write!(s, "<th>{}</th>", escape(h));
+        }
+        s.push_str("</tr>");
+        for r in &self.rows {
+            s.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let class = if i == 0 { "" } else { " class=\"n\"" };
+                let _ = write!(s, "<td{class}>{}</td>", escape(c));
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</table>");
+        s
+    }
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1100px}\
+table{border-collapse:collapse;margin:1em 0}caption{text-align:left;font-weight:bold;padding:.3em 0}\
+th,td{border:1px solid #ccc;padding:.25em .6em}th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+p.note{color:#444}";
+
+/// A whole report page: the summary tables first, then the charts, then
+/// notes (settings, machine) as plain sentences.
+pub fn page(title: &str, tables: &[Table], charts: &[String], notes: &[String]) -> String {
     let mut s = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{0}</title></head><body><h1>{0}</h1>",
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{0}</title><style>{STYLE}</style></head><body><h1>{0}</h1>",
         escape(title)
     );
+    for t in tables {
+        s.push_str(&t.html());
+    }
     for c in charts {
         s.push_str("<div>");
         s.push_str(c);
         s.push_str("</div>");
     }
-    let _ = write!(s, "<pre>{}</pre></body></html>", escape(summary));
+    for n in notes {
+        let _ = write!(s, "<p class=\"note\">{}</p>", escape(n));
+    }
+    s.push_str("</body></html>");
     s
+}
+
+/// The machine and settings of a result, as one sentence each.
+pub fn notes(result: &serde_json::Value) -> Vec<String> {
+    let m = &result["machine"];
+    let mut out = vec![format!(
+        "Machine: {} cores, {:.0} GiB RAM, kernel {}.",
+        m["cores"],
+        m["ram_bytes"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 30),
+        m["kernel"].as_str().unwrap_or("?")
+    )];
+    if let Some(settings) = result["settings"].as_object() {
+        let list: Vec<String> = settings
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        out.push(format!("Settings: {}.", list.join(", ")));
+    }
+    out.push("Every figure, round by round, is in result.json beside this page.".into());
+    out
+}
+
+/// Writes `result.json` and `report.html` into `out`.
+pub fn write(out: &Path, result: &serde_json::Value, html: &str) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = out.join("result.json");
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(result).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", json.display()))?;
+    let page = out.join("report.html");
+    std::fs::write(&page, html).map_err(|e| format!("{}: {e}", page.display()))?;
+    println!("wrote {} and {}", json.display(), page.display());
+    Ok(())
+}
+
+/// The commit workload's report: one row per client count and variant,
+/// then the comparison with PostgreSQL, then charts.
+pub fn write_commit(
+    out: &Path,
+    result: &serde_json::Value,
+    variants: &[(&str, &str)],
+) -> Result<(), String> {
+    let rows = result["results"].as_array().cloned().unwrap_or_default();
+    let pg: Vec<(f64, f64)> = result["pgbench"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["clients"].as_f64().unwrap_or(0.0),
+                p["tps"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    let mut t = Table::new(
+        "Commit rate (medians over rounds)",
+        &[
+            "clients",
+            "variant",
+            "commits/s",
+            "fsyncs/s",
+            "commits per fsync",
+            "p50 µs",
+            "p99 µs",
+            "max µs",
+            "log bytes/commit",
+            "lock waits/commit",
+            "context switches/commit",
+            "CPU µs/commit",
+        ],
+    );
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+    for r in &rows {
+        for (key, name) in variants {
+            let m = &r[*key]["median"];
+            t.row(vec![
+                r["clients"].to_string(),
+                name.to_string(),
+                format!("{:.0}", f(m, "commits_per_sec")),
+                format!("{:.0}", f(m, "fsyncs_per_sec")),
+                format!("{:.1}", f(m, "commits_per_fsync")),
+                format!("{:.0}", f(m, "p50_us")),
+                format!("{:.0}", f(m, "p99_us")),
+                format!("{:.0}", f(m, "max_us")),
+                format!("{:.0}", f(m, "log_bytes_per_commit")),
+                format!("{:.2}", f(m, "lock_waits_per_commit")),
+                format!("{:.1}", f(m, "context_switches_per_commit")),
+                format!("{:.0}", f(m, "cpu_us_per_commit")),
+            ]);
+        }
+    }
+    let mut tables = vec![t];
+    if !pg.is_empty() {
+        let mut header = vec!["clients".to_string(), "PostgreSQL inserts/s".to_string()];
+        header.extend(variants.iter().map(|(_, n)| format!("{n} / PostgreSQL")));
+        let mut c = Table {
+            caption: "Against PostgreSQL pgbench (same run)".into(),
+            header,
+            rows: Vec::new(),
+        };
+        for r in &rows {
+            let clients = r["clients"].as_f64().unwrap_or(0.0);
+            let Some(&(_, tps)) = pg.iter().find(|(c, _)| *c == clients) else {
+                continue;
+            };
+            let mut cells = vec![r["clients"].to_string(), format!("{tps:.0}")];
+            for (key, _) in variants {
+                let ours = f(&r[*key]["median"], "commits_per_sec");
+                cells.push(format!("{:.2}×", ours / tps.max(1e-9)));
+            }
+            c.row(cells);
+        }
+        tables.push(c);
+    }
+    let disk = &result["disk"];
+    let mut d = Table::new("The disk, same run", &["write + fdatasync", "per second"]);
+    d.row(vec![
+        "4 KiB sequential".into(),
+        format!("{:.0}", f(disk, "write4k_fdatasync_per_sec")),
+    ]);
+    d.row(vec![
+        "64 KiB sequential".into(),
+        format!("{:.0}", f(disk, "write64k_fdatasync_per_sec")),
+    ]);
+    tables.push(d);
+    let series = |metric: &str, scale: f64| -> Vec<Series> {
+        let mut v: Vec<Series> = variants
+            .iter()
+            .map(|(key, name)| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            r["clients"].as_f64().unwrap_or(0.0),
+                            f(&r[*key]["median"], metric) * scale,
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        if metric == "commits_per_sec" && !pg.is_empty() {
+            v.push(Series {
+                name: "PostgreSQL".into(),
+                points: pg.clone(),
+            });
+        }
+        v
+    };
+    let charts = vec![
+        line_chart(
+            "Commits per second against clients",
+            "clients (log scale)",
+            "commits/s",
+            &series("commits_per_sec", 1.0),
+            true,
+        ),
+        line_chart(
+            "p99 commit latency against clients",
+            "clients (log scale)",
+            "p99 ms",
+            &series("p99_us", 0.001),
+            true,
+        ),
+    ];
+    let html = page("Folio commit workload", &tables, &charts, &notes(result));
+    write(out, result, &html)
 }
 
 #[cfg(test)]

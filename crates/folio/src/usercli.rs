@@ -49,7 +49,7 @@ pub enum UserCmd {
 
 /// Runs one `folio user` command.
 pub fn run(cmd: &UserCmd, args: &Args) -> Result<(), String> {
-    let users = UserStore::open(Arc::new(FsBackend), &args.data).map_err(err)?;
+    let users = UserStore::open(Arc::new(FsBackend), args.data_dir()).map_err(err)?;
     match cmd {
         UserCmd::Add { name, admin } => {
             let password = read_password(name)?;

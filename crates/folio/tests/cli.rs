@@ -164,3 +164,236 @@ fn a_second_process_on_the_same_directory_is_refused() {
     );
     ok(d, &["db", "list"], "");
 }
+
+// ---------------------------------------------- options honoured or refused
+
+/// A data directory whose server has an administrator.
+fn admin_data_dir() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let store =
+        server::auth::UserStore::open(std::sync::Arc::new(storage::backend::FsBackend), tmp.path())
+            .unwrap();
+    store.add_user("admin", common::ADMIN_PW, true).unwrap();
+    tmp
+}
+
+/// Runs the binary with exactly `args` (no --data), in `cwd`, as the
+/// server's administrator, giving up after `secs`: `None` if it was still
+/// running then.
+fn folio_bare(cwd: &std::path::Path, args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_folio"))
+        .current_dir(cwd)
+        .args(args)
+        .env("FOLIO_PASSWORD", common::ADMIN_PW)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Fails at once with one line on stderr containing `needle`.
+fn refused(cwd: &std::path::Path, args: &[&str], needle: &str) {
+    let o = folio_bare(cwd, args, 20)
+        .unwrap_or_else(|| panic!("{args:?} ran on instead of refusing its options"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} should fail");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err:?}"
+    );
+}
+
+/// `op.NAME.count` in the server's statistics.
+fn op_count(srv: &common::Server, op: &str) -> u64 {
+    let stats = srv.admin().statistics().unwrap();
+    let name = format!("op.{op}.count");
+    match stats.iter().find(|s| s.name == name).map(|s| &s.value) {
+        Some(client::StatValue::Count(n)) => *n,
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn load_commit_measures_the_server_and_http_api_it_is_given() {
+    let data = admin_data_dir();
+    let srv = common::Server::start(data.path());
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let http = format!("http://{}", srv.http);
+    let o = folio_bare(
+        work.path(),
+        &[
+            "--server",
+            &srv.native,
+            "--user",
+            "admin",
+            "load",
+            "commit",
+            "--clients",
+            "2",
+            "--seconds",
+            "0.3",
+            "--rounds",
+            "1",
+            "--http",
+            &http,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        120,
+    )
+    .expect("load commit finishes");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let result = json(&std::fs::read_to_string(out.join("result.json")).unwrap());
+    let row = &result["results"][0];
+    for variant in ["embedded_log_on", "embedded_log_off", "native", "http"] {
+        let rate = row[variant]["median"]["commits_per_sec"].as_f64();
+        assert!(rate.is_some_and(|r| r > 0.0), "{variant}: {row}");
+    }
+    // The updates reached the server: the figures are the server's.
+    assert!(op_count(&srv, "update") > 10);
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.find("<table").unwrap() < report.find("<svg").unwrap());
+    assert!(report.contains("native (--server)") && !report.contains("\"commits_per_sec\""));
+}
+
+#[test]
+fn load_pool_runs_against_the_server_it_is_given() {
+    let data = admin_data_dir();
+    let srv = common::Server::start(data.path());
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let o = folio_bare(
+        work.path(),
+        &[
+            "--server",
+            &srv.native,
+            "--user",
+            "admin",
+            "load",
+            "pool",
+            "--clients",
+            "1",
+            "--seconds",
+            "0.2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        120,
+    )
+    .expect("load pool finishes");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Its 1,000 documents were created on this server, not a private one.
+    assert!(op_count(&srv, "create") >= 1000);
+    assert!(out.join("report.html").exists());
+}
+
+#[test]
+fn options_a_command_would_ignore_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let data = d.to_str().unwrap();
+    let out = d.join("out");
+    let out = out.to_str().unwrap();
+    // Embedded commands have no server to sign in to.
+    refused(
+        d,
+        &["--data", data, "--user", "admin", "db", "list"],
+        "--user applies only with --server",
+    );
+    refused(
+        d,
+        &["--data", data, "--tls-ca", "ca.pem", "db", "list"],
+        "--tls-ca applies only with --server",
+    );
+    // With --server the server's own data directory is used.
+    refused(
+        d,
+        &["--server", "127.0.0.1:9", "--data", data, "db", "list"],
+        "--data does not apply with --server",
+    );
+    // User commands change the local users file only.
+    refused(
+        d,
+        &["--data", data, "--server", "127.0.0.1:9", "user", "list"],
+        "--server does not apply to user commands",
+    );
+    // serve listens; it does not connect anywhere.
+    refused(
+        d,
+        &[
+            "--data",
+            data,
+            "--server",
+            "127.0.0.1:9",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "off",
+        ],
+        "--server does not apply to serve",
+    );
+    // bigview measures the embedded engine only.
+    refused(
+        d,
+        &[
+            "--server",
+            "127.0.0.1:9",
+            "load",
+            "bigview",
+            "--sizes",
+            "10",
+            "--reps",
+            "1",
+            "--rebuild-docs",
+            "0",
+            "--out",
+            out,
+        ],
+        "--server does not apply to load bigview",
+    );
+    // Load workloads make their own data.
+    refused(
+        d,
+        &[
+            "--data", data, "load", "bigview", "--sizes", "10", "--reps", "1", "--out", out,
+        ],
+        "--data does not apply to load workloads",
+    );
+    // Credentials without a server to give them to.
+    refused(
+        d,
+        &[
+            "--user",
+            "admin",
+            "load",
+            "docs",
+            "--threads",
+            "1",
+            "--docs",
+            "1",
+            "--no-embedded",
+            "--out",
+            out,
+        ],
+        "--user applies only with --server",
+    );
+    refused(
+        d,
+        &["--data", data, "show", "stats"],
+        "--data does not apply to show stats",
+    );
+}
