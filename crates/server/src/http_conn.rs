@@ -326,8 +326,15 @@ impl ReadDeadline for HttpConn {
         let s = &self.settings;
         match phase {
             Phase::Busy { .. } => None,
-            _ if draining => Some(Instant::now()),
+            // Waiting for a request that will not be answered: stop now.
+            Phase::New { .. } | Phase::Header { .. } if draining => Some(Instant::now()),
             Phase::New { since } | Phase::Header { since } => Some(since + s.header_timeout),
+            // Not while draining: the last answer's body may still be in
+            // hyper's write buffer (its guard is dropped when hyper has
+            // taken the last frame, not when the client has it), and a
+            // failed read would make hyper drop it. Hyper's own graceful
+            // shutdown closes the connection once the answer is written;
+            // `Cut` and the stall timeout bound a client that never reads.
             Phase::Idle { since } => Some(since + s.idle_timeout),
         }
     }
