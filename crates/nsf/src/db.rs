@@ -241,52 +241,73 @@ enum WriteOp {
 /// caller captured.
 type IndexFn = Box<dyn FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<()> + Send>;
 
-/// Where a queued write's result is left for its caller.
+/// What is done with a write's result once it is known: called exactly
+/// once, on the thread that ran the write (failures, unlogged mode) or on
+/// the log's writer thread once the commit is durable. It must not block.
+pub type WriteDone = Box<dyn FnOnce(NsfResult<Option<NoteMeta>>) + Send>;
+
+/// A write waiting in the database's queue.
+struct Queued {
+    op: WriteOp,
+    done: WriteDone,
+    /// When it was queued (for the lock-wait statistics).
+    queued_at: Instant,
+    ticket: u64,
+}
+
+/// Writes combined into one transaction at most (bounds the log batch and
+/// the work one writer-lock holder does for others).
+const MAX_GROUP: usize = 64;
+
+/// Where a blocking caller's result is left.
 #[derive(Default)]
 struct Slot {
-    state: Mutex<SlotState>,
+    result: Mutex<Option<NsfResult<Option<NoteMeta>>>>,
     ready: parking_lot::Condvar,
 }
 
-#[derive(Default)]
-struct SlotState {
-    result: Option<NsfResult<Option<NoteMeta>>>,
-    /// The writer lock was released while this write was still queued:
-    /// its caller should try to take the lock itself.
-    kicked: bool,
-    /// When another caller's lock hold started running this write (set
-    /// only for writes that waited, for the lock-wait statistics).
-    started: Option<Instant>,
+impl Slot {
+    fn fill(&self, r: NsfResult<Option<NoteMeta>>) {
+        *self.result.lock() = Some(r);
+        self.ready.notify_one();
+    }
+
+    /// Sleeps until filled; `nudge` runs whenever a long wait passes (a
+    /// safety net: the queue's hand-off never strands a write).
+    fn wait(&self, nudge: impl Fn()) -> NsfResult<Option<NoteMeta>> {
+        let mut r = self.result.lock();
+        loop {
+            if let Some(done) = r.take() {
+                return done;
+            }
+            let timed_out = self
+                .ready
+                .wait_for(&mut r, std::time::Duration::from_millis(100))
+                .timed_out();
+            if timed_out && r.is_none() {
+                parking_lot::MutexGuard::unlocked(&mut r, &nudge);
+            }
+        }
+    }
 }
 
-impl Slot {
-    fn take(&self) -> Option<NsfResult<Option<NoteMeta>>> {
-        self.state.lock().result.take()
-    }
-    fn fill(&self, r: NsfResult<Option<NoteMeta>>) {
-        self.state.lock().result = Some(r);
-        self.ready.notify_one();
-    }
-    fn mark_started(&self, at: Instant) {
-        self.state.lock().started = Some(at);
-    }
-    fn started(&self) -> Option<Instant> {
-        self.state.lock().started
-    }
-    fn kick(&self) {
-        self.state.lock().kicked = true;
-        self.ready.notify_one();
-    }
-    /// Sleeps until filled or kicked. The timeout is only a safety net.
-    fn wait(&self) {
-        let mut st = self.state.lock();
-        if st.result.is_none() && !st.kicked {
-            self.ready
-                .wait_for(&mut st, std::time::Duration::from_millis(50));
-        }
-        st.kicked = false;
+/// A failure shared by every write of a combined transaction, for each.
+fn replicate(e: &NsfError) -> NsfError {
+    match e {
+        NsfError::LogFull => NsfError::LogFull,
+        NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
+        NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {
+            path: path.clone(),
+            reason: reason.clone(),
+        },
+        other => NsfError::Invalid(format!(
+            "the transaction this write was combined into failed: {other}"
+        )),
     }
 }
+
+/// One write's outcome inside a combined transaction.
+type WriteResult = NsfResult<Option<NoteMeta>>;
 
 /// Document writes always produce metadata; only `Release` does not.
 fn expect_meta(m: Option<NoteMeta>) -> NsfResult<NoteMeta> {
@@ -326,7 +347,9 @@ pub struct Database {
     core: DbCore,
     writer: Mutex<()>,
     /// Writes waiting for the writer lock's holder to run them.
-    queue: Mutex<Vec<(WriteOp, Arc<Slot>)>>,
+    queue: Mutex<std::collections::VecDeque<Queued>>,
+    /// Numbers queued writes, so a holder can tell its own.
+    tickets: AtomicU64,
     state: RwLock<DbHeader>,
     /// Header flags seen at open (I12 "unlogged and not closed cleanly").
     opened_unclean: bool,
@@ -368,7 +391,8 @@ impl Database {
                 writeback,
             },
             writer: Mutex::new(()),
-            queue: Mutex::new(Vec::new()),
+            queue: Mutex::new(std::collections::VecDeque::new()),
+            tickets: AtomicU64::new(0),
             state: RwLock::new(header),
             acl: Mutex::new(AclCache::Unread),
             locks,
@@ -664,6 +688,63 @@ impl Database {
         .and_then(expect_meta)
     }
 
+    /// [`Self::create`] without waiting: `done` gets the outcome once the
+    /// document is durable (or the write failed). `done` runs on this
+    /// thread or on the log's writer thread and must not block. The write
+    /// itself may run on this thread (it takes the writer lock if free,
+    /// and then runs other queued writes too); in unlogged mode that
+    /// includes their fdatasync, so callers that must not block should
+    /// use this only with [`Self::is_logged`].
+    pub fn create_then(
+        &self,
+        items: Vec<Item>,
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) {
+        if let Err(e) = validate_items(&items) {
+            return done(Err(e.into()));
+        }
+        self.submit_then(
+            WriteOp::Create(items),
+            Box::new(move |r| done(r.and_then(expect_meta))),
+        );
+    }
+
+    /// [`Self::update`] without waiting (see [`Self::create_then`]).
+    pub fn update_then(
+        &self,
+        unid: Unid,
+        updates: Vec<ItemUpdate>,
+        (based_on, force): (Option<u32>, bool),
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) {
+        self.submit_then(
+            WriteOp::Update {
+                unid,
+                updates,
+                based_on,
+                force,
+            },
+            Box::new(move |r| done(r.and_then(expect_meta))),
+        );
+    }
+
+    /// [`Self::delete`] without waiting (see [`Self::create_then`]).
+    pub fn delete_then(
+        &self,
+        unid: Unid,
+        (based_on, force): (Option<u32>, bool),
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) {
+        self.submit_then(
+            WriteOp::Delete {
+                unid,
+                based_on,
+                force,
+            },
+            Box::new(move |r| done(r.and_then(expect_meta))),
+        );
+    }
+
     /// Streams `content` into the database and attaches it to the document
     /// under `name` (replacing an attachment of that name). The content is
     /// written once, directly to new pages, and synced before the commit
@@ -875,107 +956,164 @@ impl Database {
         Ok(meta)
     }
 
-    /// Queues a write and returns once it is durable (I2). Writes to one
-    /// database are combined: whichever caller takes the writer lock runs
-    /// every queued write, each as its own transaction, releases the lock,
-    /// waits once for the log to make them all durable, and hands each
-    /// caller its result. Callers therefore sleep once per write instead
-    /// of once for the lock and again for the fsync.
-    ///
-    /// A write that finds the lock taken counts as a lock wait, lasting
-    /// until it takes the lock itself or another holder starts running it
-    /// (so the wait for the log's fsync, which every write has, is not
-    /// counted). Only waiting writes read the clock.
+    /// Queues a write and returns once it is durable (I2); see
+    /// [`Self::submit_then`].
     fn submit(&self, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
-        self.locks.writes.fetch_add(1, Ordering::Relaxed);
         let slot = Arc::new(Slot::default());
-        self.queue.lock().push((op, slot.clone()));
-        let mut waiting_since: Option<Instant> = None;
-        loop {
-            if let Some(done) = slot.take() {
-                if let Some(since) = waiting_since {
-                    let started = slot.started().unwrap_or_else(Instant::now);
-                    self.locks.waited(since, started);
-                }
-                return done;
-            }
-            if let Some(guard) = self.writer.try_lock() {
-                if let Some(since) = waiting_since.take() {
-                    self.locks.waited(since, Instant::now());
-                }
-                self.combine(guard, &slot);
-                continue;
-            }
-            waiting_since.get_or_insert_with(Instant::now);
-            // The lock holder runs this write, or kicks it if it released
-            // the lock without seeing it.
-            slot.wait();
-        }
+        let filled = slot.clone();
+        self.submit_then(op, Box::new(move |r| filled.fill(r)));
+        slot.wait(|| self.drain(None))
     }
 
-    /// Runs every queued write, then waits for durability outside the lock.
-    /// `own` is the holder's own write, which did not wait.
-    fn combine(&self, guard: parking_lot::MutexGuard<'_, ()>, own: &Arc<Slot>) {
-        let mut done: Vec<(Arc<Slot>, NsfResult<Option<NoteMeta>>)> = Vec::new();
-        let mut durable_to = None;
+    /// Queues a write; `done` gets its result once it is durable (I2) or
+    /// has failed. Never waits for the disk.
+    ///
+    /// Writes to one database are combined: whoever finds the writer lock
+    /// free runs every queued write — up to [`MAX_GROUP`] of them in one
+    /// transaction, each behind a savepoint so a failing write is undone
+    /// alone (I4) — appends that one batch to the log, registers one
+    /// callback for its durability, and lets go of the lock without
+    /// waiting. The log's writer thread calls every write's `done` right
+    /// after the fdatasync that covers the batch. A caller that finds the
+    /// lock taken just leaves its write queued: the holder runs it before
+    /// it lets go. So a commit costs no thread hand-off of its own, one
+    /// log batch and page image per group rather than per write, and one
+    /// wake-up when durable.
+    ///
+    /// A write run by another caller's hold counts as a lock wait, lasting
+    /// from when it was queued until its group started.
+    fn submit_then(&self, op: WriteOp, done: WriteDone) {
+        self.locks.writes.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        self.queue.lock().push_back(Queued {
+            op,
+            done,
+            queued_at: Instant::now(),
+            ticket,
+        });
+        self.drain(Some(ticket));
+    }
+
+    /// Runs queued writes for as long as this caller can take the writer
+    /// lock and writes are queued. `own` is the caller's own write.
+    ///
+    /// Hand-off: a write queued while the lock is held is run by the
+    /// holder, which looks at the queue again after letting go; its
+    /// submitter's own `try_lock` came after the push, so one of the two
+    /// always sees it.
+    fn drain(&self, own: Option<u64>) {
         loop {
-            let queued = std::mem::take(&mut *self.queue.lock());
-            if queued.is_empty() {
-                break;
-            }
-            for (op, slot) in queued {
-                if !Arc::ptr_eq(&slot, own) {
-                    slot.mark_started(Instant::now());
-                }
-                let r = self.execute(op).map(|(meta, end)| {
-                    durable_to = durable_to.max(end);
-                    meta
-                });
-                done.push((slot, r));
-            }
-        }
-        drop(guard);
-        // A write queued after the last drain but before the unlock would
-        // otherwise wait for a combiner that is not coming.
-        if let Some((_, next)) = self.queue.lock().first() {
-            next.kick();
-        }
-        let durable = match (&self.core.durability, durable_to) {
-            // I2: acknowledged only once the commit records are durable.
-            (Durability::Logged { log, .. }, Some(end)) => {
-                log.wait_durable(end).map_err(|e| match e {
-                    LogError::Failed { reason } => reason,
-                    other => other.to_string(),
-                })
-            }
-            _ => Ok(()),
-        };
-        for (slot, r) in done {
-            let r = match (&durable, r) {
-                (Err(reason), Ok(_)) => Err(NsfError::LogFailed(reason.clone())),
-                (_, r) => r,
+            let Some(guard) = self.writer.try_lock() else {
+                return;
             };
-            slot.fill(r);
+            loop {
+                let group = self.take_group();
+                if group.is_empty() {
+                    break;
+                }
+                self.run_group(group, own);
+            }
+            drop(guard);
+            if self.queue.lock().is_empty() {
+                return;
+            }
         }
     }
 
-    /// Runs one write as a transaction and appends it (logged) or forces it
-    /// (unlogged). If the write fails, nothing has changed (I4). Returns
-    /// the end of its log batch, which must be durable before it is
-    /// acknowledged.
-    fn execute(&self, op: WriteOp) -> NsfResult<(Option<NoteMeta>, Option<Lsn>)> {
+    /// The next writes to run as one transaction: up to [`MAX_GROUP`]
+    /// document writes, or one index transaction (those can be large and
+    /// run alone).
+    fn take_group(&self) -> Vec<Queued> {
+        let mut q = self.queue.lock();
+        let alone = q.front().is_some_and(|w| matches!(w.op, WriteOp::Index(_)));
+        let n = if alone {
+            1
+        } else {
+            q.iter()
+                .take(MAX_GROUP)
+                .take_while(|w| !matches!(w.op, WriteOp::Index(_)))
+                .count()
+        };
+        q.drain(..n).collect()
+    }
+
+    /// Runs `group` as one transaction and hands each write its result:
+    /// at once if the transaction failed or needs no log, else when the
+    /// log has made it durable.
+    fn run_group(&self, group: Vec<Queued>, own: Option<u64>) {
+        let started = Instant::now();
+        let mut ops = Vec::with_capacity(group.len());
+        let mut dones = Vec::with_capacity(group.len());
+        for w in group {
+            if Some(w.ticket) != own {
+                self.locks.waited(w.queued_at, started);
+            }
+            ops.push(w.op);
+            dones.push(w.done);
+        }
+        let (results, durable_at) = match self.execute(ops) {
+            Ok(r) => r,
+            Err(e) => {
+                let copies: Vec<NsfError> = (1..dones.len()).map(|_| replicate(&e)).collect();
+                for (done, err) in dones.into_iter().zip(std::iter::once(e).chain(copies)) {
+                    done(Err(err));
+                }
+                return;
+            }
+        };
+        let finish = move |durable: Result<(), LogError>| {
+            let reason = durable.err().map(|e| match e {
+                LogError::Failed { reason } => reason,
+                other => other.to_string(),
+            });
+            for (done, r) in dones.into_iter().zip(results) {
+                let r = match (&reason, r) {
+                    (Some(reason), Ok(_)) => Err(NsfError::LogFailed(reason.clone())),
+                    (_, r) => r,
+                };
+                done(r);
+            }
+        };
+        match (&self.core.durability, durable_at) {
+            // I2: acknowledged only once the commit record is durable.
+            (Durability::Logged { log, .. }, Some(end)) => {
+                log.when_durable(end, Box::new(finish));
+            }
+            _ => finish(Ok(())),
+        }
+    }
+
+    /// Runs `ops` in one transaction (each write behind a savepoint when
+    /// there are several) and appends it (logged) or forces it
+    /// (unlogged). Returns each write's result and the end of the log
+    /// batch, which must be durable before any of them is acknowledged.
+    /// A write that fails has changed nothing (I4); if the transaction
+    /// itself fails, none of them has.
+    fn execute(&self, ops: Vec<WriteOp>) -> NsfResult<(Vec<WriteResult>, Option<Lsn>)> {
         self.core.check_writable()?;
         let committed = self.state.read().clone();
         let mut txn = Txn::new(&self.core, committed.clone());
-        let out = self.apply(&mut txn, op)?;
+        let combined = ops.len() > 1;
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            let savepoint = combined.then(|| txn.savepoint());
+            let r = self.apply(&mut txn, op);
+            if r.is_err() {
+                match savepoint {
+                    Some(sp) => txn.rollback(sp),
+                    None => return Ok((vec![r], None)),
+                }
+            }
+            results.push(r);
+        }
         let pages = txn.into_pages(&committed);
         if pages.is_empty() {
-            return Ok((out, None));
+            return Ok((results, None));
         }
         match &self.core.durability {
             Durability::Logged { log, inflight } => {
                 let end = self.commit_logged(log, inflight, pages)?;
-                Ok((out, end))
+                Ok((results, end))
             }
             Durability::Unlogged => {
                 let TxnPages {
@@ -987,7 +1125,7 @@ impl Database {
                 logged.extend(unlogged);
                 logged.sort_by_key(|(id, _)| *id);
                 self.commit_unlogged(header, logged, acl_written)?;
-                Ok((out, None))
+                Ok((results, None))
             }
         }
     }
@@ -1139,6 +1277,13 @@ impl Database {
 
     /// Clears the unlogged-open flag at a clean close (I12).
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
+        let r = self.clear_unlogged_flag();
+        // Writes queued meanwhile found the lock taken (see `drain`).
+        self.drain(None);
+        r
+    }
+
+    fn clear_unlogged_flag(&self) -> NsfResult<()> {
         let _w = self.writer.lock();
         let mut h = self.state.read().clone();
         if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.check_writable().is_ok() {
