@@ -8,14 +8,22 @@
 //!   seq index    change seq (u64 BE) -> note id   ("modified since" is a range scan)
 //! ```
 //!
-//! Concurrency: one writer at a time per database (`writer` mutex) builds a
-//! transaction privately (`Txn`), appends it to the server-wide log, then
-//! installs its pages in the pool under the short exclusive `state` lock;
-//! readers hold `state` shared for one operation and see all of a
-//! transaction or none of it (I13). The writer releases its locks before it
-//! waits for the log's fsync, so the next transaction on the same database
-//! is built while the previous one is being made durable — group commit
-//! works within one database as well as across databases (I2).
+//! Concurrency: writes to a database are queued, and whoever holds the
+//! writer lock (`writer` mutex) runs the queue: up to `MAX_GROUP` writes
+//! built privately as one transaction (`Txn`, a savepoint before each so
+//! a failing write is undone alone), appended to the server-wide log as
+//! one batch, then installed in the pool under the short exclusive `state`
+//! lock; readers hold `state` shared for one operation and see all of a
+//! transaction or none of it (I13). The holder does not wait for the
+//! log's fsync: it registers one callback with the log, which the log's
+//! writer thread runs after the fsync to hand each write its result (I2),
+//! and goes on with the next group while this one is made durable.
+//!
+//! ```text
+//!  create/update/delete ─▶ queue ─▶ run_queue (lock holder): one Txn, one batch ─▶ log
+//!        ▲ result                                                   │ fdatasync
+//!        └──────────── when_durable callback (log writer thread) ◀──┘
+//! ```
 //!
 //! In unlogged mode the commit writes the staged pages to the file and
 //! fdatasyncs it before returning (I12).
@@ -250,8 +258,10 @@ pub type WriteDone = Box<dyn FnOnce(NsfResult<Option<NoteMeta>>) + Send>;
 struct Queued {
     op: WriteOp,
     done: WriteDone,
-    /// When it was queued (for the lock-wait statistics).
+    /// When it was queued, and the database's count of runs that found
+    /// the writer lock taken (for the lock-wait statistics).
     queued_at: Instant,
+    contended_at: u64,
     ticket: u64,
 }
 
@@ -350,6 +360,8 @@ pub struct Database {
     queue: Mutex<std::collections::VecDeque<Queued>>,
     /// Numbers queued writes, so a holder can tell its own.
     tickets: AtomicU64,
+    /// Runs of the queue that found the writer lock taken.
+    contended: AtomicU64,
     state: RwLock<DbHeader>,
     /// Header flags seen at open (I12 "unlogged and not closed cleanly").
     opened_unclean: bool,
@@ -393,6 +405,7 @@ impl Database {
             writer: Mutex::new(()),
             queue: Mutex::new(std::collections::VecDeque::new()),
             tickets: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
             state: RwLock::new(header),
             acl: Mutex::new(AclCache::Unread),
             locks,
@@ -688,36 +701,44 @@ impl Database {
         .and_then(expect_meta)
     }
 
-    /// [`Self::create`] without waiting: `done` gets the outcome once the
-    /// document is durable (or the write failed). `done` runs on this
-    /// thread or on the log's writer thread and must not block. The write
-    /// itself may run on this thread (it takes the writer lock if free,
-    /// and then runs other queued writes too); in unlogged mode that
-    /// includes their fdatasync, so callers that must not block should
-    /// use this only with [`Self::is_logged`].
+    /// [`Self::create`] without waiting: queues the write, and `done` gets
+    /// the outcome once the document is durable (or the write failed).
+    /// `done` runs on whichever thread runs the queue, or on the log's
+    /// writer thread, and must not block.
+    ///
+    /// Nothing runs here: if this returns true the queue was empty, and
+    /// the caller must see that [`Self::run_queued`] is called — soon, but
+    /// preferably after other callers ready at the same moment have queued
+    /// theirs, so they share one transaction. (If it returns false a run
+    /// is already due.) In unlogged mode running the queue includes its
+    /// fdatasync.
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
     pub fn create_then(
         &self,
         items: Vec<Item>,
         done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
-    ) {
+    ) -> bool {
         if let Err(e) = validate_items(&items) {
-            return done(Err(e.into()));
+            done(Err(e.into()));
+            return false;
         }
-        self.submit_then(
+        self.enqueue(
             WriteOp::Create(items),
             Box::new(move |r| done(r.and_then(expect_meta))),
-        );
+        )
+        .1
     }
 
     /// [`Self::update`] without waiting (see [`Self::create_then`]).
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
     pub fn update_then(
         &self,
         unid: Unid,
         updates: Vec<ItemUpdate>,
         (based_on, force): (Option<u32>, bool),
         done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
-    ) {
-        self.submit_then(
+    ) -> bool {
+        self.enqueue(
             WriteOp::Update {
                 unid,
                 updates,
@@ -725,24 +746,33 @@ impl Database {
                 force,
             },
             Box::new(move |r| done(r.and_then(expect_meta))),
-        );
+        )
+        .1
     }
 
     /// [`Self::delete`] without waiting (see [`Self::create_then`]).
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
     pub fn delete_then(
         &self,
         unid: Unid,
         (based_on, force): (Option<u32>, bool),
         done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
-    ) {
-        self.submit_then(
+    ) -> bool {
+        self.enqueue(
             WriteOp::Delete {
                 unid,
                 based_on,
                 force,
             },
             Box::new(move |r| done(r.and_then(expect_meta))),
-        );
+        )
+        .1
+    }
+
+    /// Runs the queued writes (see [`Self::create_then`]), unless another
+    /// caller holds the writer lock, which then runs them.
+    pub fn run_queued(&self) {
+        self.drain(None);
     }
 
     /// Streams `content` into the database and attaches it to the document
@@ -980,18 +1010,30 @@ impl Database {
     /// log batch and page image per group rather than per write, and one
     /// wake-up when durable.
     ///
-    /// A write run by another caller's hold counts as a lock wait, lasting
-    /// from when it was queued until its group started.
+    /// A write counts as a lock wait if a run of the queue found the
+    /// writer lock taken while it was queued (its own submitter's, or a
+    /// deferred `run_queued`); the wait lasts from when it was queued
+    /// until its group started. Writes that a deferred run picks up
+    /// without contention waited by design, for company, and do not count.
     fn submit_then(&self, op: WriteOp, done: WriteDone) {
+        let (ticket, _) = self.enqueue(op, done);
+        self.drain(Some(ticket));
+    }
+
+    /// Queues a write; returns its ticket and whether the queue was empty.
+    fn enqueue(&self, op: WriteOp, done: WriteDone) -> (u64, bool) {
         self.locks.writes.fetch_add(1, Ordering::Relaxed);
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
-        self.queue.lock().push_back(Queued {
+        let mut q = self.queue.lock();
+        let first = q.is_empty();
+        q.push_back(Queued {
             op,
             done,
             queued_at: Instant::now(),
+            contended_at: self.contended.load(Ordering::Relaxed),
             ticket,
         });
-        self.drain(Some(ticket));
+        (ticket, first)
     }
 
     /// Runs queued writes for as long as this caller can take the writer
@@ -1004,6 +1046,7 @@ impl Database {
     fn drain(&self, own: Option<u64>) {
         loop {
             let Some(guard) = self.writer.try_lock() else {
+                self.contended.fetch_add(1, Ordering::Relaxed);
                 return;
             };
             loop {
@@ -1042,10 +1085,11 @@ impl Database {
     /// log has made it durable.
     fn run_group(&self, group: Vec<Queued>, own: Option<u64>) {
         let started = Instant::now();
+        let contended = self.contended.load(Ordering::Relaxed);
         let mut ops = Vec::with_capacity(group.len());
         let mut dones = Vec::with_capacity(group.len());
         for w in group {
-            if Some(w.ticket) != own {
+            if Some(w.ticket) != own && w.contended_at != contended {
                 self.locks.waited(w.queued_at, started);
             }
             ops.push(w.op);

@@ -47,15 +47,17 @@ fn combined_writes_fail_alone(logged: bool) {
         let tx = tx.clone();
         move |r| tx.send((i, r)).unwrap()
     };
-    // All three find the lock taken and return at once, queued.
-    db.create_then(vec![text("S", "first")], done(0));
-    db.update_then(
+    // All three are queued; the first asks for a run, which finds the
+    // lock taken and leaves them to its holder.
+    assert!(db.create_then(vec![text("S", "first")], done(0)));
+    assert!(!db.update_then(
         x.unid,
         vec![ItemUpdate::Set(text("S", "stale"))],
         (Some(99), false),
         done(1),
-    );
-    db.create_then(vec![text("S", "third")], done(2));
+    ));
+    assert!(!db.create_then(vec![text("S", "third")], done(2)));
+    db.run_queued();
     assert!(rx.try_recv().is_err(), "nothing is acknowledged early");
     release.send(()).unwrap();
     holder.join().unwrap();
@@ -110,9 +112,11 @@ fn a_combined_batch_whose_fsync_fails_acknowledges_none_of_its_writes() {
     let (tx, rx) = mpsc::channel::<NsfResult<nsf::NoteMeta>>();
     for i in 0..4 {
         let tx = tx.clone();
-        db.create_then(vec![text("N", &i.to_string())], move |r| {
+        if db.create_then(vec![text("N", &i.to_string())], move |r| {
             tx.send(r).unwrap()
-        });
+        }) {
+            db.run_queued();
+        }
     }
     faulty.add_rule(FaultRule {
         path_contains: Some("translog".into()),

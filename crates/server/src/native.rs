@@ -20,10 +20,11 @@
 //!
 //! Document writes (create, update, delete) are the exception: they need
 //! no worker. The connection task checks them and queues them with the
-//! database itself (`Service::write_then`), possibly running a group of
-//! queued writes as one transaction while it holds the writer lock, and
-//! the log's writer thread sends the answer over the connection's channel
-//! once the group's fsync is done. A commit thus crosses threads twice
+//! database itself (`Service::write_then`); the first write into an empty
+//! queue schedules a run of the queue after one `yield`, so the writes of
+//! every connection ready at that moment commit as one transaction; and
+//! the log's writer thread sends each answer over its connection's
+//! channel once the group's fsync is done. A commit thus crosses threads twice
 //! per group (the log writer is woken by the append, and wakes the
 //! connections), not four times per write, and no worker thread sleeps in
 //! it.

@@ -66,6 +66,20 @@ pub enum DocWrite {
     },
 }
 
+/// Runs `db`'s queued writes once the connection tasks that are ready
+/// now have had their turn: the task yields once first, so every request
+/// read in the same wake-up is queued and they commit as one transaction.
+/// Outside a runtime, at once.
+fn run_queue_soon(db: Arc<Database>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn(async move {
+            tokio::task::yield_now().await;
+            db.run_queued();
+        })),
+        Err(_) => db.run_queued(),
+    }
+}
+
 /// A document write that passed its checks: what the engine is to do,
 /// with the version it is conditional on.
 enum Checked {
@@ -396,10 +410,13 @@ impl Service {
             Err(e) => return done(Err(e)),
         };
         let done = move |r: nsf::NsfResult<nsf::NoteMeta>| done(r.map(meta).map_err(nsf_err));
-        match write {
+        let lead = match write {
             Checked::Create(items) => db.create_then(items, done),
             Checked::Update(unid, updates, version) => db.update_then(unid, updates, version, done),
             Checked::Delete(unid, version) => db.delete_then(unid, version, done),
+        };
+        if lead {
+            run_queue_soon(db.clone());
         }
     }
 
