@@ -263,39 +263,60 @@ struct Queued {
     queued_at: Instant,
     contended_at: u64,
     ticket: u64,
+    /// A blocking submitter's slot, to wake it to run the queue itself.
+    waiter: Option<Arc<Slot>>,
 }
 
 /// Writes combined into one transaction at most (bounds the log batch and
 /// the work one writer-lock holder does for others).
 const MAX_GROUP: usize = 64;
 
+/// Groups a `run_queued` call runs before it hands the rest back to its
+/// caller to schedule (a runtime task must not run a busy queue forever).
+const RUNNER_GROUPS: usize = 4;
+
 /// Where a blocking caller's result is left.
 #[derive(Default)]
 struct Slot {
-    result: Mutex<Option<NsfResult<Option<NoteMeta>>>>,
+    state: Mutex<SlotState>,
     ready: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct SlotState {
+    result: Option<NsfResult<Option<NoteMeta>>>,
+    /// A writer-lock holder left with this write still queued: run the
+    /// queue.
+    kicked: bool,
 }
 
 impl Slot {
     fn fill(&self, r: NsfResult<Option<NoteMeta>>) {
-        *self.result.lock() = Some(r);
+        self.state.lock().result = Some(r);
         self.ready.notify_one();
     }
 
-    /// Sleeps until filled; `nudge` runs whenever a long wait passes (a
-    /// safety net: the queue's hand-off never strands a write).
-    fn wait(&self, nudge: impl Fn()) -> NsfResult<Option<NoteMeta>> {
-        let mut r = self.result.lock();
+    fn kick(&self) {
+        self.state.lock().kicked = true;
+        self.ready.notify_one();
+    }
+
+    /// Sleeps until filled; `run` runs the queue when kicked, and whenever
+    /// a long wait passes (a safety net: the hand-off never strands a
+    /// write).
+    fn wait(&self, run: impl Fn()) -> NsfResult<Option<NoteMeta>> {
+        let mut st = self.state.lock();
         loop {
-            if let Some(done) = r.take() {
+            if let Some(done) = st.result.take() {
                 return done;
             }
-            let timed_out = self
-                .ready
-                .wait_for(&mut r, std::time::Duration::from_millis(100))
-                .timed_out();
-            if timed_out && r.is_none() {
-                parking_lot::MutexGuard::unlocked(&mut r, &nudge);
+            let timed_out = !st.kicked
+                && self
+                    .ready
+                    .wait_for(&mut st, std::time::Duration::from_millis(100))
+                    .timed_out();
+            if (timed_out || std::mem::take(&mut st.kicked)) && st.result.is_none() {
+                parking_lot::MutexGuard::unlocked(&mut st, &run);
             }
         }
     }
@@ -725,6 +746,7 @@ impl Database {
         self.enqueue(
             WriteOp::Create(items),
             Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
         )
         .1
     }
@@ -746,6 +768,7 @@ impl Database {
                 force,
             },
             Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
         )
         .1
     }
@@ -765,14 +788,18 @@ impl Database {
                 force,
             },
             Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
         )
         .1
     }
 
     /// Runs the queued writes (see [`Self::create_then`]), unless another
     /// caller holds the writer lock, which then runs them.
-    pub fn run_queued(&self) {
-        self.drain(None);
+    /// Returns true if writes are still queued after a bounded turn: the
+    /// caller must arrange another call (after letting others run).
+    #[must_use = "if true, the caller must arrange another call to run_queued"]
+    pub fn run_queued(&self) -> bool {
+        self.drain(None, Some(RUNNER_GROUPS))
     }
 
     /// Streams `content` into the database and attaches it to the document
@@ -986,27 +1013,17 @@ impl Database {
         Ok(meta)
     }
 
-    /// Queues a write and returns once it is durable (I2); see
-    /// [`Self::submit_then`].
-    fn submit(&self, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
-        let slot = Arc::new(Slot::default());
-        let filled = slot.clone();
-        self.submit_then(op, Box::new(move |r| filled.fill(r)));
-        slot.wait(|| self.drain(None))
-    }
-
-    /// Queues a write; `done` gets its result once it is durable (I2) or
-    /// has failed. Never waits for the disk.
+    /// Queues a write and returns once it is durable (I2) or has failed.
     ///
     /// Writes to one database are combined: whoever finds the writer lock
     /// free runs every queued write — up to [`MAX_GROUP`] of them in one
     /// transaction, each behind a savepoint so a failing write is undone
     /// alone (I4) — appends that one batch to the log, registers one
     /// callback for its durability, and lets go of the lock without
-    /// waiting. The log's writer thread calls every write's `done` right
-    /// after the fdatasync that covers the batch. A caller that finds the
-    /// lock taken just leaves its write queued: the holder runs it before
-    /// it lets go. So a commit costs no thread hand-off of its own, one
+    /// waiting. The log's writer thread hands every write its result
+    /// right after the fdatasync that covers the batch. A caller that
+    /// finds the lock taken just leaves its write queued: the holder, or
+    /// the caller it hands the lock to, runs it. So a commit costs no thread hand-off of its own, one
     /// log batch and page image per group rather than per write, and one
     /// wake-up when durable.
     ///
@@ -1015,13 +1032,23 @@ impl Database {
     /// deferred `run_queued`); the wait lasts from when it was queued
     /// until its group started. Writes that a deferred run picks up
     /// without contention waited by design, for company, and do not count.
-    fn submit_then(&self, op: WriteOp, done: WriteDone) {
-        let (ticket, _) = self.enqueue(op, done);
-        self.drain(Some(ticket));
+    ///
+    /// A blocking submitter runs the queue until its own write has been
+    /// run, then hands the lock on: it wakes the next blocking submitter
+    /// still queued, which runs the queue in turn, so no caller is kept
+    /// working for others while its own answer waits.
+    fn submit(&self, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
+        let slot = Arc::new(Slot::default());
+        let filled = slot.clone();
+        let (ticket, _) = self.enqueue(op, Box::new(move |r| filled.fill(r)), Some(slot.clone()));
+        self.drain(Some(ticket), None);
+        slot.wait(|| {
+            self.drain(Some(ticket), None);
+        })
     }
 
     /// Queues a write; returns its ticket and whether the queue was empty.
-    fn enqueue(&self, op: WriteOp, done: WriteDone) -> (u64, bool) {
+    fn enqueue(&self, op: WriteOp, done: WriteDone, waiter: Option<Arc<Slot>>) -> (u64, bool) {
         self.locks.writes.fetch_add(1, Ordering::Relaxed);
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         let mut q = self.queue.lock();
@@ -1032,34 +1059,63 @@ impl Database {
             queued_at: Instant::now(),
             contended_at: self.contended.load(Ordering::Relaxed),
             ticket,
+            waiter,
         });
         (ticket, first)
     }
 
-    /// Runs queued writes for as long as this caller can take the writer
-    /// lock and writes are queued. `own` is the caller's own write.
+    /// Runs queued writes while this caller can take the writer lock and
+    /// writes are queued. `own` is the caller's own write: once it has
+    /// run, the caller hands the rest to the next blocking submitter still
+    /// queued, if there is one. `budget` bounds the groups run (a
+    /// `run_queued` turn); returns true if it ran out with writes queued.
     ///
     /// Hand-off: a write queued while the lock is held is run by the
-    /// holder, which looks at the queue again after letting go; its
-    /// submitter's own `try_lock` came after the push, so one of the two
+    /// holder, which looks at the queue again after letting go (or has
+    /// woken a queued submitter, which then tries the lock itself); its
+    /// submitter's own `try_lock` came after the push, so one of them
     /// always sees it.
-    fn drain(&self, own: Option<u64>) {
+    fn drain(&self, own: Option<u64>, budget: Option<usize>) -> bool {
         loop {
             let Some(guard) = self.writer.try_lock() else {
                 self.contended.fetch_add(1, Ordering::Relaxed);
-                return;
+                return false;
             };
+            let mut own_done = false;
+            let mut groups = 0;
             loop {
                 let group = self.take_group();
                 if group.is_empty() {
                     break;
                 }
+                own_done |= own.is_some_and(|t| group.iter().any(|w| w.ticket == t));
                 self.run_group(group, own);
+                groups += 1;
+                if own_done && self.wake_next_waiter() {
+                    return false; // the guard drops; the woken caller runs on
+                }
+                if budget.is_some_and(|b| groups >= b) {
+                    drop(guard);
+                    return !self.queue.lock().is_empty();
+                }
             }
             drop(guard);
             if self.queue.lock().is_empty() {
-                return;
+                return false;
             }
+        }
+    }
+
+    /// Wakes the first blocking submitter whose write is still queued, to
+    /// run the queue; false if there is none.
+    fn wake_next_waiter(&self) -> bool {
+        let next = self.queue.lock().iter().find_map(|w| w.waiter.clone());
+        match next {
+            Some(slot) => {
+                slot.kick();
+                true
+            }
+            None => false,
         }
     }
 
@@ -1323,7 +1379,7 @@ impl Database {
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
         let r = self.clear_unlogged_flag();
         // Writes queued meanwhile found the lock taken (see `drain`).
-        self.drain(None);
+        self.drain(None, None);
         r
     }
 

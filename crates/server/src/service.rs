@@ -70,13 +70,19 @@ pub enum DocWrite {
 /// now have had their turn: the task yields once first, so every request
 /// read in the same wake-up is queued and they commit as one transaction.
 /// Outside a runtime, at once.
+/// A busy queue is run in bounded turns with a yield between them, so the
+/// task never keeps its worker from the connections it serves.
 fn run_queue_soon(db: Arc<Database>) {
     match tokio::runtime::Handle::try_current() {
         Ok(rt) => drop(rt.spawn(async move {
-            tokio::task::yield_now().await;
-            db.run_queued();
+            loop {
+                tokio::task::yield_now().await;
+                if !db.run_queued() {
+                    break;
+                }
+            }
         })),
-        Err(_) => db.run_queued(),
+        Err(_) => while db.run_queued() {},
     }
 }
 
