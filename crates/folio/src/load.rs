@@ -205,7 +205,7 @@ fn commit(a: &CommitArgs, args: &Args) -> Result<(), String> {
                     }
                     Variant::Native(e) => {
                         let tag = format!("{run_id:08x}-{}-c{c}-r{round}", v.key());
-                        run_remote(&NativeLoad(e.clone()), a, c, &tag)?
+                        run_native(e, a, c, &tag)?
                     }
                     Variant::Http(h) => {
                         let tag = format!("{run_id:08x}-{}-c{c}-r{round}", v.key());
@@ -622,54 +622,109 @@ fn run_remote(
     Ok(m)
 }
 
-/// The native protocol, through the blocking client library.
-struct NativeLoad(Endpoint);
-
-impl RemoteLoad for NativeLoad {
-    fn create_database(&self, name: &str) -> Result<(), String> {
-        let c = self.0.connect("folio-load")?;
-        c.create_database(name, "commit benchmark")
-            .map(drop)
-            .map_err(|e| format!("creating {name} on {}: {e}", self.0.addr))
-    }
-
-    fn client(
-        &self,
-        db: &str,
-        bodies: Vec<String>,
-    ) -> Result<Box<dyn FnMut() -> Result<(), String> + Send>, String> {
-        let c = self.0.connect("folio-load")?;
-        let (h, _) = c.open_database(db).map_err(|e| e.to_string())?;
-        let docs: Vec<String> = bodies
+/// The server's counters, asked over the native protocol.
+fn native_counters(e: &Endpoint) -> Result<ServerCounters, String> {
+    let stats = e
+        .connect("folio-load")?
+        .statistics()
+        .map_err(|e| e.to_string())?;
+    Ok(ServerCounters::from_stats(|name| {
+        stats
             .iter()
-            .map(|b| json!({ "Body": b }).to_string())
-            .collect();
-        let unid = c
-            .create_document(h, &docs[0])
-            .map_err(|e| e.to_string())?
-            .unid;
-        let mut n = 0usize;
-        Ok(Box::new(move || {
-            n += 1;
-            c.update_document(h, unid, None, false, &docs[n % docs.len()])
-                .map(drop)
-                .map_err(|e| e.to_string())
-        }))
-    }
+            .find(|s| s.name == name)
+            .and_then(|s| match s.value {
+                client::StatValue::Count(n) => Some(n),
+                _ => None,
+            })
+    }))
+}
 
-    fn counters(&self) -> Result<ServerCounters, String> {
-        let c = self.0.connect("folio-load")?;
-        let stats = c.statistics().map_err(|e| e.to_string())?;
-        Ok(ServerCounters::from_stats(|name| {
-            stats
-                .iter()
-                .find(|s| s.name == name)
-                .and_then(|s| match s.value {
-                    client::StatValue::Count(n) => Some(n),
-                    _ => None,
-                })
-        }))
+/// Threads of the native load generator's event loop (wrk's `-t2`).
+const LOAD_THREADS: usize = 2;
+
+/// Over the native protocol: one connection per client, all driven by a
+/// small event loop (the async client on a runtime of [`LOAD_THREADS`]),
+/// not a thread per client, so the load generator leaves the cores to the
+/// server as wrk does for HTTP.
+fn run_native(e: &Endpoint, a: &CommitArgs, clients: usize, tag: &str) -> Result<Measured, String> {
+    let setup = e.connect("folio-load")?;
+    let names: Vec<String> = (0..a.databases)
+        .map(|d| format!("load-commit/{tag}-d{d}.fdb"))
+        .collect();
+    for n in &names {
+        setup
+            .create_database(n, "commit benchmark")
+            .map_err(|err| format!("creating {n} on {}: {err}", e.addr))?;
     }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(LOAD_THREADS)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let err = |e: client::ClientError| e.to_string();
+    let mut conns = Vec::new();
+    for c in 0..clients {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64 + 1000);
+        let docs: Vec<String> = (0..16)
+            .map(|_| json!({ "Body": body(&mut rng, a.doc_size) }).to_string())
+            .collect();
+        let opts = e.options("folio-load");
+        let name = names[c % names.len()].clone();
+        conns.push(rt.block_on(async move {
+            let conn = client::Client::connect(opts).await.map_err(err)?;
+            let (h, _) = conn.open_database(&name).await.map_err(err)?;
+            let unid = conn.create_document(h, &docs[0]).await.map_err(err)?.unid;
+            Ok::<_, String>((conn, h, unid, docs))
+        })?);
+    }
+    let before = native_counters(e)?;
+    let machine = MachineCounters::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let (total, h) = rt.block_on(async {
+        let tasks: Vec<_> = conns
+            .into_iter()
+            .map(|(conn, db, unid, docs)| {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let mut h = hist();
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let t = Instant::now();
+                        let doc = &docs[n as usize % docs.len()];
+                        conn.update_document(db, unid, None, false, doc)
+                            .await
+                            .map_err(err)?;
+                        h.saturating_record(t.elapsed().as_micros() as u64);
+                        n += 1;
+                    }
+                    Ok::<_, String>((n, h))
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut total = 0;
+        let mut all = hist();
+        for t in tasks {
+            let (n, h) = t.await.map_err(|e| e.to_string())??;
+            total += n;
+            all.add(h).map_err(|e| e.to_string())?;
+        }
+        Ok::<_, String>((total, all))
+    })?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let (ctx, cpu) = MachineCounters::per_commit(machine, total);
+    let after = native_counters(e)?;
+    let mut m = with_server_figures(
+        measured(total, &h, elapsed),
+        total,
+        elapsed,
+        (before, after),
+    );
+    m.context_switches_per_commit = ctx;
+    m.cpu_us_per_commit = cpu;
+    Ok(m)
 }
 
 /// The HTTP API: one keep-alive connection per client.

@@ -53,6 +53,11 @@ impl Endpoint {
 
     /// Opens one connection as `client_name`.
     pub fn connect(&self, client_name: &str) -> Result<Client, String> {
+        Client::connect(self.options(client_name)).map_err(|e| format!("{}: {e}", self.addr))
+    }
+
+    /// The client options for one connection as `client_name`.
+    pub fn options(&self, client_name: &str) -> ClientOptions {
         let mut opts = ClientOptions::new(self.addr.as_str());
         opts.client_name = client_name.into();
         if let Some((user, password)) = &self.credentials {
@@ -64,7 +69,7 @@ impl Endpoint {
                 server_name: None,
             });
         }
-        Client::connect(opts).map_err(|e| format!("{}: {e}", self.addr))
+        opts
     }
 }
 

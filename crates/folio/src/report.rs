@@ -20,6 +20,16 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// A tick label with as many decimals as the axis range needs.
+fn tick(y: f64, top: f64) -> String {
+    let decimals = match top {
+        t if t >= 100.0 => 0,
+        t if t >= 1.0 => 2,
+        _ => 3,
+    };
+    format!("{y:.decimals$}")
+}
+
 /// A line chart; with `log_x` the x axis is logarithmic.
 pub fn line_chart(
     title: &str,
@@ -28,7 +38,7 @@ pub fn line_chart(
     series: &[Series],
     log_x: bool,
 ) -> String {
-    let (w, h, l, r, t, b) = (720.0, 400.0, 70.0, 170.0, 40.0, 50.0);
+    let (w, h, l, r, t, b) = (760.0, 400.0, 90.0, 190.0, 40.0, 50.0);
     let fx = |x: f64| if log_x { x.max(1e-9).log10() } else { x };
     let pts = series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
@@ -38,7 +48,9 @@ pub fn line_chart(
         y1 = y1.max(y);
     }
     if x0 >= x1 {
-        x1 = x0 + 1.0;
+        // One x value: put it in the middle.
+        x0 -= 1.0;
+        x1 += 2.0;
     }
     let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.1 };
     let px = |x: f64| l + (fx(x) - x0) / (x1 - x0) * (w - l - r);
@@ -70,11 +82,11 @@ pub fn line_chart(
         let y = y1 * f64::from(i) / 4.0;
         let _ = write!(
             s,
-            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{0}" text-anchor="end" dy="4">{3:.3}</text>"##,
+            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{0}" text-anchor="end" dy="4">{3}</text>"##,
             py(y),
             w - r,
             l - 6.0,
-            y
+            tick(y, y1)
         );
     }
     let mut xs: Vec<f64> = series
@@ -180,9 +192,9 @@ impl Table {
     }
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1100px}\
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}\
 table{border-collapse:collapse;margin:1em 0}caption{text-align:left;font-weight:bold;padding:.3em 0}\
-th,td{border:1px solid #ccc;padding:.25em .6em}th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+table{font-size:13px}th,td{border:1px solid #ccc;padding:.2em .5em}th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 p.note{color:#444}";
 
 /// A whole report page: the summary tables first, then the charts, then

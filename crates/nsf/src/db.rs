@@ -8,14 +8,22 @@
 //!   seq index    change seq (u64 BE) -> note id   ("modified since" is a range scan)
 //! ```
 //!
-//! Concurrency: one writer at a time per database (`writer` mutex) builds a
-//! transaction privately (`Txn`), appends it to the server-wide log, then
-//! installs its pages in the pool under the short exclusive `state` lock;
-//! readers hold `state` shared for one operation and see all of a
-//! transaction or none of it (I13). The writer releases its locks before it
-//! waits for the log's fsync, so the next transaction on the same database
-//! is built while the previous one is being made durable — group commit
-//! works within one database as well as across databases (I2).
+//! Concurrency: writes to a database are queued, and whoever holds the
+//! writer lock (`writer` mutex) runs the queue: up to `MAX_GROUP` writes
+//! built privately as one transaction (`Txn`, a savepoint before each so
+//! a failing write is undone alone), appended to the server-wide log as
+//! one batch, then installed in the pool under the short exclusive `state`
+//! lock; readers hold `state` shared for one operation and see all of a
+//! transaction or none of it (I13). The holder does not wait for the
+//! log's fsync: it registers one callback with the log, which the log's
+//! writer thread runs after the fsync to hand each write its result (I2),
+//! and goes on with the next group while this one is made durable.
+//!
+//! ```text
+//!  create/update/delete ─▶ queue ─▶ run_queue (lock holder): one Txn, one batch ─▶ log
+//!        ▲ result                                                   │ fdatasync
+//!        └──────────── when_durable callback (log writer thread) ◀──┘
+//! ```
 //!
 //! In unlogged mode the commit writes the staged pages to the file and
 //! fdatasyncs it before returning (I12).
@@ -241,7 +249,33 @@ enum WriteOp {
 /// caller captured.
 type IndexFn = Box<dyn FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<()> + Send>;
 
-/// Where a queued write's result is left for its caller.
+/// What is done with a write's result once it is known: called exactly
+/// once, on the thread that ran the write (failures, unlogged mode) or on
+/// the log's writer thread once the commit is durable. It must not block.
+pub type WriteDone = Box<dyn FnOnce(NsfResult<Option<NoteMeta>>) + Send>;
+
+/// A write waiting in the database's queue.
+struct Queued {
+    op: WriteOp,
+    done: WriteDone,
+    /// When it was queued, and the database's count of runs that found
+    /// the writer lock taken (for the lock-wait statistics).
+    queued_at: Instant,
+    contended_at: u64,
+    ticket: u64,
+    /// A blocking submitter's slot, to wake it to run the queue itself.
+    waiter: Option<Arc<Slot>>,
+}
+
+/// Writes combined into one transaction at most (bounds the log batch and
+/// the work one writer-lock holder does for others).
+const MAX_GROUP: usize = 64;
+
+/// Groups a `run_queued` call runs before it hands the rest back to its
+/// caller to schedule (a runtime task must not run a busy queue forever).
+const RUNNER_GROUPS: usize = 4;
+
+/// Where a blocking caller's result is left.
 #[derive(Default)]
 struct Slot {
     state: Mutex<SlotState>,
@@ -251,42 +285,60 @@ struct Slot {
 #[derive(Default)]
 struct SlotState {
     result: Option<NsfResult<Option<NoteMeta>>>,
-    /// The writer lock was released while this write was still queued:
-    /// its caller should try to take the lock itself.
+    /// A writer-lock holder left with this write still queued: run the
+    /// queue.
     kicked: bool,
-    /// When another caller's lock hold started running this write (set
-    /// only for writes that waited, for the lock-wait statistics).
-    started: Option<Instant>,
 }
 
 impl Slot {
-    fn take(&self) -> Option<NsfResult<Option<NoteMeta>>> {
-        self.state.lock().result.take()
-    }
     fn fill(&self, r: NsfResult<Option<NoteMeta>>) {
         self.state.lock().result = Some(r);
         self.ready.notify_one();
     }
-    fn mark_started(&self, at: Instant) {
-        self.state.lock().started = Some(at);
-    }
-    fn started(&self) -> Option<Instant> {
-        self.state.lock().started
-    }
+
     fn kick(&self) {
         self.state.lock().kicked = true;
         self.ready.notify_one();
     }
-    /// Sleeps until filled or kicked. The timeout is only a safety net.
-    fn wait(&self) {
+
+    /// Sleeps until filled; `run` runs the queue when kicked, and whenever
+    /// a long wait passes (a safety net: the hand-off never strands a
+    /// write).
+    fn wait(&self, run: impl Fn()) -> NsfResult<Option<NoteMeta>> {
         let mut st = self.state.lock();
-        if st.result.is_none() && !st.kicked {
-            self.ready
-                .wait_for(&mut st, std::time::Duration::from_millis(50));
+        loop {
+            if let Some(done) = st.result.take() {
+                return done;
+            }
+            let timed_out = !st.kicked
+                && self
+                    .ready
+                    .wait_for(&mut st, std::time::Duration::from_millis(100))
+                    .timed_out();
+            if (timed_out || std::mem::take(&mut st.kicked)) && st.result.is_none() {
+                parking_lot::MutexGuard::unlocked(&mut st, &run);
+            }
         }
-        st.kicked = false;
     }
 }
+
+/// A failure shared by every write of a combined transaction, for each.
+fn replicate(e: &NsfError) -> NsfError {
+    match e {
+        NsfError::LogFull => NsfError::LogFull,
+        NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
+        NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {
+            path: path.clone(),
+            reason: reason.clone(),
+        },
+        other => NsfError::Invalid(format!(
+            "the transaction this write was combined into failed: {other}"
+        )),
+    }
+}
+
+/// One write's outcome inside a combined transaction.
+type WriteResult = NsfResult<Option<NoteMeta>>;
 
 /// Document writes always produce metadata; only `Release` does not.
 fn expect_meta(m: Option<NoteMeta>) -> NsfResult<NoteMeta> {
@@ -328,7 +380,11 @@ pub struct Database {
     core: DbCore,
     writer: Mutex<()>,
     /// Writes waiting for the writer lock's holder to run them.
-    queue: Mutex<Vec<(WriteOp, Arc<Slot>)>>,
+    queue: Mutex<std::collections::VecDeque<Queued>>,
+    /// Numbers queued writes, so a holder can tell its own.
+    tickets: AtomicU64,
+    /// Runs of the queue that found the writer lock taken.
+    contended: AtomicU64,
     state: RwLock<DbHeader>,
     /// Header flags seen at open (I12 "unlogged and not closed cleanly").
     opened_unclean: bool,
@@ -370,7 +426,9 @@ impl Database {
                 writeback,
             },
             writer: Mutex::new(()),
-            queue: Mutex::new(Vec::new()),
+            queue: Mutex::new(std::collections::VecDeque::new()),
+            tickets: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
             state: RwLock::new(header),
             acl: Mutex::new(AclCache::Unread),
             locks,
@@ -666,6 +724,86 @@ impl Database {
         .and_then(expect_meta)
     }
 
+    /// [`Self::create`] without waiting: queues the write, and `done` gets
+    /// the outcome once the document is durable (or the write failed).
+    /// `done` runs on whichever thread runs the queue, or on the log's
+    /// writer thread, and must not block.
+    ///
+    /// Nothing runs here: if this returns true the queue was empty, and
+    /// the caller must see that [`Self::run_queued`] is called — soon, but
+    /// preferably after other callers ready at the same moment have queued
+    /// theirs, so they share one transaction. (If it returns false a run
+    /// is already due.) In unlogged mode running the queue includes its
+    /// fdatasync.
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
+    pub fn create_then(
+        &self,
+        items: Vec<Item>,
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) -> bool {
+        if let Err(e) = validate_items(&items) {
+            done(Err(e.into()));
+            return false;
+        }
+        self.enqueue(
+            WriteOp::Create(items),
+            Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
+        )
+        .1
+    }
+
+    /// [`Self::update`] without waiting (see [`Self::create_then`]).
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
+    pub fn update_then(
+        &self,
+        unid: Unid,
+        updates: Vec<ItemUpdate>,
+        (based_on, force): (Option<u32>, bool),
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) -> bool {
+        self.enqueue(
+            WriteOp::Update {
+                unid,
+                updates,
+                based_on,
+                force,
+            },
+            Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
+        )
+        .1
+    }
+
+    /// [`Self::delete`] without waiting (see [`Self::create_then`]).
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
+    pub fn delete_then(
+        &self,
+        unid: Unid,
+        (based_on, force): (Option<u32>, bool),
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) -> bool {
+        self.enqueue(
+            WriteOp::Delete {
+                unid,
+                based_on,
+                force,
+            },
+            Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
+        )
+        .1
+    }
+
+    /// Runs the queued writes (see [`Self::create_then`]), unless another
+    /// caller holds the writer lock, which then runs them.
+    /// Returns true if writes are still queued after a bounded turn: the
+    /// caller must arrange another call (after letting others run).
+    #[must_use = "if true, the caller must arrange another call to run_queued"]
+    pub fn run_queued(&self) -> bool {
+        self.drain(None, Some(RUNNER_GROUPS))
+    }
+
     /// Streams `content` into the database and attaches it to the document
     /// under `name` (replacing an attachment of that name). The content is
     /// written once, directly to new pages, and synced before the commit
@@ -877,107 +1015,207 @@ impl Database {
         Ok(meta)
     }
 
-    /// Queues a write and returns once it is durable (I2). Writes to one
-    /// database are combined: whichever caller takes the writer lock runs
-    /// every queued write, each as its own transaction, releases the lock,
-    /// waits once for the log to make them all durable, and hands each
-    /// caller its result. Callers therefore sleep once per write instead
-    /// of once for the lock and again for the fsync.
+    /// Queues a write and returns once it is durable (I2) or has failed.
     ///
-    /// A write that finds the lock taken counts as a lock wait, lasting
-    /// until it takes the lock itself or another holder starts running it
-    /// (so the wait for the log's fsync, which every write has, is not
-    /// counted). Only waiting writes read the clock.
+    /// Writes to one database are combined: whoever finds the writer lock
+    /// free runs every queued write — up to [`MAX_GROUP`] of them in one
+    /// transaction, each behind a savepoint so a failing write is undone
+    /// alone (I4) — appends that one batch to the log, registers one
+    /// callback for its durability, and lets go of the lock without
+    /// waiting. The log's writer thread hands every write its result
+    /// right after the fdatasync that covers the batch. A caller that
+    /// finds the lock taken just leaves its write queued: the holder, or
+    /// the caller it hands the lock to, runs it. So a commit costs no thread hand-off of its own, one
+    /// log batch and page image per group rather than per write, and one
+    /// wake-up when durable.
+    ///
+    /// A write counts as a lock wait if a run of the queue found the
+    /// writer lock taken while it was queued (its own submitter's, or a
+    /// deferred `run_queued`); the wait lasts from when it was queued
+    /// until its group started. Writes that a deferred run picks up
+    /// without contention waited by design, for company, and do not count.
+    ///
+    /// A blocking submitter runs the queue until its own write has been
+    /// run, then hands the lock on: it wakes the next blocking submitter
+    /// still queued, which runs the queue in turn, so no caller is kept
+    /// working for others while its own answer waits.
     fn submit(&self, op: WriteOp) -> NsfResult<Option<NoteMeta>> {
-        self.locks.writes.fetch_add(1, Ordering::Relaxed);
         let slot = Arc::new(Slot::default());
-        self.queue.lock().push((op, slot.clone()));
-        let mut waiting_since: Option<Instant> = None;
-        loop {
-            if let Some(done) = slot.take() {
-                if let Some(since) = waiting_since {
-                    let started = slot.started().unwrap_or_else(Instant::now);
-                    self.locks.waited(since, started);
-                }
-                return done;
-            }
-            if let Some(guard) = self.writer.try_lock() {
-                if let Some(since) = waiting_since.take() {
-                    self.locks.waited(since, Instant::now());
-                }
-                self.combine(guard, &slot);
-                continue;
-            }
-            waiting_since.get_or_insert_with(Instant::now);
-            // The lock holder runs this write, or kicks it if it released
-            // the lock without seeing it.
-            slot.wait();
-        }
+        let filled = slot.clone();
+        let (ticket, _) = self.enqueue(op, Box::new(move |r| filled.fill(r)), Some(slot.clone()));
+        self.drain(Some(ticket), None);
+        slot.wait(|| {
+            self.drain(Some(ticket), None);
+        })
     }
 
-    /// Runs every queued write, then waits for durability outside the lock.
-    /// `own` is the holder's own write, which did not wait.
-    fn combine(&self, guard: parking_lot::MutexGuard<'_, ()>, own: &Arc<Slot>) {
-        let mut done: Vec<(Arc<Slot>, NsfResult<Option<NoteMeta>>)> = Vec::new();
-        let mut durable_to = None;
+    /// Queues a write; returns its ticket and whether the queue was empty.
+    fn enqueue(&self, op: WriteOp, done: WriteDone, waiter: Option<Arc<Slot>>) -> (u64, bool) {
+        self.locks.writes.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        let mut q = self.queue.lock();
+        let first = q.is_empty();
+        q.push_back(Queued {
+            op,
+            done,
+            queued_at: Instant::now(),
+            contended_at: self.contended.load(Ordering::Relaxed),
+            ticket,
+            waiter,
+        });
+        (ticket, first)
+    }
+
+    /// Runs queued writes while this caller can take the writer lock and
+    /// writes are queued. `own` is the caller's own write: once it has
+    /// run, the caller hands the rest to the next blocking submitter still
+    /// queued, if there is one. `budget` bounds the groups run (a
+    /// `run_queued` turn); returns true if it ran out with writes queued.
+    ///
+    /// Hand-off: a write queued while the lock is held is run by the
+    /// holder, which looks at the queue again after letting go (or has
+    /// woken a queued submitter, which then tries the lock itself); its
+    /// submitter's own `try_lock` came after the push, so one of them
+    /// always sees it.
+    fn drain(&self, own: Option<u64>, budget: Option<usize>) -> bool {
         loop {
-            let queued = std::mem::take(&mut *self.queue.lock());
-            if queued.is_empty() {
-                break;
-            }
-            for (op, slot) in queued {
-                if !Arc::ptr_eq(&slot, own) {
-                    slot.mark_started(Instant::now());
-                }
-                let r = self.execute(op).map(|(meta, end)| {
-                    durable_to = durable_to.max(end);
-                    meta
-                });
-                done.push((slot, r));
-            }
-        }
-        drop(guard);
-        // A write queued after the last drain but before the unlock would
-        // otherwise wait for a combiner that is not coming.
-        if let Some((_, next)) = self.queue.lock().first() {
-            next.kick();
-        }
-        let durable = match (&self.core.durability, durable_to) {
-            // I2: acknowledged only once the commit records are durable.
-            (Durability::Logged { log, .. }, Some(end)) => {
-                log.wait_durable(end).map_err(|e| match e {
-                    LogError::Failed { reason } => reason,
-                    other => other.to_string(),
-                })
-            }
-            _ => Ok(()),
-        };
-        for (slot, r) in done {
-            let r = match (&durable, r) {
-                (Err(reason), Ok(_)) => Err(NsfError::LogFailed(reason.clone())),
-                (_, r) => r,
+            let Some(guard) = self.writer.try_lock() else {
+                self.contended.fetch_add(1, Ordering::Relaxed);
+                return false;
             };
-            slot.fill(r);
+            let mut own_done = false;
+            let mut groups = 0;
+            loop {
+                let group = self.take_group();
+                if group.is_empty() {
+                    break;
+                }
+                own_done |= own.is_some_and(|t| group.iter().any(|w| w.ticket == t));
+                self.run_group(group, own);
+                groups += 1;
+                if own_done && self.wake_next_waiter() {
+                    return false; // the guard drops; the woken caller runs on
+                }
+                if budget.is_some_and(|b| groups >= b) {
+                    drop(guard);
+                    return !self.queue.lock().is_empty();
+                }
+            }
+            drop(guard);
+            if self.queue.lock().is_empty() {
+                return false;
+            }
         }
     }
 
-    /// Runs one write as a transaction and appends it (logged) or forces it
-    /// (unlogged). If the write fails, nothing has changed (I4). Returns
-    /// the end of its log batch, which must be durable before it is
-    /// acknowledged.
-    fn execute(&self, op: WriteOp) -> NsfResult<(Option<NoteMeta>, Option<Lsn>)> {
+    /// Wakes the first blocking submitter whose write is still queued, to
+    /// run the queue; false if there is none.
+    fn wake_next_waiter(&self) -> bool {
+        let next = self.queue.lock().iter().find_map(|w| w.waiter.clone());
+        match next {
+            Some(slot) => {
+                slot.kick();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The next writes to run as one transaction: up to [`MAX_GROUP`]
+    /// document writes, or one index transaction (those can be large and
+    /// run alone).
+    fn take_group(&self) -> Vec<Queued> {
+        let mut q = self.queue.lock();
+        let alone = q.front().is_some_and(|w| matches!(w.op, WriteOp::Index(_)));
+        let n = if alone {
+            1
+        } else {
+            q.iter()
+                .take(MAX_GROUP)
+                .take_while(|w| !matches!(w.op, WriteOp::Index(_)))
+                .count()
+        };
+        q.drain(..n).collect()
+    }
+
+    /// Runs `group` as one transaction and hands each write its result:
+    /// at once if the transaction failed or needs no log, else when the
+    /// log has made it durable.
+    fn run_group(&self, group: Vec<Queued>, own: Option<u64>) {
+        let started = Instant::now();
+        let contended = self.contended.load(Ordering::Relaxed);
+        let mut ops = Vec::with_capacity(group.len());
+        let mut dones = Vec::with_capacity(group.len());
+        for w in group {
+            if Some(w.ticket) != own && w.contended_at != contended {
+                self.locks.waited(w.queued_at, started);
+            }
+            ops.push(w.op);
+            dones.push(w.done);
+        }
+        let (results, durable_at) = match self.execute(ops) {
+            Ok(r) => r,
+            Err(e) => {
+                let copies: Vec<NsfError> = (1..dones.len()).map(|_| replicate(&e)).collect();
+                for (done, err) in dones.into_iter().zip(std::iter::once(e).chain(copies)) {
+                    done(Err(err));
+                }
+                return;
+            }
+        };
+        let finish = move |durable: Result<(), LogError>| {
+            let reason = durable.err().map(|e| match e {
+                LogError::Failed { reason } => reason,
+                other => other.to_string(),
+            });
+            for (done, r) in dones.into_iter().zip(results) {
+                let r = match (&reason, r) {
+                    (Some(reason), Ok(_)) => Err(NsfError::LogFailed(reason.clone())),
+                    (_, r) => r,
+                };
+                done(r);
+            }
+        };
+        match (&self.core.durability, durable_at) {
+            // I2: acknowledged only once the commit record is durable.
+            (Durability::Logged { log, .. }, Some(end)) => {
+                log.when_durable(end, Box::new(finish));
+            }
+            _ => finish(Ok(())),
+        }
+    }
+
+    /// Runs `ops` in one transaction (each write behind a savepoint when
+    /// there are several) and appends it (logged) or forces it
+    /// (unlogged). Returns each write's result and the end of the log
+    /// batch, which must be durable before any of them is acknowledged.
+    /// A write that fails has changed nothing (I4); if the transaction
+    /// itself fails, none of them has.
+    fn execute(&self, ops: Vec<WriteOp>) -> NsfResult<(Vec<WriteResult>, Option<Lsn>)> {
         self.core.check_writable()?;
         let committed = self.state.read().clone();
         let mut txn = Txn::new(&self.core, committed.clone());
-        let out = self.apply(&mut txn, op)?;
+        let combined = ops.len() > 1;
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            let savepoint = combined.then(|| txn.savepoint());
+            let r = self.apply(&mut txn, op);
+            if r.is_err() {
+                match savepoint {
+                    Some(sp) => txn.rollback(sp),
+                    None => return Ok((vec![r], None)),
+                }
+            }
+            results.push(r);
+        }
         let pages = txn.into_pages(&committed);
         if pages.is_empty() {
-            return Ok((out, None));
+            return Ok((results, None));
         }
         match &self.core.durability {
             Durability::Logged { log, inflight } => {
                 let end = self.commit_logged(log, inflight, pages)?;
-                Ok((out, end))
+                Ok((results, end))
             }
             Durability::Unlogged => {
                 let TxnPages {
@@ -989,7 +1227,7 @@ impl Database {
                 logged.extend(unlogged);
                 logged.sort_by_key(|(id, _)| *id);
                 self.commit_unlogged(header, logged, acl_written)?;
-                Ok((out, None))
+                Ok((results, None))
             }
         }
     }
@@ -1141,6 +1379,13 @@ impl Database {
 
     /// Clears the unlogged-open flag at a clean close (I12).
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
+        let r = self.clear_unlogged_flag();
+        // Writes queued meanwhile found the lock taken (see `drain`).
+        self.drain(None, None);
+        r
+    }
+
+    fn clear_unlogged_flag(&self) -> NsfResult<()> {
         let _w = self.writer.lock();
         let mut h = self.state.read().clone();
         if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.check_writable().is_ok() {

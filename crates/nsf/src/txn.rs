@@ -7,6 +7,11 @@
 //! changed anywhere. Reads see the transaction's own staged versions first,
 //! then the committed versions in the pool.
 //!
+//! Several writes can share one transaction (the database's combined
+//! commit): a [`Savepoint`] taken before each lets a write that fails be
+//! undone alone, leaving the others' staged pages as they were (I4 for
+//! each write).
+//!
 //! Allocation takes a page from the free list, or else the next page past
 //! the file's high-water mark, which is shared with attachment streaming
 //! (I7) and therefore kept in the database's allocator, not here.
@@ -46,7 +51,36 @@ impl TxnPages {
     }
 }
 
+/// The staged state of a transaction at one moment, to return to if the
+/// write that follows fails.
+pub(crate) struct Savepoint {
+    header: DbHeader,
+    staged: BTreeMap<PageId, Arc<PageBuf>>,
+    unlogged: BTreeMap<PageId, Arc<PageBuf>>,
+    acl_written: bool,
+}
+
 impl<'a> Txn<'a> {
+    /// Remembers what is staged now (page handles are shared, not copied).
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint {
+            header: self.header.clone(),
+            staged: self.staged.clone(),
+            unlogged: self.unlogged.clone(),
+            acl_written: self.acl_written,
+        }
+    }
+
+    /// Forgets everything staged since `sp`. Pages taken past the
+    /// high-water mark since then stay reserved, unreferenced, as they do
+    /// when a whole transaction fails (reclaimed by compact).
+    pub fn rollback(&mut self, sp: Savepoint) {
+        self.header = sp.header;
+        self.staged = sp.staged;
+        self.unlogged = sp.unlogged;
+        self.acl_written = sp.acl_written;
+    }
+
     pub fn new(core: &'a DbCore, header: DbHeader) -> Self {
         Txn {
             core,

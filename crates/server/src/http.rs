@@ -49,7 +49,7 @@
 //!   for lack of rights gets 401 with `WWW-Authenticate`, since signing in
 //!   may help; a named one gets 403.
 
-use crate::service::{Caller, Service};
+use crate::service::{Caller, DocWrite, Service, WriteDone};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader, UPLOAD_QUEUE};
 use crate::{ServerError, ServerResult};
@@ -364,6 +364,60 @@ impl Call {
     }
 }
 
+impl Call {
+    /// Runs a document write as the authenticated caller without a worker
+    /// thread (`Service::write_then`): checked and queued on this task,
+    /// answered when durable. Basic credentials may need a password hash,
+    /// so those are checked, and the write queued, on the blocking pool.
+    async fn write(
+        &self,
+        s: &Arc<Service>,
+        op: Op,
+        path: String,
+        write: DocWrite,
+    ) -> Result<NoteMeta, ApiError> {
+        let started = Instant::now();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let begin = {
+            let (s, credentials) = (s.clone(), self.credentials.clone());
+            move || {
+                let caller = match credentials.caller(&s) {
+                    Ok(c) => c,
+                    Err(e) => return drop(tx.send(Err(e))),
+                };
+                let anonymous = caller.user.is_none() && !caller.admin;
+                let done: WriteDone = Box::new(move |r| {
+                    let _ = tx.send(r.map_err(|e| sign_in(e, anonymous)));
+                });
+                match open_db(&s, &caller, &path) {
+                    Ok(db) => s.write_then(&caller, &db, write, done),
+                    Err(e) => done(Err(e)),
+                }
+            }
+        };
+        if matches!(self.credentials, Credentials::Basic { .. }) {
+            drop(tokio::task::spawn_blocking(begin));
+        } else {
+            begin();
+        }
+        let r = rx
+            .await
+            .unwrap_or_else(|_| Err(ServerError::Internal("the write was dropped".into())));
+        s.stats().record(op, started.elapsed(), r.is_ok());
+        r.map_err(ApiError::from)
+    }
+}
+
+/// An anonymous caller refused for lack of rights is asked to sign in.
+fn sign_in(e: ServerError, anonymous: bool) -> ServerError {
+    match e {
+        ServerError::Forbidden(m) if anonymous => {
+            ServerError::Unauthenticated(format!("{m}; sign in"))
+        }
+        e => e,
+    }
+}
+
 /// Authenticates, then runs `job`; an anonymous caller refused for lack
 /// of rights is asked to sign in (401) rather than told no (403).
 fn as_caller<T>(
@@ -372,12 +426,8 @@ fn as_caller<T>(
     job: impl FnOnce(&Service, &Caller) -> ServerResult<T>,
 ) -> ServerResult<T> {
     let caller = credentials.caller(s)?;
-    job(s, &caller).map_err(|e| match e {
-        ServerError::Forbidden(m) if caller.user.is_none() && !caller.admin => {
-            ServerError::Unauthenticated(format!("{m}; sign in"))
-        }
-        e => e,
-    })
+    let anonymous = caller.user.is_none() && !caller.admin;
+    job(s, &caller).map_err(|e| sign_in(e, anonymous))
 }
 
 /// The query string's parameters; each handler names the ones it takes,
@@ -850,12 +900,8 @@ async fn create_document(State(s): Svc, c: Call, body: Body) -> Answer {
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;
     parse_object(&bytes, "a document")?;
     let json = body_text(bytes)?;
-    let path = c.param("db");
     let meta = c
-        .run(&s, Op::Create, move |s, caller| {
-            let db = open_db(s, caller, &path)?;
-            s.create_document(caller, &db, &json)
-        })
+        .write(&s, Op::Create, c.param("db"), DocWrite::Create { json })
         .await?;
     let location = format!("/db/{}/docs/{}", encode_segment(&c.param("db")), meta.unid);
     Ok(with_header(
@@ -912,13 +958,13 @@ async fn update_document(State(s): Svc, c: Call, body: Body) -> Answer {
     let m = parse_object(&bytes, "a document")?;
     let seq = based_on(&c.headers, m.get("$seq"))?;
     let json = body_text(bytes)?;
-    let path = c.param("db");
-    let meta = c
-        .run(&s, Op::Update, move |s, caller| {
-            let db = open_db(s, caller, &path)?;
-            s.update_document(caller, &db, unid, seq, force, &json)
-        })
-        .await?;
+    let write = DocWrite::Update {
+        unid,
+        based_on: seq,
+        force,
+        json,
+    };
+    let meta = c.write(&s, Op::Update, c.param("db"), write).await?;
     Ok(saved(StatusCode::OK, &meta))
 }
 
@@ -928,13 +974,12 @@ async fn delete_document(State(s): Svc, c: Call) -> Answer {
     let unid = c.unid()?;
     let seq = c.query.number::<u32>("seq")?.map(|n| json!(n));
     let seq = based_on(&c.headers, seq.as_ref())?;
-    let path = c.param("db");
-    let meta = c
-        .run(&s, Op::Delete, move |s, caller| {
-            let db = open_db(s, caller, &path)?;
-            s.delete_document(caller, &db, unid, seq, force)
-        })
-        .await?;
+    let write = DocWrite::Delete {
+        unid,
+        based_on: seq,
+        force,
+    };
+    let meta = c.write(&s, Op::Delete, c.param("db"), write).await?;
     Ok(ok(meta_json(&meta)))
 }
 

@@ -18,6 +18,17 @@
 //! got wrong (100 ms stalls from waking worker threads); the statistics'
 //! percentiles and `folio load docs` measure that it stays out of the way.
 //!
+//! Document writes (create, update, delete) are the exception: they need
+//! no worker. The connection task checks them and queues them with the
+//! database itself (`Service::write_then`); the first write into an empty
+//! queue schedules a run of the queue after one `yield`, so the writes of
+//! every connection ready at that moment commit as one transaction; and
+//! the log's writer thread sends each answer over its connection's
+//! channel once the group's fsync is done. A commit thus crosses threads twice
+//! per group (the log writer is woken by the append, and wakes the
+//! connections), not four times per write, and no worker thread sleeps in
+//! it.
+//!
 //! Uploads stream: the connection task forwards each chunk over a small
 //! bounded channel to the job, which reads it as a `std::io::Read`; a full
 //! channel stops the task reading the socket, so TCP's flow control slows
@@ -27,7 +38,7 @@
 
 use crate::guard::{Guarded, OwnReads};
 use crate::listener::{finish, Gate, Lifecycle, Listener};
-use crate::service::{Caller, Service};
+use crate::service::{Caller, DocWrite, Service, WriteDone};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader};
 use crate::{ServerError, ServerResult};
@@ -484,11 +495,16 @@ impl Conn {
         }
     }
 
-    /// Starts a job for a request on the worker pool.
+    /// Starts a job for a request on the worker pool (a document write
+    /// is queued with its database instead, see the module docs).
     fn request(&mut self, id: RequestId, request: Request) {
         let started = Instant::now();
         let Some(caller) = self.caller.clone() else {
             return;
+        };
+        let request = match self.document_write(id, request, &caller, started) {
+            Some(other) => other,
+            None => return,
         };
         let upload = if matches!(request, Request::PutAttachment { .. }) {
             let (utx, urx) = mpsc::channel(CHUNK_QUEUE);
@@ -520,6 +536,76 @@ impl Conn {
         } else {
             tokio::task::spawn_blocking(work);
         }
+    }
+}
+
+impl Conn {
+    /// Queues a document write with its database, answering when it is
+    /// durable; other requests are handed back.
+    fn document_write(
+        &mut self,
+        id: RequestId,
+        request: Request,
+        caller: &Caller,
+        started: Instant,
+    ) -> Option<Request> {
+        let op = op_of(&request);
+        let (db, write) = match request {
+            Request::CreateDocument { db, json } => (db, DocWrite::Create { json }),
+            Request::UpdateDocument {
+                db,
+                unid,
+                based_on,
+                force,
+                json,
+            } => (
+                db,
+                DocWrite::Update {
+                    unid,
+                    based_on,
+                    force,
+                    json,
+                },
+            ),
+            Request::DeleteDocument {
+                db,
+                unid,
+                based_on,
+                force,
+            } => (
+                db,
+                DocWrite::Delete {
+                    unid,
+                    based_on,
+                    force,
+                },
+            ),
+            other => return Some(other),
+        };
+        self.jobs += 1;
+        let tx = self.tx.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let done: WriteDone = Box::new(move |result| {
+            let out = Out::Final {
+                id,
+                result: result.map(Response::Saved),
+                op,
+                started,
+            };
+            // Usually there is room; this may run on the log's writer
+            // thread, which must not wait for a slow reader.
+            if let Err(mpsc::error::TrySendError::Full(out)) = tx.try_send(out) {
+                runtime.spawn(async move {
+                    let _ = tx.send(out).await;
+                });
+            }
+        });
+        let database = self.handles.lock().db(db);
+        match database {
+            Ok(database) => self.service.write_then(caller, &database, write, done),
+            Err(e) => done(Err(e)),
+        }
+        None
     }
 }
 
@@ -600,33 +686,13 @@ impl Job {
                 h.collections.retain(|_, (d, _)| *d != db);
                 Response::Done
             }
-            R::CreateDocument { db, json } => {
-                Response::Saved(s.create_document(caller, &*self.db(db)?, &json)?)
-            }
             R::ReadDocument { db, doc } => {
                 Response::Document(s.read_document(caller, &*self.db(db)?, doc)?)
             }
-            R::UpdateDocument {
-                db,
-                unid,
-                based_on,
-                force,
-                json,
-            } => Response::Saved(s.update_document(
-                caller,
-                &*self.db(db)?,
-                unid,
-                based_on,
-                force,
-                &json,
-            )?),
-            R::DeleteDocument {
-                db,
-                unid,
-                based_on,
-                force,
-            } => {
-                Response::Saved(s.delete_document(caller, &*self.db(db)?, unid, based_on, force)?)
+            R::CreateDocument { .. } | R::UpdateDocument { .. } | R::DeleteDocument { .. } => {
+                return Err(ServerError::Internal(
+                    "document writes are queued with their database, not run as jobs".into(),
+                ))
             }
             R::ModifiedSince { db, since, limit } => {
                 let (docs, next, more) = s.modified_since(caller, &*self.db(db)?, since, limit)?;

@@ -22,6 +22,13 @@
 //! * the check and the write it guards must see the same document: writes
 //!   are made conditional on the sequence number that was checked and
 //!   retried if another edit slipped in between.
+//!
+//! Document writes also come in a form that does not wait
+//! ([`Service::write_then`] with a [`DocWrite`]): the checks and the write
+//! run on the caller's thread — a connection task — and the answer is
+//! handed to a callback once the commit is durable, from the log's writer
+//! thread. No worker thread is woken or put to sleep for a commit (see
+//! docs/design.md, "Commit protocol").
 
 use crate::auth::UserStore;
 use crate::stats::Stats;
@@ -37,6 +44,75 @@ use protocol::{
 use std::io::Read;
 use std::sync::Arc;
 use views::{ViewError, Views};
+
+/// Where the outcome of a document write goes: called once, never on a
+/// thread that may block for long, and it must not block either.
+pub type WriteDone = Box<dyn FnOnce(ServerResult<NoteMeta>) + Send>;
+
+/// A document write, for [`Service::write_then`].
+#[derive(Debug)]
+pub enum DocWrite {
+    Create {
+        json: String,
+    },
+    Update {
+        unid: Unid,
+        based_on: Option<u32>,
+        force: bool,
+        json: String,
+    },
+    Delete {
+        unid: Unid,
+        based_on: Option<u32>,
+        force: bool,
+    },
+}
+
+/// Runs `db`'s queued writes once the connection tasks that are ready
+/// now have had their turn: the task yields once first, so every request
+/// read in the same wake-up is queued and they commit as one transaction.
+/// Outside a runtime, at once.
+/// A busy queue is run in bounded turns with a yield between them, so the
+/// task never keeps its worker from the connections it serves.
+fn run_queue_soon(db: Arc<Database>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn(async move {
+            loop {
+                tokio::task::yield_now().await;
+                if !db.run_queued() {
+                    break;
+                }
+            }
+        })),
+        Err(_) => while db.run_queued() {},
+    }
+}
+
+/// A document write that passed its checks: what the engine is to do,
+/// with the version it is conditional on.
+enum Checked {
+    Create(Vec<Item>),
+    Update(nsf::Unid, Vec<ItemUpdate>, (Option<u32>, bool)),
+    Delete(nsf::Unid, (Option<u32>, bool)),
+}
+
+impl DocWrite {
+    /// Whether [`Service::write_then`] can run it without waiting: always
+    /// for a create; for an update or delete when no check-and-retry
+    /// loop is needed (an administrator's write, or one conditional on a
+    /// sequence number the caller gave).
+    pub fn runs_inline(&self, caller: &Caller) -> bool {
+        match self {
+            DocWrite::Create { .. } => true,
+            DocWrite::Update {
+                based_on, force, ..
+            }
+            | DocWrite::Delete {
+                based_on, force, ..
+            } => caller.admin || (based_on.is_some() && !force),
+        }
+    }
+}
 
 /// Who is asking, once authenticated.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,6 +411,141 @@ impl Service {
             name_author(&mut items, caller);
         }
         db.create(items).map(meta).map_err(nsf_err)
+    }
+
+    /// Runs a document write without waiting for its commit: the checks
+    /// run here and `done` gets the outcome once the write is durable.
+    /// For a write that [`DocWrite::runs_inline`] refuses, or a database
+    /// in unlogged mode (whose commit syncs the file on the committing
+    /// thread), the blocking form runs on the runtime's blocking pool
+    /// instead (or here, outside a runtime).
+    pub fn write_then(
+        self: &Arc<Self>,
+        caller: &Caller,
+        db: &Arc<Database>,
+        write: DocWrite,
+        done: WriteDone,
+    ) {
+        if !write.runs_inline(caller) || !db.is_logged() {
+            let (s, caller, db) = (self.clone(), caller.clone(), db.clone());
+            let blocking = move || done(s.write_blocking(&caller, &db, write));
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(blocking)),
+                Err(_) => blocking(),
+            }
+            return;
+        }
+        let write = match self.checked(caller, db, write) {
+            Ok(w) => w,
+            Err(e) => return done(Err(e)),
+        };
+        let done = move |r: nsf::NsfResult<nsf::NoteMeta>| done(r.map(meta).map_err(nsf_err));
+        let lead = match write {
+            Checked::Create(items) => db.create_then(items, done),
+            Checked::Update(unid, updates, version) => db.update_then(unid, updates, version, done),
+            Checked::Delete(unid, version) => db.delete_then(unid, version, done),
+        };
+        if lead {
+            run_queue_soon(db.clone());
+        }
+    }
+
+    /// The blocking form of [`Self::write_then`]'s writes.
+    fn write_blocking(
+        &self,
+        caller: &Caller,
+        db: &Database,
+        write: DocWrite,
+    ) -> ServerResult<NoteMeta> {
+        match write {
+            DocWrite::Create { json } => self.create_document(caller, db, &json),
+            DocWrite::Update {
+                unid,
+                based_on,
+                force,
+                json,
+            } => self.update_document(caller, db, unid, based_on, force, &json),
+            DocWrite::Delete {
+                unid,
+                based_on,
+                force,
+            } => self.delete_document(caller, db, unid, based_on, force),
+        }
+    }
+
+    /// Checks `write` as `caller` and turns it into the engine's write.
+    fn checked(&self, caller: &Caller, db: &Database, write: DocWrite) -> ServerResult<Checked> {
+        let access = self.access(caller, db)?;
+        Ok(match write {
+            DocWrite::Create { json } => {
+                if !access.can_create() {
+                    return Err(forbidden(caller, "may not create documents in", db));
+                }
+                let mut items = new_items(&self.parse_json(&json)?)?;
+                if access.level() == AccessLevel::Author {
+                    name_author(&mut items, caller);
+                }
+                Checked::Create(items)
+            }
+            DocWrite::Update {
+                unid,
+                based_on,
+                force,
+                json,
+            } => {
+                let updates =
+                    items_from_json(&self.parse_json(&json)?).map_err(|e| bad(e.to_string()))?;
+                let version = self.checked_version(caller, &access, db, unid, based_on, "edit")?;
+                Checked::Update(
+                    nsf::Unid(unid.0),
+                    updates,
+                    version.unwrap_or((based_on, force)),
+                )
+            }
+            DocWrite::Delete {
+                unid,
+                based_on,
+                force,
+            } => {
+                let version =
+                    self.checked_version(caller, &access, db, unid, based_on, "delete")?;
+                Checked::Delete(nsf::Unid(unid.0), version.unwrap_or((based_on, force)))
+            }
+        })
+    }
+
+    /// For a caller who is not an administrator: checks that the document
+    /// may be edited (or deleted) and returns the version the write must
+    /// be conditional on (I17: the one checked, or the caller's own).
+    /// Administrators write as asked (`None`).
+    fn checked_version(
+        &self,
+        caller: &Caller,
+        access: &Access,
+        db: &Database,
+        unid: Unid,
+        based_on: Option<u32>,
+        what: &str,
+    ) -> ServerResult<Option<(Option<u32>, bool)>> {
+        if caller.admin {
+            return Ok(None);
+        }
+        let note = db.get(nsf::Unid(unid.0)).map_err(nsf_err)?;
+        if !access.can_read(&note) {
+            return Err(hidden(db, &note));
+        }
+        let allowed = match what {
+            "delete" => access.can_delete(&note),
+            _ => access.can_edit(&note),
+        };
+        if !allowed {
+            return Err(forbidden(
+                caller,
+                &format!("may not {what} document {} in", note.oid.unid),
+                db,
+            ));
+        }
+        Ok(Some((Some(based_on.unwrap_or(note.oid.seq_num)), false)))
     }
 
     /// Reads a document (or, by note id, a deletion stub).

@@ -44,3 +44,4 @@ pub use info::LogInfo;
 pub use log::TransLog;
 pub use reader::StopReason;
 pub use recovery::{FailedDatabase, PhaseTimes, RecoveryReport, TouchedDatabase};
+pub use shared::DurableFn;

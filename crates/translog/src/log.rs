@@ -102,6 +102,16 @@ impl TransLog {
         self.shared.wait_durable(lsn)
     }
 
+    /// Runs `f` with `Ok(())` once every record below `lsn` is durable (I2),
+    /// or with the error if the log fails or stops first: the
+    /// non-blocking form of [`Self::wait_durable`]. `f` runs on the log's
+    /// writer thread right after the fdatasync (or at once, on the
+    /// caller's thread, if the outcome is already known): it must not
+    /// block and must never wait for the log.
+    pub fn when_durable(&self, lsn: Lsn, f: crate::DurableFn) {
+        self.shared.when_durable(lsn, f)
+    }
+
     /// Everything below this LSN is durable. A page whose page LSN is below
     /// it may be written to its database (I1).
     pub fn durable_lsn(&self) -> Lsn {

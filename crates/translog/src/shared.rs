@@ -14,6 +14,13 @@
 //!                                                        │
 //!  wait_durable <──────────── durable_cv ◄───────────────┘ durable = end of chunk
 //! ```
+//! A committer that should not sleep (a connection task with many
+//! requests in flight) registers a callback with `when_durable` instead of
+//! calling `wait_durable`: the writer runs every callback whose LSN the
+//! fdatasync just covered, right after it publishes the new durable LSN,
+//! so one fsync wakes every waiting connection in one go with no thread in
+//! between.
+//!
 //! The buffer is a contiguous image of the LSN range it covers: when a
 //! record moves to the next extent, the Skip record and zero padding up to
 //! the extent end are in it too, so the writer only cuts it at extent
@@ -118,8 +125,17 @@ pub(crate) struct CheckpointRecord {
     pub(crate) redo_lsn: Lsn,
 }
 
+/// Called once with the outcome when an LSN becomes durable (or never
+/// will: the log failed or stopped). Runs on the writer thread: it must
+/// not block, and must never wait for the log.
+pub type DurableFn = Box<dyn FnOnce(Result<(), LogError>) + Send>;
+
 pub(crate) struct Shared {
     pub(crate) geo: Geometry,
+    /// Callbacks waiting for their LSN to be durable (`when_durable`).
+    /// Locked only while `state` is held, so a registration cannot slip
+    /// between a durable-LSN update and the collection of callbacks.
+    callbacks: Mutex<Vec<(Lsn, DurableFn)>>,
     pub(crate) space: SpacePolicy,
     full_wait: Duration,
     state: Mutex<State>,
@@ -157,6 +173,7 @@ impl Shared {
         };
         Shared {
             geo,
+            callbacks: Mutex::new(Vec::new()),
             space,
             full_wait,
             state: Mutex::new(state),
@@ -350,6 +367,39 @@ impl Shared {
         Ok(())
     }
 
+    /// Runs `f` once everything below `lsn` is durable (I2), on the writer
+    /// thread, or at once if it already is or never will be.
+    pub(crate) fn when_durable(&self, lsn: Lsn, f: DurableFn) {
+        let st = self.state.lock();
+        let now = match &st.lifecycle {
+            _ if lsn <= st.durable => Some(Ok(())),
+            Lifecycle::Failed(_) | Lifecycle::Stopped => Some(st.lifecycle.check()),
+            _ if lsn > st.end => Some(Err(LogError::Invalid(format!(
+                "cannot wait for {lsn}: the log ends at {}",
+                st.end
+            )))),
+            _ => None,
+        };
+        match now {
+            Some(r) => {
+                drop(st);
+                f(r);
+            }
+            None => self.callbacks.lock().push((lsn, f)),
+        }
+    }
+
+    /// Takes the callbacks whose LSN is at or below `durable` (`None`:
+    /// all of them). Called with `state` held.
+    fn due_callbacks(&self, durable: Option<Lsn>) -> Vec<DurableFn> {
+        let mut all = self.callbacks.lock();
+        let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|(lsn, _)| durable.is_none_or(|d| *lsn <= d));
+        *all = rest;
+        due.into_iter().map(|(_, f)| f).collect()
+    }
+
     pub(crate) fn durable_lsn(&self) -> Lsn {
         Lsn(self.durable.load(Ordering::Acquire))
     }
@@ -403,6 +453,13 @@ impl Shared {
             st.lifecycle = Lifecycle::Failed(reason);
         }
         self.wake_all();
+        // I11: nothing not yet durable will be; its waiters hear why.
+        let failed = self.due_callbacks(None);
+        let outcome = st.lifecycle.clone();
+        drop(st);
+        for f in failed {
+            f(outcome.check());
+        }
     }
 
     fn wake_all(&self) {
@@ -443,6 +500,11 @@ impl Shared {
         st.durable = end;
         self.durable.store(end.0, Ordering::Release);
         self.durable_cv.notify_all();
+        let due = self.due_callbacks(Some(end));
+        drop(st);
+        for f in due {
+            f(Ok(()));
+        }
     }
 
     /// Stops new appends; the writer drains what is buffered and exits.
@@ -461,8 +523,16 @@ impl Shared {
             st.lifecycle = Lifecycle::Stopped;
         }
         self.wake_all();
-        match st.lifecycle {
-            Lifecycle::Failed(_) => st.lifecycle.check(),
+        // The writer drained everything appended; whatever is left can
+        // only be beyond the end, and will never be durable.
+        let orphans = self.due_callbacks(None);
+        let outcome = st.lifecycle.clone();
+        drop(st);
+        for f in orphans {
+            f(outcome.check().and(Err(LogError::ShutDown)));
+        }
+        match outcome {
+            Lifecycle::Failed(_) => outcome.check(),
             _ => Ok(()),
         }
     }

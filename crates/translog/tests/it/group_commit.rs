@@ -93,3 +93,50 @@ fn concurrent_committers_share_fsyncs_and_all_survive_reopen() {
         );
     }
 }
+
+/// `when_durable`: the callback runs only once the fdatasync covering its
+/// LSN is done (I2), at once for an LSN already durable, and with the
+/// error if the log fails first (I11).
+#[test]
+fn when_durable_callbacks_run_after_the_covering_fsync_or_with_the_failure() {
+    let m = mem();
+    let faulty = faulty(&m);
+    faulty.add_rule(FaultRule {
+        sticky: true,
+        ..FaultRule::new(FaultOp::Sync, FaultKind::Delay(Duration::from_millis(20)))
+    });
+    let (log, _) = open_with(faulty.clone(), config());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a = log.append(&batch("w.fdb", vec![(1, img(1))])).unwrap();
+    let durable_seen = {
+        let (tx, log) = (tx.clone(), log.clone());
+        move |r: Result<(), translog::LogError>| {
+            tx.send((r.is_ok(), log.durable_lsn())).unwrap();
+        }
+    };
+    log.when_durable(a.end_lsn, Box::new(durable_seen));
+    let (ok, durable) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(ok && durable >= a.end_lsn, "{durable} < {}", a.end_lsn);
+    // Already durable: at once, on this thread.
+    let tx2 = tx.clone();
+    log.when_durable(
+        a.end_lsn,
+        Box::new(move |r| tx2.send((r.is_ok(), Lsn(0))).unwrap()),
+    );
+    assert!(rx.try_recv().unwrap().0);
+    // A failing fdatasync: the waiter hears it, and is never told "durable".
+    faulty.clear_rules();
+    faulty.add_rule(FaultRule {
+        sticky: true,
+        ..FaultRule::new(FaultOp::Sync, FaultKind::Eio)
+    });
+    let doomed = log.append(&batch("w.fdb", vec![(2, img(2))])).unwrap();
+    let tx3 = tx.clone();
+    log.when_durable(
+        doomed.end_lsn,
+        Box::new(move |r| tx3.send((r.is_ok(), Lsn(0))).unwrap()),
+    );
+    let (ok, _) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(!ok);
+    assert!(log.durable_lsn() < doomed.end_lsn);
+}
