@@ -115,7 +115,7 @@ fn designs() -> Vec<ViewDef> {
         out.push(v);
         let mut c = ViewDef::view(
             &format!("ByCat{sfx}"),
-            "",
+            "SELECT @All",
             vec![col("Cat=Cats:cat"), col("K=Key")],
         );
         c.logged = logged;
