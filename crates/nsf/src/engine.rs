@@ -309,7 +309,9 @@ impl Engine {
     /// it, forgets the databases whose file is gone, rewrites the catalog
     /// file, then opens every database the catalog does not know or whose
     /// ACL change a crash interrupted (opening one records it), and closes
-    /// them again.
+    /// them again. A file that cannot be opened is recorded as one whose
+    /// list cannot be read (only administrators see it listed), so it is
+    /// not tried again at every start; opening it reports the problem.
     fn reconcile_catalog(&self, damaged: bool) -> NsfResult<()> {
         let s = &self.shared;
         let skip = s.cfg.log.as_ref().map(|l| s.cfg.data_dir.join(&l.dir));
@@ -318,9 +320,26 @@ impl Engine {
         s.catalog.rewrite()?;
         let started = Instant::now();
         for path in &unknown {
-            if let Err(e) = self.open_database(path.as_str()) {
-                tracing::warn!(db = %path, error = %e, "cannot open the database; it is not listed");
-                s.catalog.forget(path.as_str());
+            match self.open_database(path.as_str()) {
+                Ok(_) => {}
+                // A second name of a file listed under another (I18).
+                Err(e @ NsfError::SameFile { .. }) => {
+                    tracing::info!(db = %path, error = %e, "not listed");
+                    s.catalog.forget(path.as_str());
+                }
+                // Listed for administrators, as something that is there;
+                // opening it says what is wrong.
+                Err(e) => {
+                    tracing::info!(db = %path, error = %e, "database file cannot be opened");
+                    s.catalog.note(
+                        path.as_str(),
+                        catalog::Entry {
+                            title: String::new(),
+                            instance: DbInstanceId(0),
+                            audience: Audience::Unreadable,
+                        },
+                    );
+                }
             }
         }
         // Only read to be recorded: none of them stays open.
