@@ -131,6 +131,11 @@ impl Server {
         run(cmd, stdin)
     }
 
+    /// The server's process id (for its /proc entries).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn stop(mut self) -> std::process::ExitStatus {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         self.child.wait().unwrap()
