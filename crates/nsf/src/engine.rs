@@ -33,9 +33,12 @@
 //! written and synced; its frames then leave the pool and its descriptor
 //! closes before the slot is freed (I19). The background thread closes
 //! idle instances, least recently used first, a batch at a time (down to
-//! 15/16 of the limit); an open that finds the cache at twice the limit
-//! closes them itself, as does every open when there is no background
-//! thread.
+//! 15/16 of the limit). Closing costs a file's fdatasync when its pages
+//! were not yet written by a checkpoint, so a burst of opens can outrun
+//! the closer: an open that finds the cache at twice the limit closes one
+//! batch itself, which bounds the cache at twice the limit plus the
+//! databases in use. With no background thread every open over the limit
+//! closes down to it.
 //!
 //! The engine also holds the writer-lock counters every database adds to
 //! (plain atomics, so statistics cost nothing to keep), read back as
@@ -557,8 +560,9 @@ impl Engine {
     }
 
     /// After an open that found the cache over its limit: wake the closer,
-    /// or close idle databases here when there is no closer or it has
-    /// fallen behind (twice the limit).
+    /// or close idle databases here when there is no closer (down to the
+    /// limit) or it has fallen behind (at twice the limit: one batch, so
+    /// no request waits for more than one batch of closes).
     fn keep_within_limit(&self) {
         let s = &*self.shared;
         let limit = s.cfg.max_open_databases;
@@ -566,10 +570,12 @@ impl Engine {
         if open <= limit {
             return;
         }
-        if self.background.is_some() && open < limit.saturating_mul(2) {
+        if self.background.is_none() {
+            close_idle(s, limit);
+        } else if open < limit.saturating_mul(2) {
             s.wake.notify_all();
         } else {
-            close_idle(s, limit);
+            close_idle(s, open - batch(limit));
         }
     }
 
@@ -705,10 +711,16 @@ fn background_loop(s: &Shared) {
         }
         let limit = s.cfg.max_open_databases;
         if s.dbs.lock().instances > limit {
-            // A batch at a time: down to 15/16 of the limit.
-            close_idle(s, limit - limit / 16);
+            close_idle(s, limit - batch(limit) + 1);
         }
     }
+}
+
+/// How many databases the closer closes at least in one pass once the
+/// cache is over `limit`: 1/16 of it, so that passes (one flush each) are
+/// few, and the cache works down to 15/16 of its limit.
+fn batch(limit: usize) -> usize {
+    (limit / 16).max(1)
 }
 
 /// Closes idle database instances, least recently used first, until at
