@@ -82,13 +82,20 @@ fn percentiles(h: &Histogram<u64>) -> Value {
            "max_ms": h.max() as f64 / 1000.0})
 }
 
-/// Requests to one server as one user, timed.
+/// Requests to one server as one user, timed. A 503 (the server is busy:
+/// its log is full until a checkpoint frees space) is retried after a
+/// pause, as a client should, and counted.
 #[derive(Clone)]
 struct Http {
     agent: ureq::Agent,
     base: String,
     auth: String,
+    busy: Arc<AtomicUsize>,
 }
+
+/// Pause before retrying a 503, and how many retries of one request.
+const BUSY_PAUSE: Duration = Duration::from_millis(50);
+const BUSY_RETRIES: usize = 600;
 
 impl Http {
     fn new(addr: &str, auth: String) -> Http {
@@ -98,10 +105,17 @@ impl Http {
                 .build(),
             base: format!("http://{addr}"),
             auth,
+            busy: Arc::default(),
         }
     }
 
-    /// Sends a request; the JSON answer of a 2xx and the time it took.
+    /// 503 answers retried so far.
+    fn busy(&self) -> usize {
+        self.busy.load(Ordering::Relaxed)
+    }
+
+    /// Sends a request; the JSON answer of a 2xx and the time it took,
+    /// retries included.
     fn call(
         &self,
         method: &str,
@@ -109,27 +123,38 @@ impl Http {
         body: Option<&Value>,
     ) -> Result<(Value, Duration), String> {
         let started = Instant::now();
-        let req = self
-            .agent
-            .request(method, &format!("{}{path}", self.base))
-            .set("Authorization", &self.auth);
-        let r = match body {
-            Some(b) => req.send_string(&b.to_string()),
-            None => req.call(),
-        };
-        match r {
-            Ok(resp) => {
-                let v = resp
-                    .into_json::<Value>()
-                    .map_err(|e| format!("{method} {path}: {e}"))?;
-                Ok((v, started.elapsed()))
+        for _ in 0..BUSY_RETRIES {
+            let req = self
+                .agent
+                .request(method, &format!("{}{path}", self.base))
+                .set("Authorization", &self.auth);
+            let r = match body {
+                Some(b) => req.send_string(&b.to_string()),
+                None => req.call(),
+            };
+            match r {
+                Ok(resp) => {
+                    let v = resp
+                        .into_json::<Value>()
+                        .map_err(|e| format!("{method} {path}: {e}"))?;
+                    return Ok((v, started.elapsed()));
+                }
+                Err(ureq::Error::Status(503, _)) => {
+                    self.busy.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(BUSY_PAUSE);
+                }
+                Err(ureq::Error::Status(code, resp)) => {
+                    return Err(format!(
+                        "{method} {path}: {code} {}",
+                        resp.into_string().unwrap_or_default()
+                    ))
+                }
+                Err(e) => return Err(format!("{method} {path}: {e}")),
             }
-            Err(ureq::Error::Status(code, resp)) => Err(format!(
-                "{method} {path}: {code} {}",
-                resp.into_string().unwrap_or_default()
-            )),
-            Err(e) => Err(format!("{method} {path}: {e}")),
         }
+        Err(format!(
+            "{method} {path}: still 503 after {BUSY_RETRIES} tries"
+        ))
     }
 }
 
@@ -141,12 +166,22 @@ fn db_url(i: usize) -> String {
     format!("/db/{}", db_path(i).replace('/', "%2F"))
 }
 
-/// A `folio serve` child process.
+/// A `folio serve` child process (killed if dropped still running).
 struct ServerProc {
     child: Child,
     http: String,
     /// From spawn until it said it serves.
     start_s: f64,
+    ended: bool,
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl ServerProc {
@@ -197,6 +232,7 @@ impl ServerProc {
             child,
             http,
             start_s,
+            ended: false,
         })
     }
 
@@ -207,6 +243,7 @@ impl ServerProc {
     fn kill(mut self) -> Result<(), String> {
         self.child.kill().map_err(|e| e.to_string())?;
         self.child.wait().map_err(|e| e.to_string())?;
+        self.ended = true;
         Ok(())
     }
 
@@ -214,6 +251,7 @@ impl ServerProc {
         // SAFETY: a signal to our own child, whose id we hold.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let status = self.child.wait().map_err(|e| e.to_string())?;
+        self.ended = true;
         if !status.success() {
             return Err(format!("folio serve stopped with {status}"));
         }
@@ -564,13 +602,15 @@ fn run_one(
     let mut result = json!({"label": label, "max_open_databases": max_open,
                             "databases": a.databases, "threads": a.threads});
     sampler.phase("create");
-    let (unids, created) = create_all(&admin, a)?;
+    let (unids, mut created) = create_all(&admin, a)?;
+    created["busy_retries"] = json!(admin.busy());
     println!(
-        "  create: {:.0} databases/s (database + document{}), per database p50 {:.1} ms p99 {:.1} ms",
+        "  create: {:.0} databases/s (database + document{}), per database p50 {:.1} ms p99 {:.1} ms; {} answers 503 (busy) retried",
         created["databases_per_s"].as_f64().unwrap_or(0.0),
         if a.reader_every > 0 { ", some with an ACL" } else { "" },
         created["per_database"]["p50_ms"].as_f64().unwrap_or(0.0),
         created["per_database"]["p99_ms"].as_f64().unwrap_or(0.0),
+        created["busy_retries"],
     );
     result["create"] = created;
     sampler.phase("read");
@@ -608,6 +648,7 @@ fn run_one(
         result["server_stats"] = admin.call("GET", "/stats", None)?.0;
     }
     let samples = sampler.finish();
+    result["busy_retries"] = json!(admin.busy());
     result["peaks"] = peaks(&samples);
     print_peaks(&result["peaks"]);
     result["samples"] = json!(samples);
@@ -656,14 +697,21 @@ pub fn run(a: &DbsArgs, args: &Args) -> Result<(), String> {
         None => tempfile::tempdir(),
     }
     .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let runs = match &a.http {
-        Some(_) => vec![run_one(a, args, None, base.path())?],
-        None => a
-            .max_open
-            .iter()
-            .map(|n| run_one(a, args, Some(*n), base.path()))
-            .collect::<Result<Vec<_>, _>>()?,
+    let settings: Vec<Option<usize>> = match &a.http {
+        Some(_) => vec![None],
+        None => a.max_open.iter().copied().map(Some).collect(),
     };
+    // A run that fails is reported as such; the others still count.
+    let runs: Vec<Value> = settings
+        .into_iter()
+        .map(|n| {
+            run_one(a, args, n, base.path()).unwrap_or_else(|e| {
+                eprintln!("folio: the run with max_open_databases {n:?} failed: {e}");
+                json!({"label": format!("max_open_databases = {n:?} (failed)"),
+                       "max_open_databases": n, "error": e})
+            })
+        })
+        .collect();
     let result = json!({
         "workload": "dbs",
         "settings": {"databases": a.databases, "threads": a.threads, "max_open": a.max_open,
