@@ -687,13 +687,18 @@ impl Drop for Engine {
 
 fn background_loop(s: &Shared) {
     let mut last = Instant::now();
+    let mut behind = false;
     loop {
         {
             let mut stop = s.stop.lock();
             if *stop {
                 return;
             }
-            s.wake.wait_for(&mut stop, Duration::from_millis(100));
+            // A closer that is behind goes on at once; a checkpoint the
+            // log asks for still comes first in every pass.
+            if !behind {
+                s.wake.wait_for(&mut stop, Duration::from_millis(100));
+            }
             if *stop {
                 return;
             }
@@ -709,18 +714,28 @@ fn background_loop(s: &Shared) {
             }
             last = Instant::now();
         }
-        let limit = s.cfg.max_open_databases;
-        if s.dbs.lock().instances > limit {
-            close_idle(s, limit - batch(limit) + 1);
-        }
+        behind = closer_pass(s);
     }
 }
 
-/// How many databases the closer closes at least in one pass once the
-/// cache is over `limit`: 1/16 of it, so that passes (one flush each) are
-/// few, and the cache works down to 15/16 of its limit.
+/// The size of the closer's batches: 1/16 of the limit, so that passes
+/// (one flush each) are few, and the cache works down to 15/16 of it.
 fn batch(limit: usize) -> usize {
     (limit / 16).max(1)
+}
+
+/// One pass of the closer, when the cache is over its limit: at most four
+/// batches, so that a pass (an fdatasync per database not yet written by a
+/// checkpoint) never holds up a checkpoint for long. Returns whether the
+/// cache is still over its limit after a pass that closed something.
+fn closer_pass(s: &Shared) -> bool {
+    let limit = s.cfg.max_open_databases;
+    let open = s.dbs.lock().instances;
+    if open <= limit {
+        return false;
+    }
+    let target = (limit - batch(limit) + 1).max(open.saturating_sub(4 * batch(limit)));
+    close_idle(s, target) > 0 && s.dbs.lock().instances > limit
 }
 
 /// Closes idle database instances, least recently used first, until at
