@@ -12,6 +12,7 @@
 //!   readers ──read()──►  shard[hash(file,page)] ──miss──► FileHandle::read_at
 //!   commit  ──prepare()/install()──► frame{data, dirty, page_lsn, rec_lsn}
 //!   flusher ──flush(durable)──► sort dirty by (file, page) ─► write ─► fdatasync ─► mark clean
+//!                                 (many files: a few threads, each file written in page order)
 //! ```
 //!
 //! Rules the pool enforces for the layers above (design.md):
@@ -39,7 +40,7 @@ use crate::{FileHandle, Lsn, PageBuf, PageId, StorageError, StorageResult, PAGE_
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;
@@ -47,6 +48,10 @@ const MAX_CREDIT: u8 = 3;
 /// Pages coalesced into one write by the flusher when their ids are
 /// consecutive (1 MiB).
 const MAX_COALESCE: usize = 128;
+/// A flush pass over at least this many files writes them from
+/// `FLUSH_THREADS` threads.
+const PARALLEL_FILES: usize = 8;
+const FLUSH_THREADS: usize = 4;
 
 /// A file registered with the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -578,25 +583,23 @@ impl BufferPool {
             not_durable,
             ..FlushReport::default()
         };
-        let mut start = 0;
-        while start < work.len() {
-            let file = work[start].key.0;
-            let end = start + work[start..].iter().take_while(|w| w.key.0 == file).count();
-            match self.flush_file_pages(file, &work[start..end]) {
+        let files: Vec<&[FlushItem]> = work.chunk_by(|a, b| a.key.0 == b.key.0).collect();
+        for (items, written) in files.iter().zip(self.write_files(&files)) {
+            let file = items[0].key.0;
+            match written {
                 Ok(()) => {
-                    report.pages_written += (end - start) as u64;
+                    report.pages_written += items.len() as u64;
                     report.files_synced += 1;
-                    report.left_dirty += self.end_flush(&work[start..end], true);
+                    report.left_dirty += self.end_flush(items, true);
                 }
                 Err(e) => {
-                    self.end_flush(&work[start..end], false);
+                    self.end_flush(items, false);
                     let name = self.name_of(file);
                     // I11: never retried; the file stays failed until reopened.
                     self.mark_failed(file, e.to_string());
                     report.failures.push((file, name, e.to_string()));
                 }
             }
-            start = end;
         }
         self.flushed
             .fetch_add(report.pages_written, Ordering::Relaxed);
@@ -638,6 +641,41 @@ impl BufferPool {
             }
         }
         (work, not_durable)
+    }
+
+    /// Writes and syncs each file's items (one slice per file), the
+    /// outcome of each in order. Many files are spread over a few threads:
+    /// each file is one fdatasync, and one thread issuing hundreds of them
+    /// in turn (a checkpoint after many databases were written, the cache
+    /// closing them) leaves the disk's queue nearly empty.
+    fn write_files(&self, files: &[&[FlushItem]]) -> Vec<io::Result<()>> {
+        let each = |items: &&[FlushItem]| self.flush_file_pages(items[0].key.0, items);
+        if files.len() < PARALLEL_FILES {
+            return files.iter().map(each).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let mut done: Vec<(usize, io::Result<()>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..FLUSH_THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(items) = files.get(i) else {
+                                return out;
+                            };
+                            out.push((i, each(items)));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("a flush thread panicked"))
+                .collect()
+        });
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
     }
 
     fn flush_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
@@ -930,6 +968,51 @@ mod tests {
             Some(Lsn(29)),
             "rec LSN advanced without a flush"
         );
+    }
+
+    #[test]
+    fn a_flush_over_many_files_writes_each_and_fails_only_the_bad_one() {
+        struct FailingSync;
+        impl FileHandle for FailingSync {
+            fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+                Ok(0)
+            }
+            fn write_at(&self, b: &[u8], _: u64) -> io::Result<usize> {
+                Ok(b.len())
+            }
+            fn sync_data(&self) -> io::Result<()> {
+                Err(io::Error::from_raw_os_error(libc::EIO))
+            }
+            fn len(&self) -> io::Result<u64> {
+                Ok(0)
+            }
+            fn set_len(&self, _: u64) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let (be, pool, _) = setup();
+        let mut files = Vec::new();
+        for i in 0..3 * PARALLEL_FILES as u8 {
+            let path = format!("/d/f{i}.fdb");
+            let h = be.open(Path::new(&path), OpenMode::CreateOrOpen).unwrap();
+            let f = pool.register(h, &path);
+            pool.install(f, PageId(0), page_with(i), at(10), false);
+            pool.install(f, PageId(1), page_with(i), at(10), false);
+            files.push((f, path));
+        }
+        let bad = pool.register(Arc::new(FailingSync), "bad.fdb");
+        pool.install(bad, PageId(0), page_with(9), at(10), false);
+        let r = pool.flush(Lsn(100), None);
+        assert_eq!(r.pages_written, 2 * files.len() as u64);
+        assert_eq!(r.failures.len(), 1);
+        assert!(pool.failure(bad).is_some(), "I11");
+        assert_eq!(pool.stats().dirty_pages, 1, "only the bad file's page");
+        for (i, (_, path)) in files.iter().enumerate() {
+            let bytes = be.file_bytes(Path::new(path)).unwrap();
+            let p = PageBuf::from_bytes(&bytes[PAGE_SIZE..2 * PAGE_SIZE]).unwrap();
+            p.verify(path, PageId(1)).unwrap();
+            assert_eq!(p.body()[0], i as u8);
+        }
     }
 
     #[test]
