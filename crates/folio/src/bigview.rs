@@ -242,7 +242,6 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
                 json!({"sort_dir": label, "report": r, "rss_peak_kib": peak, "rss_before_kib": rss0,
                 "rebuild_memory": rebuild_memory}),
             );
-            v.close().map_err(err)?;
         }
         for (label, dir) in &dirs {
             if *label == "tmpfs" {
@@ -259,7 +258,6 @@ pub fn run(a: &BigviewArgs) -> Result<(), String> {
         "ratio_largest_to_smallest_p50": ratios,
         "rebuilds": rebuilds,
     });
-    views.close().map_err(err)?;
     drop(db);
     engine.close().map_err(err)?;
     progress.finish();

@@ -243,9 +243,8 @@ pub fn run(args: Args) -> CliResult {
     }
     let dd = open(&args)?;
     let result = dispatch(&args, &dd.engine, &dd.views);
-    let views_closed = dd.views.close().map_err(|e| e.to_string());
     let closed = dd.engine.close().map_err(|e| e.to_string());
-    result.and(views_closed).and(closed)
+    result.and(closed)
 }
 
 /// Refuses global options the command would otherwise ignore or take to
@@ -561,10 +560,10 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
     )
     .map_err(err)?;
     eprintln!("folio: shutting down (flush and checkpoint)");
-    let views_closed = views.close().map_err(err);
+    drop(views);
     let closed = engine.close().map_err(err);
     drop(lock);
-    views_closed.and(closed)
+    closed
 }
 
 fn log_info_json(i: &translog::LogInfo) -> serde_json::Value {

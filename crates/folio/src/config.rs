@@ -66,6 +66,8 @@ pub struct FileConfig {
     pub attachment_streams: Option<usize>,
     /// Attachment chunks written back at once, engine-wide (0 = no limit).
     pub attachment_writeback: Option<usize>,
+    /// Databases kept open at once; idle ones beyond it are closed.
+    pub max_open_databases: Option<usize>,
     #[serde(default)]
     pub tls: TlsSection,
 }
@@ -280,6 +282,15 @@ impl FileConfig {
                 return Err(setting("attachment_writeback", "must be at most 1024"));
             }
             cfg.attachment_writeback = n;
+        }
+        if let Some(n) = self.max_open_databases {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(setting(
+                    "max_open_databases",
+                    "must be between 1 and 1000000",
+                ));
+            }
+            cfg.max_open_databases = n;
         }
         Ok(cfg)
     }
@@ -527,6 +538,26 @@ mod tests {
             .engine_config(Path::new("/d"))
             .unwrap();
         assert!(off.log.is_none());
+    }
+
+    #[test]
+    fn open_database_limit() {
+        let d = Path::new("/d");
+        assert_eq!(
+            parse("")
+                .unwrap()
+                .engine_config(d)
+                .unwrap()
+                .max_open_databases,
+            1000
+        );
+        let c = parse("max_open_databases = 500").unwrap();
+        assert_eq!(c.engine_config(d).unwrap().max_open_databases, 500);
+        let e = parse("max_open_databases = 0")
+            .unwrap()
+            .engine_config(d)
+            .unwrap_err();
+        assert!(e.contains("max_open_databases"), "{e}");
     }
 
     #[test]

@@ -545,8 +545,7 @@ impl LocalServer {
                 },
                 Some(stop_rx),
             );
-            let (engine, views) = r.map_err(|e| e.to_string())?;
-            views.close().map_err(|e| e.to_string())?;
+            let (engine, _views) = r.map_err(|e| e.to_string())?;
             engine.close().map_err(|e| e.to_string())?;
             drop(lock);
             Ok(())
@@ -629,10 +628,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
             embedded.push(r);
             let Embedded { engine, views } =
                 Arc::try_unwrap(target).map_err(|_| "engine still in use")?;
-            Arc::try_unwrap(views)
-                .map_err(|_| "views still in use")?
-                .close()
-                .map_err(|e| e.to_string())?;
+            drop(views);
             Arc::try_unwrap(engine)
                 .map_err(|_| "engine still in use")?
                 .close()

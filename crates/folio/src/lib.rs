@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod crashtest;
 pub mod datadir;
+pub mod dbsload;
 pub mod docsload;
 pub mod load;
 pub mod progress;

@@ -43,6 +43,9 @@ pub enum LoadCmd {
     Docs(crate::docsload::DocsArgs),
     /// Response times of small operations against 1, 30, 100 clients.
     Pool(crate::docsload::PoolArgs),
+    /// Tens of thousands of databases on one server: create, read, list,
+    /// kill and restart, with the server's memory and descriptors sampled.
+    Dbs(crate::dbsload::DbsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -88,6 +91,7 @@ pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
         LoadCmd::Pool(a) => crate::docsload::pool(a, args),
         LoadCmd::Commit(a) => commit(a, args),
         LoadCmd::Bigview(a) => crate::bigview::run(a),
+        LoadCmd::Dbs(a) => crate::dbsload::run(a, args),
     }
 }
 

@@ -126,7 +126,6 @@ fn verify(dir: &Path, cfg: &Path, model: &mut Model) -> TrialOutcome {
         .unwrap_or_else(|e| panic!("verification failed: {e}"));
     let vc = folio::crashtest::check_views(&dd.views, &dd.engine, DBS)
         .unwrap_or_else(|e| panic!("view verification failed: {e}"));
-    dd.views.close().unwrap();
     dd.engine.close().unwrap();
     TrialOutcome {
         acked: 0,

@@ -75,9 +75,8 @@ fn run(backend: Arc<dyn Backend>, model: &mut Model) {
             return;
         }
     }
-    if views.close().is_ok() {
-        let _ = engine.close();
-    }
+    drop(views);
+    let _ = engine.close();
 }
 
 fn view_config() -> views::ViewConfig {
@@ -114,9 +113,7 @@ fn recover_and_verify(image: MemBackend, model: &mut Model, what: &str) {
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let views = views::Views::new(engine.backend(), view_config());
     check_views(&views, &engine, DBS).unwrap_or_else(|e| panic!("{what}: views: {e}"));
-    views
-        .close()
-        .unwrap_or_else(|e| panic!("{what}: closing views failed: {e}"));
+    drop(views);
     engine
         .close()
         .unwrap_or_else(|e| panic!("{what}: clean close after recovery failed: {e}"));

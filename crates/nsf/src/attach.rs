@@ -30,6 +30,7 @@
 use crate::db::DbCore;
 use crate::txn::Txn;
 use crate::writeback::Failed;
+use crate::Database;
 use crate::{AttachmentRef, NsfError, NsfResult};
 use std::io::{self, Read};
 use std::sync::Arc;
@@ -214,6 +215,8 @@ pub(crate) fn free_blob(txn: &mut Txn<'_>, a: &AttachmentRef) -> NsfResult<()> {
 /// Streams an attachment's content, verifying every page and the whole
 /// content's checksum.
 pub struct AttachmentReader {
+    /// Keeps the database open while its content is read (I19).
+    _db: Arc<Database>,
     handle: Arc<dyn FileHandle>,
     path: String,
     aref: AttachmentRef,
@@ -226,8 +229,14 @@ pub struct AttachmentReader {
 }
 
 impl AttachmentReader {
-    pub(crate) fn new(handle: Arc<dyn FileHandle>, path: String, aref: AttachmentRef) -> Self {
+    pub(crate) fn new(
+        db: Arc<Database>,
+        handle: Arc<dyn FileHandle>,
+        path: String,
+        aref: AttachmentRef,
+    ) -> Self {
         AttachmentReader {
+            _db: db,
             handle,
             path,
             aref,

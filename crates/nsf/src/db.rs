@@ -33,6 +33,14 @@
 //! wrote it is installed (I15). Writers that find the writer lock taken are
 //! counted, with the time until their write starts, in the engine-wide
 //! `LockCounters`; the uncontended path reads no clock.
+//!
+//! An instance's life in the open-database cache (closing, extensions of
+//! the layers above, the catalog) is in `lifecycle.rs` (I19, I20).
+
+mod lifecycle;
+
+pub use lifecycle::CloseHook;
+pub(crate) use lifecycle::Life;
 
 use crate::acl::{acl_note_items, acl_of_note, acl_unid, is_acl_note};
 use crate::attach::{self, AttachmentReader, BlobWriter};
@@ -392,6 +400,8 @@ pub struct Database {
     acl: Mutex<AclCache>,
     /// Engine-wide writer-lock statistics.
     locks: Arc<LockCounters>,
+    /// Its life in the open-database cache and the catalog (I19, I20).
+    life: Life,
 }
 
 /// The ACL note as last read.
@@ -410,7 +420,7 @@ impl Database {
         header: DbHeader,
         durability: Durability,
         refused: Option<String>,
-        (locks, writeback): (Arc<LockCounters>, Arc<crate::writeback::Writeback>),
+        (locks, writeback, life): (Arc<LockCounters>, Arc<crate::writeback::Writeback>, Life),
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {
@@ -432,6 +442,7 @@ impl Database {
             state: RwLock::new(header),
             acl: Mutex::new(AclCache::Unread),
             locks,
+            life,
         }
     }
 
@@ -662,6 +673,9 @@ impl Database {
             }
             .into());
         }
+        // I20: the catalog hears of the change durably before it can be
+        // durable, and of its outcome after.
+        let _change = self.begin_acl_change()?;
         self.submit(WriteOp::SetAcl(json)).and_then(expect_meta)
     }
 
@@ -680,6 +694,7 @@ impl Database {
             name: name.to_string(),
         })?;
         Ok(AttachmentReader::new(
+            self.pinned(),
             self.core.handle.clone(),
             self.core.path.clone(),
             a.clone(),
@@ -1377,7 +1392,9 @@ impl Database {
         Ok(())
     }
 
-    /// Clears the unlogged-open flag at a clean close (I12).
+    /// Clears the unlogged-open flag at a clean close (I12), unless this
+    /// instance found it set: a crash left the file needing fixup, and
+    /// closing it cleanly now does not undo that.
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
         let r = self.clear_unlogged_flag();
         // Writes queued meanwhile found the lock taken (see `drain`).
@@ -1388,7 +1405,10 @@ impl Database {
     fn clear_unlogged_flag(&self) -> NsfResult<()> {
         let _w = self.writer.lock();
         let mut h = self.state.read().clone();
-        if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.check_writable().is_ok() {
+        if h.flags & FLAG_UNLOGGED_OPEN != 0
+            && !self.opened_unclean
+            && self.core.check_writable().is_ok()
+        {
             h.flags &= !FLAG_UNLOGGED_OPEN;
             self.write_header_direct(&h)?;
             *self.state.write() = h;

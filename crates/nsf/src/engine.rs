@@ -1,15 +1,18 @@
 //! The engine: everything one data directory needs at run time.
 //!
 //! It owns the shared buffer pool, the server-wide transaction log (or the
-//! lack of one, in unlogged mode), the cache of open databases and the
-//! background thread that flushes dirty pages and takes checkpoints.
+//! lack of one, in unlogged mode), the cache of open databases, the
+//! catalog of every database (`catalog.rs`) and the background thread that
+//! flushes dirty pages, takes checkpoints and closes idle databases.
 //! Opening the engine *is* restart recovery: the log replays whatever the
-//! last run left before any database is opened.
+//! last run left before any database is opened; then the catalog is
+//! reconciled with the data directory (I20).
 //!
 //! ```text
-//!   Engine ─┬─ BufferPool (shared)          ◄── flusher/checkpointer thread
+//!   Engine ─┬─ BufferPool (shared)          ◄── flusher/checkpointer/closer thread
 //!           ├─ TransLog   (one per data dir) ── group commit, recovery
-//!           └─ open databases: path → Arc<Database>
+//!           ├─ Catalog    path → title, audience (listing opens nothing)
+//!           └─ open databases: DbPath → Slot ── Opening │ Open │ Closing
 //! ```
 //!
 //! The checkpointer flushes pages whose log records are durable (I1), then
@@ -17,11 +20,32 @@
 //! flight and the oldest dirty page, read in that order (I8), and hands it
 //! to the log, which may then recycle extents below it.
 //!
+//! **The open-database cache** keeps at most `max_open_databases`
+//! instances, so descriptors and pool frames are bounded by settings, not
+//! by how many databases the directory holds. Each path has one slot, a
+//! small lifecycle: `Opening` while a thread reads the file (others wait,
+//! with no lock held during the I/O), `Open` with the instance and when it
+//! was last used, `Closing` while the closer writes it out (others wait,
+//! then open it afresh). An instance is closed only when it is idle — the
+//! cache holds its only `Arc`: no request, attachment stream, open view
+//! collection, bulk build or client handle has it — and only once the
+//! layers above have run their close hooks and every page of it is
+//! written and synced; its frames then leave the pool and its descriptor
+//! closes before the slot is freed (I19). The background thread closes
+//! idle instances, least recently used first, a batch at a time (down to
+//! 15/16 of the limit). Closing costs a file's fdatasync when its pages
+//! were not yet written by a checkpoint, so a burst of opens can outrun
+//! the closer: an open that finds the cache at twice the limit closes one
+//! batch itself, which bounds the cache at twice the limit plus the
+//! databases in use. With no background thread every open over the limit
+//! closes down to it.
+//!
 //! The engine also holds the writer-lock counters every database adds to
 //! (plain atomics, so statistics cost nothing to keep), read back as
-//! [`LockStats`] by `show stats`.
+//! [`LockStats`] by `show stats`, and the cache's counters ([`CacheStats`]).
 
-use crate::db::{Database, Durability, Inflight, LockCounters};
+use crate::catalog::{self, Audience, Catalog, Listed};
+use crate::db::{Database, Durability, Inflight, Life, LockCounters};
 use crate::dbpath::DbPath;
 use crate::header::{DbHeader, MAX_TITLE};
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
@@ -58,6 +82,10 @@ pub struct EngineConfig {
     /// small limit keeps the disk queue short, so a commit's log fsync
     /// never waits behind tens of megabytes of attachment data.
     pub attachment_writeback: usize,
+    /// Databases kept open at once (I19). Idle ones beyond it are closed,
+    /// least recently used first; databases in use are never closed, so
+    /// the cache holds more only while more are in use.
+    pub max_open_databases: usize,
 }
 
 impl EngineConfig {
@@ -71,6 +99,9 @@ impl EngineConfig {
             // Measured (docs/benchmarks.md "docs"): 2 keeps commits' p99
             // under 10 ms embedded while attachments still outrun dd.
             attachment_writeback: 2,
+            // One or two descriptors each: well inside the usual 20,000
+            // hard limit with room for connections and the log.
+            max_open_databases: 1000,
         }
     }
 }
@@ -89,6 +120,21 @@ pub struct LockStats {
     pub writes: u64,
 }
 
+/// The open-database cache's figures since the engine opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheStats {
+    /// Database instances now (open, or being closed): each holds a
+    /// descriptor (two once it has streamed attachments) and its pages in
+    /// the pool.
+    pub open: u64,
+    /// `max_open_databases`.
+    pub limit: u64,
+    /// Opens that had to open the file (the database was not open).
+    pub opened: u64,
+    /// Instances closed because the cache was over its limit.
+    pub closed: u64,
+}
+
 struct Shared {
     backend: Arc<dyn Backend>,
     cfg: EngineConfig,
@@ -96,6 +142,11 @@ struct Shared {
     log: Option<Arc<TransLog>>,
     inflight: Arc<Inflight>,
     dbs: Mutex<OpenDbs>,
+    /// Signalled whenever a slot leaves `Opening` or `Closing`.
+    dbs_changed: Condvar,
+    /// One pass closing idle databases at a time.
+    closing: Mutex<()>,
+    catalog: Arc<Catalog>,
     /// Databases restart recovery could not bring back, with the reason.
     unrecovered: HashMap<String, String>,
     stop: Mutex<bool>,
@@ -111,8 +162,69 @@ struct Shared {
 /// identity on disk (a link made by hand is a second path to one file).
 #[derive(Default)]
 struct OpenDbs {
-    by_path: HashMap<DbPath, Arc<Database>>,
+    slots: HashMap<DbPath, Slot>,
     by_file: HashMap<FileIdentity, DbPath>,
+    /// Slots `Open` or `Closing`: instances that exist.
+    instances: usize,
+    /// Orders uses, for closing the least recently used first.
+    clock: u64,
+    opened: u64,
+    closed: u64,
+}
+
+impl OpenDbs {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+}
+
+/// One path's place in the cache (module docs, I18, I19).
+enum Slot {
+    /// A thread is opening (or creating) the file; an open of the path
+    /// waits for it.
+    Opening,
+    /// `used` is the clock at its last open; `file` its identity on disk.
+    Open {
+        db: Arc<Database>,
+        used: u64,
+        file: Option<FileIdentity>,
+    },
+    /// The closer is writing it out; an open of the path waits, then opens
+    /// it afresh.
+    Closing,
+}
+
+/// A path claimed in the cache (`Slot::Opening`): while it is held no
+/// other thread opens, creates or closes the path. Dropped unfilled (an
+/// error, a panic), it frees the slot again.
+struct Claim<'e> {
+    shared: &'e Shared,
+    key: DbPath,
+    filled: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.filled {
+            self.shared.dbs.lock().slots.remove(&self.key);
+            self.shared.dbs_changed.notify_all();
+        }
+    }
+}
+
+/// What looking a path up in the cache found: the open instance (and
+/// whether the cache is over its limit), or a claim on the path.
+enum Lookup<'e> {
+    Open(Arc<Database>, bool),
+    Claimed(Claim<'e>),
+}
+
+/// An instance being closed.
+struct Victim {
+    key: DbPath,
+    db: Arc<Database>,
+    file: Option<FileIdentity>,
 }
 
 /// An open data directory.
@@ -123,11 +235,18 @@ pub struct Engine {
 
 impl Engine {
     /// Opens (creating if needed) the data directory, runs restart
-    /// recovery when logged, and starts the background thread.
+    /// recovery when logged, starts the background thread and reconciles
+    /// the catalog with the directory (I20).
     pub fn open(
         backend: Arc<dyn Backend>,
         cfg: EngineConfig,
     ) -> NsfResult<(Engine, Option<RecoveryReport>)> {
+        if cfg.max_open_databases == 0 {
+            return Err(NsfError::Setting {
+                key: "max_open_databases".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
         backend
             .create_dir_all(&cfg.data_dir)
             .map_err(|e| NsfError::Io {
@@ -159,12 +278,16 @@ impl Engine {
                     source: e,
                 }
             })?;
+        let loaded = Catalog::load(backend.clone(), &cfg.data_dir)?;
         let shared = Arc::new(Shared {
             pool: BufferPool::new(cfg.buffer_pool_size),
             backend,
             log,
             inflight: Arc::default(),
             dbs: Mutex::default(),
+            dbs_changed: Condvar::new(),
+            closing: Mutex::new(()),
+            catalog: Arc::new(loaded.catalog),
             unrecovered,
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -180,7 +303,59 @@ impl Engine {
                 .spawn(move || background_loop(&s))
                 .expect("spawn flusher thread")
         });
-        Ok((Engine { shared, background }, report))
+        let engine = Engine { shared, background };
+        engine.reconcile_catalog(loaded.damaged)?;
+        Ok((engine, report))
+    }
+
+    /// Brings the catalog up to date with the data directory (I20): walks
+    /// it, forgets the databases whose file is gone, rewrites the catalog
+    /// file, then opens every database the catalog does not know or whose
+    /// ACL change a crash interrupted (opening one records it), and closes
+    /// them again. A file that cannot be opened is recorded as one whose
+    /// list cannot be read (only administrators see it listed), so it is
+    /// not tried again at every start; opening it reports the problem.
+    fn reconcile_catalog(&self, damaged: bool) -> NsfResult<()> {
+        let s = &self.shared;
+        let skip = s.cfg.log.as_ref().map(|l| s.cfg.data_dir.join(&l.dir));
+        let on_disk = catalog::walk(s.backend.as_ref(), &s.cfg.data_dir, skip.as_deref())?;
+        let unknown = s.catalog.plan(&on_disk, damaged);
+        s.catalog.rewrite()?;
+        let started = Instant::now();
+        for path in &unknown {
+            match self.open_database(path.as_str()) {
+                Ok(_) => {}
+                // A second name of a file listed under another (I18).
+                Err(e @ NsfError::SameFile { .. }) => {
+                    tracing::info!(db = %path, error = %e, "not listed");
+                    s.catalog.forget(path.as_str());
+                }
+                // Listed for administrators, as something that is there;
+                // opening it says what is wrong.
+                Err(e) => {
+                    tracing::info!(db = %path, error = %e, "database file cannot be opened");
+                    s.catalog.note(
+                        path.as_str(),
+                        catalog::Entry {
+                            title: String::new(),
+                            instance: DbInstanceId(0),
+                            audience: Audience::Unreadable,
+                        },
+                    );
+                }
+            }
+        }
+        // Only read to be recorded: none of them stays open.
+        close_idle(s, 0);
+        if !unknown.is_empty() {
+            tracing::info!(
+                databases = on_disk.len(),
+                read = unknown.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "catalog reconciled with the data directory"
+            );
+        }
+        Ok(())
     }
 
     /// The storage backend every file goes through (for temporary files
@@ -219,16 +394,22 @@ impl Engine {
 
     /// Creates a new, empty database. The file is written completely under a
     /// temporary name, synced, renamed into place and the directory synced
-    /// (I9), so a crash leaves either no database or a whole one.
+    /// (I9), so a crash leaves either no database or a whole one; the path
+    /// is claimed in the cache meanwhile, so two creates of one path cannot
+    /// both write it.
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
-        let path = &self.db_path(path)?;
-        let path = path.as_str();
+        let key = self.db_path(path)?;
         if title.len() > MAX_TITLE {
             return Err(NsfError::Invalid(format!(
                 "title is {} bytes; the limit is {MAX_TITLE}",
                 title.len()
             )));
         }
+        let claim = match self.lookup(&key) {
+            Lookup::Open(..) => return Err(NsfError::DatabaseExists(key.to_string())),
+            Lookup::Claimed(claim) => claim,
+        };
+        let path = key.as_str();
         let full = self.full_path(path);
         let be = &self.shared.backend;
         if be.exists(&full) {
@@ -249,22 +430,58 @@ impl Engine {
         drop(f);
         be.rename(&tmp, &full).map_err(io)?;
         be.sync_dir(dir).map_err(io)?;
-        self.open_database(path)
+        self.open_claimed(claim)
     }
 
-    /// Opens a database (cached: every caller shares one `Database`).
+    /// Opens a database (cached: every caller shares one instance, I18).
     pub fn open_database(&self, path: &str) -> NsfResult<Arc<Database>> {
         let key = self.db_path(path)?;
-        let path = key.as_str();
-        let mut dbs = self.shared.dbs.lock();
-        if let Some(db) = dbs.by_path.get(&key) {
-            return Ok(db.clone());
+        match self.lookup(&key) {
+            Lookup::Open(db, over_limit) => {
+                if over_limit {
+                    self.keep_within_limit();
+                }
+                Ok(db)
+            }
+            Lookup::Claimed(claim) => self.open_claimed(claim),
         }
-        let full = self.full_path(path);
-        let handle = self
-            .shared
+    }
+
+    /// The open instance of `key`, or a claim on its slot; waits while
+    /// another thread opens or closes it.
+    fn lookup(&self, key: &DbPath) -> Lookup<'_> {
+        let s = &*self.shared;
+        let mut dbs = s.dbs.lock();
+        loop {
+            let now = dbs.tick();
+            let over_limit = dbs.instances > s.cfg.max_open_databases;
+            match dbs.slots.get_mut(key) {
+                Some(Slot::Open { db, used, .. }) => {
+                    *used = now;
+                    return Lookup::Open(db.clone(), over_limit);
+                }
+                Some(Slot::Opening | Slot::Closing) => s.dbs_changed.wait(&mut dbs),
+                None => {
+                    dbs.slots.insert(key.clone(), Slot::Opening);
+                    return Lookup::Claimed(Claim {
+                        shared: s,
+                        key: key.clone(),
+                        filled: false,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Opens the file of a claimed path and puts the instance in the
+    /// cache. The file is opened and its header read with no lock held.
+    fn open_claimed(&self, mut claim: Claim<'_>) -> NsfResult<Arc<Database>> {
+        let s = &*self.shared;
+        let key = claim.key.clone();
+        let path = key.as_str();
+        let handle = s
             .backend
-            .open(&full, OpenMode::Existing)
+            .open(&self.full_path(path), OpenMode::Existing)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => NsfError::NoSuchDatabase(path.to_string()),
                 _ => NsfError::Io {
@@ -273,22 +490,15 @@ impl Engine {
                 },
             })?;
         let identity = handle.identity();
-        if let Some(other) = identity.and_then(|id| dbs.by_file.get(&id)) {
-            return Err(NsfError::SameFile {
-                path: path.to_string(),
-                open_as: other.to_string(),
-            });
-        }
         let header = read_header(handle.as_ref(), path)?;
-        let durability = match &self.shared.log {
+        let durability = match &s.log {
             Some(log) => Durability::Logged {
                 log: log.clone(),
-                inflight: self.shared.inflight.clone(),
+                inflight: s.inflight.clone(),
             },
             None => Durability::Unlogged,
         };
-        let refused = self
-            .shared
+        let refused = s
             .unrecovered
             .get(path)
             .map(|r| format!("restart recovery could not apply its log records: {r}"));
@@ -298,37 +508,98 @@ impl Engine {
                 "database was written in unlogged mode and not closed cleanly; run fixup"
             );
         }
-        let db = Arc::new(Database::new(
-            path.to_string(),
-            self.shared.pool.clone(),
-            handle,
-            header,
-            durability,
-            refused,
-            // Engine-wide: writer-lock counters and the write-back gate.
-            (self.shared.locks.clone(), self.shared.writeback.clone()),
-        ));
-        if let Some(id) = identity {
-            dbs.by_file.insert(id, key.clone());
-        }
-        dbs.by_path.insert(key, db.clone());
+        let db = {
+            let mut dbs = s.dbs.lock();
+            if let Some(other) = identity.and_then(|id| dbs.by_file.get(&id)) {
+                let e = NsfError::SameFile {
+                    path: path.to_string(),
+                    open_as: other.to_string(),
+                };
+                drop(dbs);
+                return Err(e);
+            }
+            let db = Arc::new_cyclic(|me| {
+                Database::new(
+                    path.to_string(),
+                    s.pool.clone(),
+                    handle,
+                    header,
+                    durability,
+                    refused,
+                    // Engine-wide: writer-lock counters, the write-back
+                    // gate; and the instance's own links (I19, I20).
+                    (
+                        s.locks.clone(),
+                        s.writeback.clone(),
+                        Life::new(me.clone(), s.catalog.clone()),
+                    ),
+                )
+            });
+            if let Some(id) = identity {
+                dbs.by_file.insert(id, key.clone());
+            }
+            let used = dbs.tick();
+            dbs.slots.insert(
+                key,
+                Slot::Open {
+                    db: db.clone(),
+                    used,
+                    file: identity,
+                },
+            );
+            dbs.instances += 1;
+            dbs.opened += 1;
+            claim.filled = true;
+            s.dbs_changed.notify_all();
+            db
+        };
+        // I20: an instance's catalog entry is checked whenever it opens.
+        db.refresh_catalog();
+        self.keep_within_limit();
         Ok(db)
     }
 
-    /// Every database under the data directory (relative paths, sorted).
+    /// After an open that found the cache over its limit: wake the closer,
+    /// or close idle databases here when there is no closer (down to the
+    /// limit) or it has fallen behind (at twice the limit: one batch, so
+    /// no request waits for more than one batch of closes).
+    fn keep_within_limit(&self) {
+        let s = &*self.shared;
+        let limit = s.cfg.max_open_databases;
+        let open = s.dbs.lock().instances;
+        if open <= limit {
+            return;
+        }
+        if self.background.is_none() {
+            close_idle(s, limit);
+        } else if open < limit.saturating_mul(2) {
+            s.wake.notify_all();
+        } else {
+            close_idle(s, open - batch(limit));
+        }
+    }
+
+    /// Every database's path, from the catalog (no database is opened,
+    /// I20), sorted.
     pub fn list_databases(&self) -> NsfResult<Vec<String>> {
-        let mut out = Vec::new();
-        let root = &self.shared.cfg.data_dir;
-        let skip = self.shared.cfg.log.as_ref().map(|l| l.dir.clone());
-        walk(
-            self.shared.backend.as_ref(),
-            root,
-            root,
-            skip.as_deref(),
-            &mut out,
-        )?;
-        out.sort();
-        Ok(out)
+        Ok(self
+            .shared
+            .catalog
+            .list(None, &|_| true)
+            .into_iter()
+            .map(|l| l.path)
+            .collect())
+    }
+
+    /// The databases under `folder` (a path prefix) whose audience `admit`
+    /// accepts, with their titles, by path, from the catalog: no database
+    /// is opened, whatever their number (I20).
+    pub fn list_databases_where(
+        &self,
+        folder: Option<&str>,
+        admit: impl Fn(&Audience) -> bool,
+    ) -> Vec<Listed> {
+        self.shared.catalog.list(folder, &admit)
     }
 
     /// Flushes every durable dirty page and writes a checkpoint (logged
@@ -350,28 +621,53 @@ impl Engine {
         self.shared.locks.snapshot()
     }
 
-    /// How many databases are in the open-database cache.
+    /// How many database instances exist (open, or being closed).
     pub fn open_databases(&self) -> usize {
-        self.shared.dbs.lock().by_path.len()
+        self.shared.dbs.lock().instances
     }
 
-    /// Clean shutdown: stop the background thread, flush, checkpoint, close
-    /// the log (or, unlogged, clear the databases' open flags).
+    /// The open-database cache's figures.
+    pub fn cache_stats(&self) -> CacheStats {
+        let dbs = self.shared.dbs.lock();
+        CacheStats {
+            open: dbs.instances as u64,
+            limit: self.shared.cfg.max_open_databases as u64,
+            opened: dbs.opened,
+            closed: dbs.closed,
+        }
+    }
+
+    /// Clean shutdown: stop the background thread, run the databases'
+    /// close hooks, flush, checkpoint, close the log (or, unlogged, clear
+    /// the databases' open flags), and sync the catalog.
     pub fn close(mut self) -> NsfResult<()> {
         self.stop_background();
+        let open: Vec<Arc<Database>> = self
+            .shared
+            .dbs
+            .lock()
+            .slots
+            .values()
+            .filter_map(|slot| match slot {
+                Slot::Open { db, .. } => Some(db.clone()),
+                _ => None,
+            })
+            .collect();
+        for db in &open {
+            db.run_close_hooks();
+        }
         match &self.shared.log {
             Some(log) => {
                 checkpoint_now(&self.shared)?;
                 log.shutdown()?;
             }
             None => {
-                let dbs: Vec<_> = self.shared.dbs.lock().by_path.values().cloned().collect();
-                for db in dbs {
+                for db in &open {
                     db.close_unlogged()?;
                 }
             }
         }
-        Ok(())
+        self.shared.catalog.sync()
     }
 
     fn stop_background(&mut self) {
@@ -391,13 +687,18 @@ impl Drop for Engine {
 
 fn background_loop(s: &Shared) {
     let mut last = Instant::now();
+    let mut behind = false;
     loop {
         {
             let mut stop = s.stop.lock();
             if *stop {
                 return;
             }
-            s.wake.wait_for(&mut stop, Duration::from_millis(100));
+            // A closer that is behind goes on at once; a checkpoint the
+            // log asks for still comes first in every pass.
+            if !behind {
+                s.wake.wait_for(&mut stop, Duration::from_millis(100));
+            }
             if *stop {
                 return;
             }
@@ -408,7 +709,138 @@ fn background_loop(s: &Shared) {
             if let Err(e) = checkpoint_now(s) {
                 tracing::error!(error = %e, "background checkpoint failed");
             }
+            if let Err(e) = s.catalog.sync() {
+                tracing::error!(error = %e, "database catalog sync failed");
+            }
             last = Instant::now();
+        }
+        behind = closer_pass(s);
+    }
+}
+
+/// The size of the closer's batches: 1/16 of the limit, so that passes
+/// (one flush each) are few, and the cache works down to 15/16 of it.
+fn batch(limit: usize) -> usize {
+    (limit / 16).max(1)
+}
+
+/// One pass of the closer, when the cache is over its limit: at most four
+/// batches, so that a pass (an fdatasync per database not yet written by a
+/// checkpoint) never holds up a checkpoint for long. Returns whether the
+/// cache is still over its limit after a pass that closed something.
+fn closer_pass(s: &Shared) -> bool {
+    let limit = s.cfg.max_open_databases;
+    let open = s.dbs.lock().instances;
+    if open <= limit {
+        return false;
+    }
+    let target = (limit - batch(limit) + 1).max(open.saturating_sub(4 * batch(limit)));
+    close_idle(s, target) > 0 && s.dbs.lock().instances > limit
+}
+
+/// Closes idle database instances, least recently used first, until at
+/// most `target` are left or none is idle (I19). Returns how many closed.
+fn close_idle(s: &Shared, target: usize) -> usize {
+    let _one = s.closing.lock();
+    let victims = take_idle(s, target);
+    if victims.is_empty() {
+        return 0;
+    }
+    for v in &victims {
+        v.db.run_close_hooks();
+    }
+    write_out(s, &victims);
+    let (mut gone, mut kept) = (Vec::new(), Vec::new());
+    for v in victims {
+        // I19: nobody took it up meanwhile (hooks cannot hand it out), and
+        // every frame of it is written; otherwise it stays open.
+        if Arc::strong_count(&v.db) == 1 && v.db.release_pool().is_ok() {
+            let Victim { key, db, file } = v;
+            // The last reference: the instance and its descriptor go now,
+            // before the slot is freed for a new instance of the file.
+            drop(Arc::into_inner(db));
+            gone.push((key, file));
+        } else {
+            kept.push(v);
+        }
+    }
+    if !kept.is_empty() {
+        tracing::warn!(
+            databases = kept.len(),
+            "idle databases stay open: pages of them could not be written"
+        );
+    }
+    let mut dbs = s.dbs.lock();
+    for (key, file) in &gone {
+        dbs.slots.remove(key);
+        if let Some(f) = file {
+            dbs.by_file.remove(f);
+        }
+        dbs.instances -= 1;
+        dbs.closed += 1;
+    }
+    for Victim { key, db, file } in kept {
+        let used = dbs.tick();
+        dbs.slots.insert(key, Slot::Open { db, used, file });
+    }
+    s.dbs_changed.notify_all();
+    gone.len()
+}
+
+/// Marks `Closing` the least recently used idle instances beyond `target`
+/// (idle: the cache holds the only `Arc`, so no one can be using it and
+/// no one can get it while the slot is `Closing`).
+fn take_idle(s: &Shared, target: usize) -> Vec<Victim> {
+    let mut dbs = s.dbs.lock();
+    let excess = dbs.instances.saturating_sub(target);
+    if excess == 0 {
+        return Vec::new();
+    }
+    let mut idle: Vec<(u64, DbPath)> = dbs
+        .slots
+        .iter()
+        .filter_map(|(key, slot)| match slot {
+            Slot::Open { db, used, .. } if Arc::strong_count(db) == 1 => Some((*used, key.clone())),
+            _ => None,
+        })
+        .collect();
+    idle.sort_unstable();
+    idle.truncate(excess);
+    idle.into_iter()
+        .filter_map(
+            |(_, key)| match dbs.slots.insert(key.clone(), Slot::Closing) {
+                Some(Slot::Open { db, file, .. }) => Some(Victim { key, db, file }),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// Writes every page of the instances about to close (I19). Logged, the
+/// log is made durable to its end first, so that every dirty page of
+/// theirs may be written (I1); unlogged, their open flags are cleared
+/// (I12).
+fn write_out(s: &Shared, victims: &[Victim]) {
+    let upto = match &s.log {
+        Some(log) => match log.wait_durable(log.end_lsn()) {
+            Ok(()) => log.durable_lsn(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot close databases: the log is not durable");
+                return;
+            }
+        },
+        None => Lsn(u64::MAX),
+    };
+    let files: Vec<_> = victims.iter().map(|v| v.db.pool_file()).collect();
+    let report = s.pool.flush_files(upto, &files);
+    for (_, name, err) in &report.failures {
+        tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
+    }
+    if s.log.is_none() {
+        for v in victims {
+            if let Err(e) = v.db.close_unlogged() {
+                tracing::error!(db = %v.key, error = %e, "cannot clear the unlogged-open flag");
+            }
         }
     }
 }
@@ -458,36 +890,6 @@ fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {
     page.verify(path, PageId(0))
         .map_err(|e| not_db(e.to_string()))?;
     DbHeader::decode(&page, path)
-}
-
-fn walk(
-    be: &dyn Backend,
-    root: &Path,
-    dir: &Path,
-    skip: Option<&Path>,
-    out: &mut Vec<String>,
-) -> NsfResult<()> {
-    let entries = be.read_dir(dir).map_err(|e| NsfError::Io {
-        path: dir.display().to_string(),
-        source: e,
-    })?;
-    for p in entries {
-        if Some(p.as_path()) == skip {
-            continue;
-        }
-        if be.is_dir(&p) {
-            walk(be, root, &p, skip, out)?;
-        } else if p.extension().is_some_and(|e| e == "fdb") {
-            // A file whose name is not a canonical database path (made by
-            // hand) cannot be opened, so it is not listed either (I18).
-            let rel = p.strip_prefix(root).ok().and_then(|r| r.to_str());
-            match rel.map(DbPath::parse) {
-                Some(Ok(rel)) => out.push(rel.to_string()),
-                _ => tracing::warn!(file = %p.display(), "not a canonical database path; skipped"),
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Builds the bytes of a new database: header plus three empty trees.

@@ -9,6 +9,7 @@
 
 mod acl;
 mod attach;
+mod catalog;
 mod db;
 mod dbpath;
 mod engine;
@@ -26,9 +27,10 @@ pub use acl::{
     MAX_ACL_JSON_BYTES, MAX_ACL_NAME_BYTES, MAX_ACL_ROLES, MAX_ROLE_BYTES,
 };
 pub use attach::{read_full, AttachmentReader, BLOB_DATA};
-pub use db::{CheckReport, Database, DbInfo, NoteMeta};
+pub use catalog::{Audience, Listed};
+pub use db::{CheckReport, CloseHook, Database, DbInfo, NoteMeta};
 pub use dbpath::{DbPath, MAX_DB_PATH};
-pub use engine::{Engine, EngineConfig, LockStats};
+pub use engine::{CacheStats, Engine, EngineConfig, LockStats};
 pub use error::{NsfError, NsfResult};
 pub use header::MAX_TITLE;
 pub use ids::*;

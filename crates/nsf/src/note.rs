@@ -456,6 +456,12 @@ fn fold(name: &str) -> impl Iterator<Item = char> + '_ {
     name.chars().flat_map(char::to_lowercase)
 }
 
+/// `name` folded as [`same_name`] compares it: two names are the same
+/// exactly when their folded forms are equal.
+pub(crate) fn folded(name: &str) -> String {
+    fold(name).collect()
+}
+
 pub(crate) fn same_name(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         return a.eq_ignore_ascii_case(b); // the common case, without folding

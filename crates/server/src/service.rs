@@ -329,26 +329,27 @@ impl Service {
         database_info(&db)
     }
 
-    /// Databases under `folder` the caller has any access to.
+    /// Databases under `folder` the caller has any access to, from the
+    /// catalog: listing opens no database, however many there are, and a
+    /// caller learns of no database its ACL does not admit (design.md
+    /// I20). A database without a usable list admits only administrators,
+    /// as [`Service::access`] does.
     pub fn list_databases(
         &self,
         caller: &Caller,
         folder: Option<&str>,
     ) -> ServerResult<Vec<DatabaseSummary>> {
-        let mut out = Vec::new();
-        for path in self.engine.list_databases().map_err(nsf_err)? {
-            if folder.is_some_and(|f| !path.starts_with(f)) {
-                continue;
-            }
-            let Ok(db) = self.engine.open_database(&path) else {
-                continue;
-            };
-            if caller.admin || self.access(caller, &db)?.level() > AccessLevel::NoAccess {
-                let title = db.info().map_err(nsf_err)?.title;
-                out.push(DatabaseSummary { path, title });
-            }
-        }
-        Ok(out)
+        let user = caller.user.as_deref();
+        let listed = self.engine.list_databases_where(folder, |audience| {
+            caller.admin || audience.admits(user).unwrap_or(false)
+        });
+        Ok(listed
+            .into_iter()
+            .map(|l| DatabaseSummary {
+                path: l.path,
+                title: l.title,
+            })
+            .collect())
     }
 
     /// Opens a database the caller has some access to.

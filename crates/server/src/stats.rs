@@ -399,7 +399,11 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
     count("pool.misses", p.misses);
     count("pool.evictions", p.evictions);
     count("pool.pages_flushed", p.pages_flushed);
-    count("db.open", engine.open_databases() as u64);
+    let c = engine.cache_stats();
+    count("db.open", c.open);
+    count("db.open_limit", c.limit);
+    count("db.opened", c.opened);
+    count("db.closed", c.closed);
     let l = engine.lock_stats();
     count("lock.writes", l.writes);
     count("lock.waits", l.waits);

@@ -104,10 +104,20 @@ impl Server {
     }
 
     fn launch(limits: Limits, tls: bool) -> Server {
+        Server::launch_with(limits, tls, EngineConfig::new("").max_open_databases)
+    }
+
+    /// A server whose open-database cache keeps `max_open` databases.
+    fn with_open_limit(max_open: usize) -> Server {
+        Server::launch_with(Limits::default(), false, max_open)
+    }
+
+    fn launch_with(limits: Limits, tls: bool, max_open: usize) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let mut cfg = EngineConfig::new(&data);
         cfg.buffer_pool_size = 16 << 20;
+        cfg.max_open_databases = max_open;
         let mut log = LogConfig::new(data.join("translog"));
         log.extent_size = 4 << 20;
         log.max_size = 64 << 20;
@@ -746,6 +756,49 @@ fn access_is_checked_for_every_caller() {
     s.create_db("hidden.fdb");
     let listed = s.get("/dbs", BOB).expect(200).json();
     assert_eq!(listed, json!([{"path": "acl.fdb", "title": ""}]));
+}
+
+/// Listing reads the catalog: thirty databases behind a cache of four are
+/// all listed for the administrator, a user sees exactly those whose ACL
+/// admits them, and no database is opened to answer (design.md I20).
+#[test]
+fn listing_many_databases_opens_none_of_them() {
+    let s = Server::with_open_limit(4);
+    let bob_may = json!({"entries": [{"name": "admin", "level": "manager"},
+                                     {"name": "Bob", "level": "reader"}]});
+    for i in 0..30 {
+        let db = format!("many/db{i:02}.fdb");
+        s.create_db(&db);
+        if i % 5 == 0 {
+            s.send("PUT", &format!("{}/_acl", db_url(&db)), ADMIN, &bob_may)
+                .expect(200);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.statistic("db.open").unwrap() > 4 {
+        assert!(Instant::now() < deadline, "the cache stayed over its limit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let opened = s.statistic("db.opened").unwrap();
+    let all = s.get("/dbs", ADMIN).expect(200).json();
+    assert_eq!(all.as_array().unwrap().len(), 30);
+    assert_eq!(all[7], json!({"path": "many/db07.fdb", "title": ""}));
+    let bob: Vec<Value> = (0..30)
+        .step_by(5)
+        .map(|i| json!({"path": format!("many/db{i:02}.fdb"), "title": ""}))
+        .collect();
+    assert_eq!(s.get("/dbs", BOB).expect(200).json(), json!(bob));
+    assert_eq!(
+        s.get("/dbs?folder=many/db1", BOB).expect(200).json(),
+        json!([bob[2], bob[3]])
+    );
+    assert_eq!(s.get("/dbs", ALICE).expect(200).json(), json!([]));
+    assert_eq!(
+        s.statistic("db.opened"),
+        Some(opened),
+        "listing opened no database"
+    );
+    assert_eq!(s.statistic("db.open_limit"), Some(4));
 }
 
 #[test]

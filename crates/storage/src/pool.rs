@@ -12,6 +12,7 @@
 //!   readers ──read()──►  shard[hash(file,page)] ──miss──► FileHandle::read_at
 //!   commit  ──prepare()/install()──► frame{data, dirty, page_lsn, rec_lsn}
 //!   flusher ──flush(durable)──► sort dirty by (file, page) ─► write ─► fdatasync ─► mark clean
+//!                                 (many files: a few threads, each file written in page order)
 //! ```
 //!
 //! Rules the pool enforces for the layers above (design.md):
@@ -24,6 +25,8 @@
 //!   before the delta-logged version is installed.
 //! - I11: a failed write or fsync marks the file failed; its dirty frames
 //!   stay dirty and are never retried.
+//! - I19: `release_file` forgets a file being closed only when none of its
+//!   frames is dirty, pinned or being flushed; it never discards a change.
 //!
 //! Eviction is a generalised CLOCK: a frame enters with no credit, each hit
 //! adds credit (up to 3), the clock hand spends one credit per pass and
@@ -37,7 +40,7 @@ use crate::{FileHandle, Lsn, PageBuf, PageId, StorageError, StorageResult, PAGE_
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;
@@ -45,6 +48,10 @@ const MAX_CREDIT: u8 = 3;
 /// Pages coalesced into one write by the flusher when their ids are
 /// consecutive (1 MiB).
 const MAX_COALESCE: usize = 128;
+/// A flush pass over at least this many files writes them from
+/// `FLUSH_THREADS` threads.
+const PARALLEL_FILES: usize = 8;
+const FLUSH_THREADS: usize = 4;
 
 /// A file registered with the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,6 +107,19 @@ struct FileEntry {
     handle: Arc<dyn FileHandle>,
     name: String,
     failed: Option<String>,
+}
+
+impl Shard {
+    /// Drops clock entries whose frames are gone (a released file's), once
+    /// they outnumber the frames: eviction skips them anyway, but without
+    /// this a shard that never fills would keep every key it ever held.
+    fn drop_stale_clock_keys(&mut self) {
+        if self.clock.len() > 2 * self.frames.len() + 64 {
+            let frames = &self.frames;
+            self.clock.retain(|k| frames.contains_key(k));
+            self.hand = 0;
+        }
+    }
 }
 
 impl Frame {
@@ -225,6 +245,49 @@ impl BufferPool {
         }
         self.files.write().remove(&file);
         dropped
+    }
+
+    /// Forgets a file that is being closed, if nothing of it is left to
+    /// write: drops its clean frames and, when none is dirty, pinned or
+    /// being flushed, the file itself, so the pool holds no memory or
+    /// handle of it. Returns the frames dropped, or `Err(n)` with the `n`
+    /// frames still dirty (the file stays registered; nothing dirty is ever
+    /// discarded). `pages` is the file's page count: the pool probes those
+    /// page ids when that is cheaper than a sweep of every frame. The
+    /// caller guarantees that no transaction of the file runs meanwhile.
+    pub fn release_file(&self, file: FileId, pages: u32) -> Result<u64, u64> {
+        let resident: usize = self.shards.iter().map(|s| s.lock().frames.len()).sum();
+        let (mut dropped, mut dirty) = (0u64, 0u64);
+        let mut take = |s: &mut Shard, key: &Key| match s.frames.get(key) {
+            Some(f) if f.dirty || f.delta_pins > 0 || f.flushing => dirty += 1,
+            Some(_) => {
+                s.frames.remove(key);
+                dropped += 1;
+            }
+            None => {}
+        };
+        if (pages as usize) < resident {
+            for p in 0..pages {
+                let key = (file, PageId(p));
+                take(&mut self.shards[shard_of(&key)].lock(), &key);
+            }
+        } else {
+            for shard in &self.shards {
+                let mut s = shard.lock();
+                let keys: Vec<Key> = s.frames.keys().filter(|k| k.0 == file).copied().collect();
+                for key in &keys {
+                    take(&mut s, key);
+                }
+            }
+        }
+        for shard in &self.shards {
+            shard.lock().drop_stale_clock_keys();
+        }
+        if dirty > 0 {
+            return Err(dirty);
+        }
+        self.files.write().remove(&file);
+        Ok(dropped)
     }
 
     fn name_of(&self, file: FileId) -> String {
@@ -503,39 +566,47 @@ impl BufferPool {
     /// marks the written versions clean. `only` restricts the pass to one
     /// file. No lock is held while the disk works.
     pub fn flush(&self, upto: Lsn, only: Option<FileId>) -> FlushReport {
+        self.flush_where(upto, &|f| only.is_none_or(|o| o == f))
+    }
+
+    /// [`BufferPool::flush`] restricted to `files` (the open-database cache
+    /// writes the databases it is about to close in one pass).
+    pub fn flush_files(&self, upto: Lsn, files: &[FileId]) -> FlushReport {
+        self.flush_where(upto, &|f| files.contains(&f))
+    }
+
+    fn flush_where(&self, upto: Lsn, wanted: &dyn Fn(FileId) -> bool) -> FlushReport {
         let _one_flusher = self.flush_lock.lock();
-        let (mut work, not_durable) = self.collect_dirty(upto, only);
+        let (mut work, not_durable) = self.collect_dirty(upto, wanted);
         work.sort_by_key(|w| (w.key.0, w.key.1));
         let mut report = FlushReport {
             not_durable,
             ..FlushReport::default()
         };
-        let mut start = 0;
-        while start < work.len() {
-            let file = work[start].key.0;
-            let end = start + work[start..].iter().take_while(|w| w.key.0 == file).count();
-            match self.flush_file_pages(file, &work[start..end]) {
+        let files: Vec<&[FlushItem]> = work.chunk_by(|a, b| a.key.0 == b.key.0).collect();
+        for (items, written) in files.iter().zip(self.write_files(&files)) {
+            let file = items[0].key.0;
+            match written {
                 Ok(()) => {
-                    report.pages_written += (end - start) as u64;
+                    report.pages_written += items.len() as u64;
                     report.files_synced += 1;
-                    report.left_dirty += self.end_flush(&work[start..end], true);
+                    report.left_dirty += self.end_flush(items, true);
                 }
                 Err(e) => {
-                    self.end_flush(&work[start..end], false);
+                    self.end_flush(items, false);
                     let name = self.name_of(file);
                     // I11: never retried; the file stays failed until reopened.
                     self.mark_failed(file, e.to_string());
                     report.failures.push((file, name, e.to_string()));
                 }
             }
-            start = end;
         }
         self.flushed
             .fetch_add(report.pages_written, Ordering::Relaxed);
         report
     }
 
-    fn collect_dirty(&self, upto: Lsn, only: Option<FileId>) -> (Vec<FlushItem>, u64) {
+    fn collect_dirty(&self, upto: Lsn, wanted: &dyn Fn(FileId) -> bool) -> (Vec<FlushItem>, u64) {
         let mut not_durable = 0;
         let failed: Vec<FileId> = self
             .files
@@ -549,10 +620,8 @@ impl BufferPool {
             let mut s = shard.lock();
             for (key, f) in s.frames.iter_mut() {
                 // I1: only versions whose whole batch, Commit included, is durable.
-                let eligible = f.dirty
-                    && f.flush_after <= upto
-                    && only.is_none_or(|o| o == key.0)
-                    && !failed.contains(&key.0);
+                let eligible =
+                    f.dirty && f.flush_after <= upto && wanted(key.0) && !failed.contains(&key.0);
                 if f.dirty && f.flush_after > upto {
                     // A hot page may never be durable at flush time; its
                     // next change is logged whole so its rec LSN still
@@ -572,6 +641,41 @@ impl BufferPool {
             }
         }
         (work, not_durable)
+    }
+
+    /// Writes and syncs each file's items (one slice per file), the
+    /// outcome of each in order. Many files are spread over a few threads:
+    /// each file is one fdatasync, and one thread issuing hundreds of them
+    /// in turn (a checkpoint after many databases were written, the cache
+    /// closing them) leaves the disk's queue nearly empty.
+    fn write_files(&self, files: &[&[FlushItem]]) -> Vec<io::Result<()>> {
+        let each = |items: &&[FlushItem]| self.flush_file_pages(items[0].key.0, items);
+        if files.len() < PARALLEL_FILES {
+            return files.iter().map(each).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let mut done: Vec<(usize, io::Result<()>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..FLUSH_THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(items) = files.get(i) else {
+                                return out;
+                            };
+                            out.push((i, each(items)));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("a flush thread panicked"))
+                .collect()
+        });
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
     }
 
     fn flush_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
@@ -864,6 +968,93 @@ mod tests {
             Some(Lsn(29)),
             "rec LSN advanced without a flush"
         );
+    }
+
+    #[test]
+    fn a_flush_over_many_files_writes_each_and_fails_only_the_bad_one() {
+        struct FailingSync;
+        impl FileHandle for FailingSync {
+            fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+                Ok(0)
+            }
+            fn write_at(&self, b: &[u8], _: u64) -> io::Result<usize> {
+                Ok(b.len())
+            }
+            fn sync_data(&self) -> io::Result<()> {
+                Err(io::Error::from_raw_os_error(libc::EIO))
+            }
+            fn len(&self) -> io::Result<u64> {
+                Ok(0)
+            }
+            fn set_len(&self, _: u64) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let (be, pool, _) = setup();
+        let mut files = Vec::new();
+        for i in 0..3 * PARALLEL_FILES as u8 {
+            let path = format!("/d/f{i}.fdb");
+            let h = be.open(Path::new(&path), OpenMode::CreateOrOpen).unwrap();
+            let f = pool.register(h, &path);
+            pool.install(f, PageId(0), page_with(i), at(10), false);
+            pool.install(f, PageId(1), page_with(i), at(10), false);
+            files.push((f, path));
+        }
+        let bad = pool.register(Arc::new(FailingSync), "bad.fdb");
+        pool.install(bad, PageId(0), page_with(9), at(10), false);
+        let r = pool.flush(Lsn(100), None);
+        assert_eq!(r.pages_written, 2 * files.len() as u64);
+        assert_eq!(r.failures.len(), 1);
+        assert!(pool.failure(bad).is_some(), "I11");
+        assert_eq!(pool.stats().dirty_pages, 1, "only the bad file's page");
+        for (i, (_, path)) in files.iter().enumerate() {
+            let bytes = be.file_bytes(Path::new(path)).unwrap();
+            let p = PageBuf::from_bytes(&bytes[PAGE_SIZE..2 * PAGE_SIZE]).unwrap();
+            p.verify(path, PageId(1)).unwrap();
+            assert_eq!(p.body()[0], i as u8);
+        }
+    }
+
+    #[test]
+    fn release_keeps_a_file_with_dirty_frames_and_forgets_a_clean_one() {
+        let (be, pool, f) = setup();
+        let other = be
+            .open(Path::new("/d/b.fdb"), OpenMode::CreateOrOpen)
+            .unwrap();
+        let g = pool.register(other, "b.fdb");
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        pool.install(f, PageId(2), page_with(2), at(20), false);
+        pool.install(f, PageId(3), page_with(3), at(30), false);
+        pool.flush(Lsn(25), None);
+        assert_eq!(
+            pool.release_file(f, 4),
+            Err(1),
+            "I19: the page whose batch is not durable is kept"
+        );
+        assert_eq!(pool.stats().resident_pages, 1, "the clean frames went");
+        assert_eq!(pool.read(f, PageId(3)).unwrap().body()[0], 3);
+        pool.flush_files(Lsn(100), &[g]);
+        assert_eq!(pool.stats().dirty_pages, 1, "another file's flush left it");
+        pool.flush_files(Lsn(100), &[f]);
+        assert_eq!(pool.release_file(f, 4), Ok(1));
+        assert_eq!(pool.stats().resident_pages, 0);
+        let e = pool.read(f, PageId(1)).unwrap_err().to_string();
+        assert!(e.contains("not registered"), "{e}");
+    }
+
+    #[test]
+    fn released_frames_leave_no_clock_entries_behind() {
+        let (be, pool, _) = setup();
+        for round in 0..50u32 {
+            let h = be.open(Path::new("/d/a.fdb"), OpenMode::Existing).unwrap();
+            let f = pool.register(h, "a.fdb");
+            for p in 0..8 {
+                pool.install_clean(f, PageId(p), page_with(round as u8));
+            }
+            assert_eq!(pool.release_file(f, 8), Ok(8));
+        }
+        let keys: usize = pool.shards.iter().map(|s| s.lock().clock.len()).sum();
+        assert!(keys <= SHARDS * 64, "{keys} stale clock keys");
     }
 
     #[test]

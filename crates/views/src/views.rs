@@ -4,8 +4,15 @@
 //! One [`Views`] serves a whole server. It serializes changes to each
 //! index (one updater per view; readers never wait for it: they read the
 //! committed trees under the database's short shared lock), remembers the
-//! unlogged indexes this session has changed, and at [`Views::close`]
-//! flushes them and marks them clean (I14).
+//! unlogged indexes this session has changed, and before the database
+//! instance closes (the open-database cache closing it when idle, or the
+//! engine closing) flushes them and marks them clean (I14, I19).
+//!
+//! What it keeps per database (update locks, compiled definitions, which
+//! indexes were changed or rebuilt) belongs to the open *instance*
+//! (`Database::extension`), never to the path: when the cache closes a
+//! database and opens it again, none of it survives to describe a file
+//! that may have changed meanwhile.
 
 use crate::catalog::{self, ViewState, FLAG_LOGGED};
 use crate::collection::Collection;
@@ -16,7 +23,7 @@ use crate::{ViewError, ViewResult};
 use formula::EvalContext;
 use nsf::{Database, IndexTxn, Note, NoteId, Seq, Timestamp, Unid};
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use storage::{btree, Backend, PageId};
@@ -42,20 +49,64 @@ impl Default for ViewConfig {
     }
 }
 
-type ViewKey = (String, String);
-
 /// Every view of every database (see the module docs).
 pub struct Views {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) config: ViewConfig,
     /// Identifies this process's changes to unlogged indexes (I14).
     session: u64,
-    locks: Mutex<HashMap<ViewKey, Arc<Mutex<()>>>>,
-    /// Unlogged indexes changed in this session, to mark clean at close.
-    dirtied: Mutex<HashMap<ViewKey, Arc<Database>>>,
-    /// Indexes of databases opened unclean, rebuilt in this session.
-    rebuilt_unclean: Mutex<std::collections::HashSet<ViewKey>>,
-    defs: Mutex<HashMap<(String, NoteId), Arc<Compiled>>>,
+}
+
+/// What the views layer keeps for one open instance of a database (module
+/// docs); views are keyed by lowercased name.
+#[derive(Default)]
+struct DbViews {
+    /// One updater per view.
+    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Compiled definitions by design note.
+    defs: Mutex<HashMap<NoteId, Arc<Compiled>>>,
+    /// Indexes rebuilt since this instance found its file unclean (I12).
+    rebuilt_unclean: Mutex<HashSet<String>>,
+    /// Unlogged indexes changed, by the session that changed them, to
+    /// mark clean before the instance closes; a session is here exactly
+    /// while a close hook of it is registered.
+    dirtied: Mutex<HashMap<u64, HashSet<String>>>,
+}
+
+impl DbViews {
+    fn of(db: &Database) -> Arc<DbViews> {
+        db.extension(DbViews::default)
+    }
+
+    fn lock(&self, name: &str) -> Arc<Mutex<()>> {
+        self.locks
+            .lock()
+            .entry(name.to_lowercase())
+            .or_default()
+            .clone()
+    }
+
+    /// Writes every unlogged index this session changed and marks it
+    /// clean, so a later start trusts it without a rebuild (I14). The
+    /// database's close hook.
+    fn mark_clean(&self, db: &Database, session: u64) -> ViewResult<()> {
+        let names = self.dirtied.lock().remove(&session).unwrap_or_default();
+        for name in names {
+            let lock = self.lock(&name);
+            let _g = lock.lock();
+            db.flush_pages()?;
+            let path = db.path().to_string();
+            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+                Ok(with_state(tx, &path, &name, |_, st| {
+                    if st.dirty_session == session {
+                        st.dirty_session = 0;
+                    }
+                    Ok(())
+                }))
+            })??;
+        }
+        Ok(())
+    }
 }
 
 /// What an update did.
@@ -71,10 +122,6 @@ impl Views {
             backend,
             config,
             session: rand::random::<u64>() | 1,
-            locks: Mutex::new(HashMap::new()),
-            dirtied: Mutex::new(HashMap::new()),
-            rebuilt_unclean: Mutex::new(Default::default()),
-            defs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -84,21 +131,21 @@ impl Views {
     }
 
     /// Remembers an unlogged index this session changed, to mark it clean
-    /// at close.
-    pub(crate) fn note_dirtied(&self, db: &Arc<Database>, name: &str) {
-        self.dirtied.lock().insert(Self::key(db, name), db.clone());
-    }
-
-    fn key(db: &Database, name: &str) -> ViewKey {
-        (db.path().to_string(), name.to_lowercase())
+    /// before the database instance closes (the first one registers the
+    /// instance's close hook).
+    pub(crate) fn note_dirtied(&self, db: &Database, name: &str) {
+        let ext = DbViews::of(db);
+        let mut dirtied = ext.dirtied.lock();
+        let names = dirtied.entry(self.session).or_insert_with(|| {
+            let (ext, session) = (ext.clone(), self.session);
+            db.at_close(Box::new(move |db| Ok(ext.mark_clean(db, session)?)));
+            HashSet::new()
+        });
+        names.insert(name.to_lowercase());
     }
 
     pub(crate) fn lock(&self, db: &Database, name: &str) -> Arc<Mutex<()>> {
-        self.locks
-            .lock()
-            .entry(Self::key(db, name))
-            .or_default()
-            .clone()
+        DbViews::of(db).lock(name)
     }
 
     pub(crate) fn no_such(db: &Database, name: &str) -> ViewError {
@@ -127,15 +174,15 @@ impl Views {
 
     /// The parsed definition of a view, cached.
     pub(crate) fn compiled(&self, db: &Database, st: &ViewState) -> ViewResult<Arc<Compiled>> {
-        let k = (db.path().to_string(), st.design_note);
-        if let Some(c) = self.defs.lock().get(&k) {
+        let ext = DbViews::of(db);
+        if let Some(c) = ext.defs.lock().get(&st.design_note) {
             return Ok(c.clone());
         }
         let note = db.index_read(|r| r.note(st.design_note))?.ok_or_else(|| {
             ViewError::BadDefinition(format!("design note {} is missing", st.design_note))
         })?;
         let c = Arc::new(ViewDef::from_note(&note)?.compile()?);
-        self.defs.lock().insert(k, c.clone());
+        ext.defs.lock().insert(st.design_note, c.clone());
         Ok(c)
     }
 
@@ -225,7 +272,13 @@ impl Views {
         if st.dirty_session != 0 && st.dirty_session != self.session {
             return Some("the server stopped without writing this unlogged index to disk".into());
         }
-        if db.opened_unclean() && !self.rebuilt_unclean.lock().contains(&Self::key(db, name)) {
+        let rebuilt = || {
+            DbViews::of(db)
+                .rebuilt_unclean
+                .lock()
+                .contains(&name.to_lowercase())
+        };
+        if db.opened_unclean() && !rebuilt() {
             return Some("the database was written unlogged and not closed cleanly".into());
         }
         None
@@ -309,7 +362,10 @@ impl Views {
         let compiled = self.compiled(db, &st)?;
         let report = rebuild::rebuild(self, db, name, &st, &compiled)?;
         if db.opened_unclean() {
-            self.rebuilt_unclean.lock().insert(Self::key(db, name));
+            DbViews::of(db)
+                .rebuilt_unclean
+                .lock()
+                .insert(name.to_lowercase());
         }
         Ok(report)
     }
@@ -350,27 +406,6 @@ impl Views {
             let c = compiled.clone();
             db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
                 Ok(change_members(tx, &path, &vname, &c, &chunk, add))
-            })??;
-        }
-        Ok(())
-    }
-
-    /// Writes every unlogged index changed in this session to disk and
-    /// marks it clean, so a later start trusts it without a rebuild (I14).
-    pub fn close(&self) -> ViewResult<()> {
-        let dirtied: Vec<(ViewKey, Arc<Database>)> = self.dirtied.lock().drain().collect();
-        for ((_, name), db) in dirtied {
-            let lock = self.lock(&db, &name);
-            let _g = lock.lock();
-            db.flush_pages()?;
-            let (path, session) = (db.path().to_string(), self.session);
-            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
-                Ok(with_state(tx, &path, &name, |_, st| {
-                    if st.dirty_session == session {
-                        st.dirty_session = 0;
-                    }
-                    Ok(())
-                }))
             })??;
         }
         Ok(())

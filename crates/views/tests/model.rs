@@ -331,7 +331,6 @@ proptest! {
                 }
                 Op::Reopen => {
                     drop(db);
-                    views.close().unwrap();
                     engine.close().unwrap();
                     (engine, views) = open(&disk);
                     verify(&engine, &views, &docs, &folder, built);
@@ -354,7 +353,6 @@ proptest! {
             }
         }
         verify(&engine, &views, &docs, &folder, built);
-        views.close().unwrap();
         engine.close().unwrap();
     }
 }
@@ -406,7 +404,6 @@ fn a_rebuild_that_spills_to_temporary_files_matches_incremental_updates() {
     let left = disk.read_dir(Path::new("/sort")).unwrap_or_default();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
     db.check().unwrap();
-    views.close().unwrap();
     drop(db);
     engine.close().unwrap();
 }

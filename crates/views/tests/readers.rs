@@ -430,7 +430,7 @@ proptest! {
             }
         }
         verify(&engine, &views, &docs, &folder, rounds);
-        views.close().unwrap();
+        drop(views);
         engine.close().unwrap();
     }
 }
@@ -510,7 +510,6 @@ fn an_unrestricted_view_is_read_without_a_scan() {
         "with one restricted entry: {slow} page reads, {fast} without"
     );
     drop(coll);
-    views.close().unwrap();
-    drop(db);
+    drop((views, db));
     engine.close().unwrap();
 }
