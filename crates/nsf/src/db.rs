@@ -42,7 +42,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use storage::backend::write_all_at;
@@ -133,6 +133,8 @@ pub(crate) struct DbCore {
     refused: Option<String>,
     /// The engine-wide gate on attachment write-back.
     pub writeback: Arc<crate::writeback::Writeback>,
+    /// Set when the engine is shut down: writes are refused from then on.
+    engine_closed: Arc<AtomicBool>,
 }
 
 impl DbCore {
@@ -153,17 +155,24 @@ impl DbCore {
     }
 
     fn check_writable(&self) -> NsfResult<()> {
-        let reason = self
-            .refused
-            .clone()
-            .or_else(|| self.pool.failure(self.file));
-        match reason {
+        if self.engine_closed.load(Ordering::Acquire) {
+            return Err(NsfError::EngineClosed);
+        }
+        match self.failure() {
             Some(reason) => Err(NsfError::DatabaseFailed {
                 path: self.path.clone(),
                 reason,
             }),
             None => Ok(()),
         }
+    }
+
+    /// Why the database refuses writes, if it failed (I11) or recovery
+    /// could not bring it back.
+    fn failure(&self) -> Option<String> {
+        self.refused
+            .clone()
+            .or_else(|| self.pool.failure(self.file))
     }
 
     /// Unlogged writes (I12): seals each page, writes it in place and
@@ -354,7 +363,11 @@ impl Database {
         header: DbHeader,
         durability: Durability,
         refused: Option<String>,
-        (locks, writeback): (Arc<LockCounters>, Arc<crate::writeback::Writeback>),
+        (locks, writeback, engine_closed): (
+            Arc<LockCounters>,
+            Arc<crate::writeback::Writeback>,
+            Arc<AtomicBool>,
+        ),
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {
@@ -368,6 +381,7 @@ impl Database {
                 high_water: Mutex::new(header.page_count),
                 refused,
                 writeback,
+                engine_closed,
             },
             writer: Mutex::new(()),
             queue: Mutex::new(Vec::new()),
@@ -1139,11 +1153,12 @@ impl Database {
         Ok(())
     }
 
-    /// Clears the unlogged-open flag at a clean close (I12).
+    /// Clears the unlogged-open flag at a clean close (I12). The engine is
+    /// already closed, so no write can follow once the writer lock is ours.
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
         let _w = self.writer.lock();
         let mut h = self.state.read().clone();
-        if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.check_writable().is_ok() {
+        if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.failure().is_none() {
             h.flags &= !FLAG_UNLOGGED_OPEN;
             self.write_header_direct(&h)?;
             *self.state.write() = h;

@@ -20,6 +20,14 @@
 //! The engine also holds the writer-lock counters every database adds to
 //! (plain atomics, so statistics cost nothing to keep), read back as
 //! [`LockStats`] by `show stats`.
+//!
+//! A server shares the engine with every job it runs, and one of them may
+//! still hold it at shutdown (stuck on a slow disk, a long scan). So the
+//! engine can be closed while shared: [`Engine::shutdown`] stops the
+//! background thread, refuses every later write and open with
+//! [`NsfError::EngineClosed`], then flushes, checkpoints and shuts the
+//! log as [`Engine::close`] does. A holder's later writes fail before
+//! touching a file; its reads of what is cached or on disk go on.
 
 use crate::db::{Database, Durability, Inflight, LockCounters};
 use crate::dbpath::DbPath;
@@ -28,6 +36,7 @@ use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -104,6 +113,8 @@ struct Shared {
     checkpointing: Mutex<()>,
     locks: Arc<LockCounters>,
     writeback: Arc<crate::writeback::Writeback>,
+    /// Set once by `shutdown`; every database checks it before a write.
+    closed: Arc<AtomicBool>,
 }
 
 /// The open-database cache, keyed twice so that one file can never have
@@ -118,7 +129,9 @@ struct OpenDbs {
 /// An open data directory.
 pub struct Engine {
     shared: Arc<Shared>,
-    background: Option<JoinHandle<()>>,
+    /// The flusher thread, until stopped. Held for the whole of
+    /// `shutdown`, so a second call waits for the first to finish.
+    background: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Engine {
@@ -171,6 +184,7 @@ impl Engine {
             checkpointing: Mutex::new(()),
             locks: Arc::default(),
             writeback: Arc::new(writeback),
+            closed: Arc::default(),
             cfg,
         });
         let background = shared.cfg.background.then(|| {
@@ -180,6 +194,7 @@ impl Engine {
                 .spawn(move || background_loop(&s))
                 .expect("spawn flusher thread")
         });
+        let background = Mutex::new(background);
         Ok((Engine { shared, background }, report))
     }
 
@@ -221,6 +236,7 @@ impl Engine {
     /// temporary name, synced, renamed into place and the directory synced
     /// (I9), so a crash leaves either no database or a whole one.
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
+        self.check_open()?;
         let path = &self.db_path(path)?;
         let path = path.as_str();
         if title.len() > MAX_TITLE {
@@ -254,6 +270,7 @@ impl Engine {
 
     /// Opens a database (cached: every caller shares one `Database`).
     pub fn open_database(&self, path: &str) -> NsfResult<Arc<Database>> {
+        self.check_open()?;
         let key = self.db_path(path)?;
         let path = key.as_str();
         let mut dbs = self.shared.dbs.lock();
@@ -306,7 +323,11 @@ impl Engine {
             durability,
             refused,
             // Engine-wide: writer-lock counters and the write-back gate.
-            (self.shared.locks.clone(), self.shared.writeback.clone()),
+            (
+                self.shared.locks.clone(),
+                self.shared.writeback.clone(),
+                self.shared.closed.clone(),
+            ),
         ));
         if let Some(id) = identity {
             dbs.by_file.insert(id, key.clone());
@@ -334,6 +355,7 @@ impl Engine {
     /// Flushes every durable dirty page and writes a checkpoint (logged
     /// mode). Returns the checkpoint's redo LSN.
     pub fn checkpoint(&self) -> NsfResult<Option<Lsn>> {
+        self.check_open()?;
         checkpoint_now(&self.shared)
     }
 
@@ -355,10 +377,24 @@ impl Engine {
         self.shared.dbs.lock().by_path.len()
     }
 
-    /// Clean shutdown: stop the background thread, flush, checkpoint, close
-    /// the log (or, unlogged, clear the databases' open flags).
-    pub fn close(mut self) -> NsfResult<()> {
-        self.stop_background();
+    /// Clean shutdown of an engine nobody else holds: see
+    /// [`Engine::shutdown`].
+    pub fn close(self) -> NsfResult<()> {
+        self.shutdown()
+    }
+
+    /// Clean shutdown, even while others still hold the engine: refuse
+    /// every later write and open ([`NsfError::EngineClosed`]), stop the
+    /// background thread, flush, checkpoint, close the log (or, unlogged,
+    /// clear the databases' open flags). Writes already past their check
+    /// finish; a logged one is in the log and covered by the checkpoint's
+    /// redo LSN (I8). A second call waits for the first and does nothing.
+    pub fn shutdown(&self) -> NsfResult<()> {
+        let mut background = self.background.lock();
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        stop_background(&self.shared, background.take());
         match &self.shared.log {
             Some(log) => {
                 checkpoint_now(&self.shared)?;
@@ -374,18 +410,30 @@ impl Engine {
         Ok(())
     }
 
-    fn stop_background(&mut self) {
-        *self.shared.stop.lock() = true;
-        self.shared.wake.notify_all();
-        if let Some(t) = self.background.take() {
-            let _ = t.join();
+    /// Whether [`Engine::shutdown`] has been called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    fn check_open(&self) -> NsfResult<()> {
+        if self.is_closed() {
+            return Err(NsfError::EngineClosed);
         }
+        Ok(())
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.stop_background();
+        stop_background(&self.shared, self.background.get_mut().take());
+    }
+}
+
+fn stop_background(s: &Shared, thread: Option<JoinHandle<()>>) {
+    *s.stop.lock() = true;
+    s.wake.notify_all();
+    if let Some(t) = thread {
+        let _ = t.join();
     }
 }
 
