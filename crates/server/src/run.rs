@@ -13,9 +13,8 @@
 //!             included); meanwhile stop the tasks, in reverse order;
 //!             Cut — after `shutdown_grace` (or at a second signal) drop
 //!             the connections still open, so their jobs fail and end;
-//!             a task still stopping at the deadline is aborted and named
-//!             (the tasks started before it get `LAST_CALL` more, none at
-//!             a second signal);
+//!             the tasks not yet stopped get `LAST_CALL` more, then are
+//!             aborted and named (at a second signal, at once);
 //!             then, after `JOBS_AFTER_CUT` at most, the host closes the
 //!             engine (flush, checkpoint) whoever still holds it.
 //! ```

@@ -10,8 +10,8 @@
 //!                  run() returns Ok unasked    ─▶ Stopped, logged
 //!   stop_all(deadline), in reverse order, one at a time:
 //!       Stopping (its context now holds the deadline) ─ run() returns ─▶ Stopped
-//!       deadline passed ─▶ that task aborted, Failed, named in the log; the
-//!           rest asked together, LAST_CALL (1 s) to return, then aborted
+//!       deadline passed ─▶ every task not yet stopped asked, LAST_CALL (1 s)
+//!           together to return; then aborted, Failed, named in the log
 //!       second signal ─▶ every task still running aborted, Failed, named
 //! ```
 //!
@@ -209,8 +209,10 @@ struct Started {
     handle: JoinHandle<()>,
 }
 
-/// After a task overran the shutdown deadline, how long the tasks not yet
-/// stopped get, together, before they are aborted too.
+/// Past the shutdown deadline, how long the tasks not yet stopped get,
+/// together, before they are aborted (so a task that overran does not cost
+/// the tasks started before it their clean stop, and a zero grace period
+/// still lets a prompt task stop).
 pub(crate) const LAST_CALL: Duration = Duration::from_secs(1);
 
 /// What a shutdown had to give up on.
@@ -287,43 +289,41 @@ impl Tasks {
     }
 
     /// Stops every started task: in reverse start order, each asked once
-    /// the one after it has returned, every one by `deadline`. If one
-    /// overruns it, it is aborted and the rest are asked together and get
-    /// [`LAST_CALL`]; once `cut` resolves (a second stop signal) nothing
-    /// more is waited for. A task still running when the waiting ends is
+    /// the one after it has returned, every one by `deadline`. Past it,
+    /// the tasks not yet stopped are all asked and get [`LAST_CALL`]
+    /// together; once `cut` resolves (a second stop signal) nothing more
+    /// is waited for. A task still running when the waiting ends is
     /// aborted, marked failed and named in the log and the report.
     pub async fn stop_all(
         &mut self,
         deadline: Instant,
         cut: impl std::future::Future<Output = ()>,
     ) -> StopReport {
-        let mut report = StopReport::default();
         tokio::pin!(cut);
         let time_up = tokio::time::sleep_until(deadline);
         tokio::pin!(time_up);
         let mut was_cut = false;
-        while let Some(mut task) = self.started.pop() {
-            self.ask(&task, deadline);
-            let reason = tokio::select! {
+        while let Some(task) = self.started.last_mut() {
+            ask(&self.board, task, deadline);
+            let ended = tokio::select! {
                 biased;
-                _ = &mut task.handle => continue,
-                _ = &mut time_up => "did not stop by the shutdown deadline",
+                _ = &mut task.handle => true,
+                _ = &mut time_up => false,
                 _ = &mut cut => {
                     was_cut = true;
-                    "aborted: the shutdown was cut short"
+                    false
                 }
             };
-            self.abandon(&task, reason, &mut report);
-            break;
+            if !ended {
+                break;
+            }
+            self.started.pop();
         }
         let mut rest: Vec<Started> = self.started.drain(..).rev().collect();
-        if rest.is_empty() {
-            return report;
-        }
-        if !was_cut {
+        if !rest.is_empty() && !was_cut {
             let last_call = Instant::now() + LAST_CALL;
             for task in &rest {
-                self.ask(task, last_call);
+                ask(&self.board, task, last_call);
             }
             let all = futures_util::future::join_all(rest.iter_mut().map(|t| &mut t.handle));
             tokio::select! {
@@ -337,30 +337,23 @@ impl Tasks {
         } else {
             "did not stop by the shutdown deadline"
         };
-        for task in &rest {
-            if !task.handle.is_finished() {
-                self.abandon(task, reason, &mut report);
+        let mut report = StopReport::default();
+        for task in rest.iter().filter(|t| !t.handle.is_finished()) {
+            task.handle.abort();
+            if self.board.end(&task.name, TaskState::Failed(reason.into())) {
+                tracing::warn!(task = %task.name, "background task {reason}; aborted");
             }
+            report.missed.push(task.name.to_string());
         }
         report
     }
+}
 
-    /// Asks a task to stop by `deadline`.
-    fn ask(&self, task: &Started, deadline: Instant) {
-        let asked = [TaskState::Starting, TaskState::Running];
-        self.board.advance(&task.name, &asked, TaskState::Stopping);
-        let _ = task.stop.send(Some(deadline));
-    }
-
-    /// Gives up on a task that is still running: aborts it and marks it
-    /// failed, unless it ended meanwhile.
-    fn abandon(&self, task: &Started, reason: &str, report: &mut StopReport) {
-        task.handle.abort();
-        if self.board.end(&task.name, TaskState::Failed(reason.into())) {
-            tracing::warn!(task = %task.name, "background task {reason}; aborted");
-        }
-        report.missed.push(task.name.to_string());
-    }
+/// Asks a task to stop by `deadline`.
+fn ask(board: &TaskBoard, task: &Started, deadline: Instant) {
+    let asked = [TaskState::Starting, TaskState::Running];
+    board.advance(&task.name, &asked, TaskState::Stopping);
+    let _ = task.stop.send(Some(deadline));
 }
 
 /// Runs one task to its end and records how it ended: its start, then its
@@ -556,7 +549,11 @@ mod tests {
         let began = Instant::now();
         let grace = Duration::from_secs(10);
         let report = reg.stop_all(began + grace, std::future::pending()).await;
-        assert_eq!(began.elapsed(), grace, "stop_all must end at the deadline");
+        assert_eq!(
+            began.elapsed(),
+            grace + LAST_CALL,
+            "stop_all must end at the last call"
+        );
         assert_eq!(report.missed, ["deaf"]);
         assert_eq!(
             states(&reg),
@@ -586,6 +583,16 @@ mod tests {
         assert_eq!(began.elapsed(), grace + LAST_CALL);
         assert_eq!(report.missed, ["second", "first"]);
         assert_eq!(reg.board().state("polite"), Some(TaskState::Stopped));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_grace_period_still_lets_prompt_tasks_stop() {
+        let (mut reg, _) = registry(&[("a", Conduct::Polite), ("b", Conduct::Polite)]);
+        reg.start_all().await;
+        settle().await;
+        let report = reg.stop_all(Instant::now(), std::future::pending()).await;
+        assert_eq!(report, StopReport::default());
+        assert_eq!(states(&reg), ["a: stopped", "b: stopped"]);
     }
 
     #[tokio::test(start_paused = true)]
