@@ -503,7 +503,8 @@ pub(crate) fn file_name(p: &Path) -> Result<String, String> {
 }
 
 /// Runs the server until SIGTERM/SIGINT, then lets requests in flight
-/// finish and closes the engine cleanly (flush and checkpoint).
+/// finish, stops the background tasks and closes the engine cleanly
+/// (flush and checkpoint), even if a job still holds it.
 fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
     let data_dir = args.data_dir();
     let file = crate::config::load(data_dir, args.config.as_deref())?;
@@ -540,10 +541,10 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
     let databases = engine.list_databases().map_err(err)?.len();
     let logged = engine.is_logged();
     let data = data_dir.display().to_string();
-    let (engine, views) = server::run(
+    let host = server::Host::new(engine, views).map_err(err)?;
+    let served = server::run(
         settings,
-        engine,
-        views,
+        host,
         |b| {
             let tls = match &b.tls_cert {
                 Some(c) => format!(", TLS with certificate {}", c.display()),
@@ -557,13 +558,11 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
             );
         },
         None,
-    )
-    .map_err(err)?;
-    eprintln!("folio: shutting down (flush and checkpoint)");
-    drop(views);
-    let closed = engine.close().map_err(err);
+    );
     drop(lock);
-    closed
+    served.map_err(err)?;
+    eprintln!("folio: stopped (engine flushed and checkpointed)");
+    Ok(())
 }
 
 fn log_info_json(i: &translog::LogInfo) -> serde_json::Value {

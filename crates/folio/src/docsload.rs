@@ -536,19 +536,17 @@ impl LocalServer {
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
+            let host = server::Host::new(engine, views).map_err(|e| e.to_string())?;
             let r = server::run(
                 settings,
-                engine,
-                views,
+                host,
                 |b| {
                     let _ = addr_tx.send(b.native.to_string());
                 },
                 Some(stop_rx),
             );
-            let (engine, _views) = r.map_err(|e| e.to_string())?;
-            engine.close().map_err(|e| e.to_string())?;
             drop(lock);
-            Ok(())
+            r.map_err(|e| e.to_string())
         });
         let addr = addr_rx
             .recv_timeout(Duration::from_secs(30))

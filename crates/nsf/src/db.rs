@@ -58,7 +58,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use storage::backend::write_all_at;
@@ -149,6 +149,8 @@ pub(crate) struct DbCore {
     refused: Option<String>,
     /// The engine-wide gate on attachment write-back.
     pub writeback: Arc<crate::writeback::Writeback>,
+    /// Set when the engine is shut down: writes are refused from then on.
+    engine_closed: Arc<AtomicBool>,
 }
 
 impl DbCore {
@@ -169,17 +171,24 @@ impl DbCore {
     }
 
     fn check_writable(&self) -> NsfResult<()> {
-        let reason = self
-            .refused
-            .clone()
-            .or_else(|| self.pool.failure(self.file));
-        match reason {
+        if self.engine_closed.load(Ordering::Acquire) {
+            return Err(NsfError::EngineClosed);
+        }
+        match self.failure() {
             Some(reason) => Err(NsfError::DatabaseFailed {
                 path: self.path.clone(),
                 reason,
             }),
             None => Ok(()),
         }
+    }
+
+    /// Why the database refuses writes, if it failed (I11) or recovery
+    /// could not bring it back.
+    fn failure(&self) -> Option<String> {
+        self.refused
+            .clone()
+            .or_else(|| self.pool.failure(self.file))
     }
 
     /// Unlogged writes (I12): seals each page, writes it in place and
@@ -420,7 +429,12 @@ impl Database {
         header: DbHeader,
         durability: Durability,
         refused: Option<String>,
-        (locks, writeback, life): (Arc<LockCounters>, Arc<crate::writeback::Writeback>, Life),
+        (locks, writeback, life, engine_closed): (
+            Arc<LockCounters>,
+            Arc<crate::writeback::Writeback>,
+            Life,
+            Arc<AtomicBool>,
+        ),
     ) -> Database {
         let file = pool.register(handle.clone(), &path);
         Database {
@@ -434,6 +448,7 @@ impl Database {
                 high_water: Mutex::new(header.page_count),
                 refused,
                 writeback,
+                engine_closed,
             },
             writer: Mutex::new(()),
             queue: Mutex::new(std::collections::VecDeque::new()),
@@ -1394,7 +1409,10 @@ impl Database {
 
     /// Clears the unlogged-open flag at a clean close (I12), unless this
     /// instance found it set: a crash left the file needing fixup, and
-    /// closing it cleanly now does not undo that.
+    /// closing it cleanly now does not undo that. At engine shutdown the
+    /// engine is already closed, so no write can follow once the writer
+    /// lock is ours (which is why this asks for a failure, not whether
+    /// writes are allowed).
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
         let r = self.clear_unlogged_flag();
         // Writes queued meanwhile found the lock taken (see `drain`).
@@ -1407,7 +1425,7 @@ impl Database {
         let mut h = self.state.read().clone();
         if h.flags & FLAG_UNLOGGED_OPEN != 0
             && !self.opened_unclean
-            && self.core.check_writable().is_ok()
+            && self.core.failure().is_none()
         {
             h.flags &= !FLAG_UNLOGGED_OPEN;
             self.write_header_direct(&h)?;

@@ -43,6 +43,15 @@
 //! The engine also holds the writer-lock counters every database adds to
 //! (plain atomics, so statistics cost nothing to keep), read back as
 //! [`LockStats`] by `show stats`, and the cache's counters ([`CacheStats`]).
+//!
+//! A server shares the engine with every job it runs, and one of them may
+//! still hold it at shutdown (stuck on a slow disk, a long scan). So the
+//! engine can be closed while shared: [`Engine::shutdown`] stops the
+//! background thread, refuses every later write and open with
+//! [`NsfError::EngineClosed`], then runs the open databases' close hooks,
+//! flushes, checkpoints and shuts the log as [`Engine::close`] does. A
+//! holder's later writes fail before touching a file; its reads of what is
+//! cached or on disk go on.
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::db::{Database, Durability, Inflight, Life, LockCounters};
@@ -52,6 +61,7 @@ use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -155,6 +165,8 @@ struct Shared {
     checkpointing: Mutex<()>,
     locks: Arc<LockCounters>,
     writeback: Arc<crate::writeback::Writeback>,
+    /// Set once by `shutdown`; every database checks it before a write.
+    closed: Arc<AtomicBool>,
 }
 
 /// The open-database cache, keyed twice so that one file can never have
@@ -230,7 +242,9 @@ struct Victim {
 /// An open data directory.
 pub struct Engine {
     shared: Arc<Shared>,
-    background: Option<JoinHandle<()>>,
+    /// The flusher thread, until stopped. Held for the whole of
+    /// `shutdown`, so a second call waits for the first to finish.
+    background: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Engine {
@@ -294,6 +308,7 @@ impl Engine {
             checkpointing: Mutex::new(()),
             locks: Arc::default(),
             writeback: Arc::new(writeback),
+            closed: Arc::default(),
             cfg,
         });
         let background = shared.cfg.background.then(|| {
@@ -303,6 +318,7 @@ impl Engine {
                 .spawn(move || background_loop(&s))
                 .expect("spawn flusher thread")
         });
+        let background = Mutex::new(background);
         let engine = Engine { shared, background };
         engine.reconcile_catalog(loaded.damaged)?;
         Ok((engine, report))
@@ -398,6 +414,7 @@ impl Engine {
     /// is claimed in the cache meanwhile, so two creates of one path cannot
     /// both write it.
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
+        self.check_open()?;
         let key = self.db_path(path)?;
         if title.len() > MAX_TITLE {
             return Err(NsfError::Invalid(format!(
@@ -435,6 +452,7 @@ impl Engine {
 
     /// Opens a database (cached: every caller shares one instance, I18).
     pub fn open_database(&self, path: &str) -> NsfResult<Arc<Database>> {
+        self.check_open()?;
         let key = self.db_path(path)?;
         match self.lookup(&key) {
             Lookup::Open(db, over_limit) => {
@@ -532,6 +550,7 @@ impl Engine {
                         s.locks.clone(),
                         s.writeback.clone(),
                         Life::new(me.clone(), s.catalog.clone()),
+                        s.closed.clone(),
                     ),
                 )
             });
@@ -570,7 +589,13 @@ impl Engine {
         if open <= limit {
             return;
         }
-        if self.background.is_none() {
+        // Held only by a shutdown in progress, which closes everything.
+        let Some(background) = self.background.try_lock() else {
+            return;
+        };
+        let closer = background.is_some();
+        drop(background);
+        if !closer {
             close_idle(s, limit);
         } else if open < limit.saturating_mul(2) {
             s.wake.notify_all();
@@ -605,6 +630,7 @@ impl Engine {
     /// Flushes every durable dirty page and writes a checkpoint (logged
     /// mode). Returns the checkpoint's redo LSN.
     pub fn checkpoint(&self) -> NsfResult<Option<Lsn>> {
+        self.check_open()?;
         checkpoint_now(&self.shared)
     }
 
@@ -637,11 +663,25 @@ impl Engine {
         }
     }
 
-    /// Clean shutdown: stop the background thread, run the databases'
-    /// close hooks, flush, checkpoint, close the log (or, unlogged, clear
-    /// the databases' open flags), and sync the catalog.
-    pub fn close(mut self) -> NsfResult<()> {
-        self.stop_background();
+    /// Clean shutdown of an engine nobody else holds: see
+    /// [`Engine::shutdown`].
+    pub fn close(self) -> NsfResult<()> {
+        self.shutdown()
+    }
+
+    /// Clean shutdown, even while others still hold the engine: stop the
+    /// background thread, run the databases' close hooks, then refuse
+    /// every later write and open ([`NsfError::EngineClosed`]), flush,
+    /// checkpoint, close the log (or, unlogged, clear the databases' open
+    /// flags), and sync the catalog. Writes already past their check
+    /// finish; a logged one is in the log and covered by the checkpoint's
+    /// redo LSN (I8). A second call waits for the first and does nothing.
+    pub fn shutdown(&self) -> NsfResult<()> {
+        let mut background = self.background.lock();
+        if self.is_closed() {
+            return Ok(());
+        }
+        stop_background(&self.shared, background.take());
         let open: Vec<Arc<Database>> = self
             .shared
             .dbs
@@ -653,9 +693,12 @@ impl Engine {
                 _ => None,
             })
             .collect();
+        // The hooks still write (marking unlogged indexes clean, I14):
+        // writes are refused only once they ran.
         for db in &open {
             db.run_close_hooks();
         }
+        self.shared.closed.store(true, Ordering::Release);
         match &self.shared.log {
             Some(log) => {
                 checkpoint_now(&self.shared)?;
@@ -670,18 +713,30 @@ impl Engine {
         self.shared.catalog.sync()
     }
 
-    fn stop_background(&mut self) {
-        *self.shared.stop.lock() = true;
-        self.shared.wake.notify_all();
-        if let Some(t) = self.background.take() {
-            let _ = t.join();
+    /// Whether [`Engine::shutdown`] has been called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    fn check_open(&self) -> NsfResult<()> {
+        if self.is_closed() {
+            return Err(NsfError::EngineClosed);
         }
+        Ok(())
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.stop_background();
+        stop_background(&self.shared, self.background.get_mut().take());
+    }
+}
+
+fn stop_background(s: &Shared, thread: Option<JoinHandle<()>>) {
+    *s.stop.lock() = true;
+    s.wake.notify_all();
+    if let Some(t) = thread {
+        let _ = t.join();
     }
 }
 

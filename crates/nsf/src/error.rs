@@ -75,6 +75,10 @@ pub enum NsfError {
     Setting { key: String, reason: String },
     #[error("{0}")]
     Invalid(String),
+    /// The engine was shut down (`Engine::shutdown`) while something still
+    /// held it: nothing more is written, nothing is opened.
+    #[error("the engine is closed (it was shut down); nothing was written")]
+    EngineClosed,
 }
 
 impl From<LogError> for NsfError {
@@ -82,6 +86,7 @@ impl From<LogError> for NsfError {
         match e {
             LogError::Full { .. } => NsfError::LogFull,
             LogError::Failed { reason } => NsfError::LogFailed(reason),
+            LogError::ShutDown => NsfError::EngineClosed,
             other => NsfError::Log(other),
         }
     }

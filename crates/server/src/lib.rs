@@ -9,7 +9,10 @@
 //!   auth.rs    server users (argon2 hashes) and tokens
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   stats.rs   per-operation response-time histograms and counters
-//!   run.rs     runtime, listeners, statistics ticker, graceful shutdown
+//!   host.rs    the Host: engine, views, users, stats and background tasks,
+//!              built once, closed once (checkpoint whoever holds the engine)
+//!   tasks.rs   background tasks: lifecycle, registry, start/stop order
+//!   run.rs     runtime, listeners, task start and stop, graceful shutdown
 //!
 //!   connection lifetime (limits, timeouts, shutdown):
 //!   listener.rs    lifecycle (serving, draining, cut), accept, connection limit
@@ -25,6 +28,7 @@ pub mod auth;
 mod descriptors;
 mod error;
 mod guard;
+mod host;
 pub mod http;
 mod http_conn;
 mod listener;
@@ -32,10 +36,13 @@ pub mod native;
 mod run;
 pub mod service;
 pub mod stats;
+pub mod tasks;
 pub mod tls;
 mod upload;
 
 pub use error::{ServerError, ServerResult};
+pub use host::Host;
 pub use listener::Lifecycle;
 pub use run::{run, Bound, ServerSettings};
 pub use service::{Caller, Limits, Service};
+pub use tasks::{Task, TaskContext, TaskError, TaskResult, TaskState};

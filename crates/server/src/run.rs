@@ -1,41 +1,43 @@
-//! Running the server: runtime, listeners, statistics ticker, shutdown.
+//! Running the server: runtime, listeners, background tasks, shutdown.
 //!
 //! ```text
-//!   run() ─ raise the descriptor limit, fit the connection limits under it
+//!   run(host) ─ raise the descriptor limit, fit the connection limits under it
 //!         ─ tokio runtime: io threads (accept, read, write)
 //!            │             + blocking pool of `worker_threads` (requests)
-//!            ├─ native::serve   127.0.0.1:1352
-//!            ├─ http::serve     127.0.0.1:8080
-//!            ├─ stats ticker    once a second
+//!            ├─ bind 127.0.0.1:1352 (native) and 127.0.0.1:8080 (HTTP)
+//!            ├─ start the host's background tasks, in order (tasks.rs)
+//!            ├─ native::serve, http::serve
 //!            └─ wait for SIGTERM / SIGINT / the stop handle
 //!   shutdown: Draining — stop accepting, close idle and half-open
 //!             connections, let in-flight requests finish (their commits
-//!             included);
+//!             included); meanwhile stop the tasks, in reverse order;
 //!             Cut — after `shutdown_grace` (or at a second signal) drop
 //!             the connections still open, so their jobs fail and end;
-//!             then hand the engine back for a clean close (flush and
-//!             checkpoint).
+//!             the tasks not yet stopped get `LAST_CALL` more, then are
+//!             aborted and named (at a second signal, at once);
+//!             then, after `JOBS_AFTER_CUT` at most, the host closes the
+//!             engine (flush, checkpoint) whoever still holds it.
 //! ```
 //!
-//! Shutdown is bounded: no client, however slow or silent, keeps the
-//! process past the grace period (plus `JOBS_AFTER_CUT` for jobs to see
-//! their connection gone, and the final checkpoint).
+//! Shutdown is bounded: no client, however slow or silent, and no task
+//! keeps the process past the grace period (plus `LAST_CALL` for tasks,
+//! `JOBS_AFTER_CUT` for jobs to see their connection gone, and the final
+//! checkpoint), and it ends in a checkpoint even if a job never lets go of
+//! the engine.
 
-use crate::auth::UserStore;
+use crate::host::Host;
 use crate::http_conn::HttpSettings;
 use crate::listener::Lifecycle;
 use crate::native::{self, NativeSettings};
 use crate::service::{Limits, Service};
-use crate::stats::Stats;
+use crate::tasks::Tasks;
 use crate::tls::{server_tls_config, TlsSettings};
 use crate::{http, ServerError, ServerResult};
-use nsf::Engine;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use views::Views;
 
 /// Every server setting (`folio.toml` maps onto these).
 #[derive(Clone, Debug)]
@@ -53,7 +55,8 @@ pub struct ServerSettings {
     /// HTTP listener settings.
     pub http: HttpSettings,
     /// At shutdown, how long requests in flight may take to finish before
-    /// their connections are cut.
+    /// their connections are cut, and background tasks to stop before
+    /// they are aborted.
     pub shutdown_grace: Duration,
     /// Per-request limits.
     pub limits: Limits,
@@ -90,19 +93,36 @@ pub struct Bound {
 }
 
 /// After the connections are cut, how long jobs still running get to see
-/// it and end before the engine is needed back.
+/// it and end before the engine is closed under them.
 const JOBS_AFTER_CUT: Duration = Duration::from_secs(5);
 
-/// Runs the server until SIGTERM or SIGINT (or `stop` turns true), then
-/// returns the engine and views for the caller to close cleanly.
-/// `on_bound` is called once the listeners are up.
+/// Runs the server on `host` until SIGTERM or SIGINT (or `stop` turns
+/// true), then closes the host: the engine is flushed and checkpointed
+/// even if a job or task still holds it. `on_bound` is called once the
+/// listeners are up and the background tasks started. Whatever fails, the
+/// engine is closed before this returns.
 pub fn run(
-    mut settings: ServerSettings,
-    engine: Engine,
-    views: Views,
+    settings: ServerSettings,
+    mut host: Host,
     on_bound: impl FnOnce(&Bound),
     stop: Option<watch::Receiver<bool>>,
-) -> ServerResult<(Engine, Views)> {
+) -> ServerResult<()> {
+    let served = serve_host(settings, &mut host, on_bound, stop);
+    let closed = host.close();
+    if let (Err(_), Err(e)) = (&served, &closed) {
+        tracing::error!(error = %e, "the engine did not close cleanly either");
+    }
+    served.and(closed)
+}
+
+/// Runs the runtime and the listeners until shutdown, with every job
+/// and task ended or abandoned when it returns.
+fn serve_host(
+    mut settings: ServerSettings,
+    host: &mut Host,
+    on_bound: impl FnOnce(&Bound),
+    stop: Option<watch::Receiver<bool>>,
+) -> ServerResult<()> {
     fit_descriptors(&mut settings)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.io_threads.max(1))
@@ -111,26 +131,19 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| ServerError::Internal(format!("cannot start the runtime: {e}")))?;
-    let engine = Arc::new(engine);
-    let views = Arc::new(views);
-    let backend = engine.backend();
-    let users = Arc::new(UserStore::open(backend.clone(), engine.data_dir())?);
-    let tls = server_tls_config(&settings.tls, engine.data_dir(), backend)?;
-    let stats = Arc::new(Stats::new());
-    let service = Arc::new(Service::new(
-        engine.clone(),
-        views.clone(),
-        users,
-        stats.clone(),
-        settings.limits.clone(),
+    let engine = host.engine();
+    let tls = server_tls_config(&settings.tls, engine.data_dir(), engine.backend())?;
+    let service = host.service(settings.limits.clone());
+    let result = runtime.block_on(serve(
+        settings,
+        service,
+        host.tasks_mut(),
+        tls,
+        on_bound,
+        stop,
     ));
-    let result = runtime.block_on(serve(settings, service, tls, on_bound, stop));
-    let jobs_deadline = Instant::now() + JOBS_AFTER_CUT;
     runtime.shutdown_timeout(JOBS_AFTER_CUT);
-    result?;
-    let engine = take_back(engine, jobs_deadline, "engine")?;
-    let views = take_back(views, jobs_deadline, "views")?;
-    Ok((engine, views))
+    result
 }
 
 /// Raises the process's descriptor limit and lowers the connection limits
@@ -170,26 +183,6 @@ fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
     Ok(())
 }
 
-/// Takes sole ownership back once the last job holding `shared` has ended
-/// (waiting until `deadline` at most).
-fn take_back<T>(mut shared: Arc<T>, deadline: Instant, what: &str) -> ServerResult<T> {
-    loop {
-        match Arc::try_unwrap(shared) {
-            Ok(t) => return Ok(t),
-            Err(still) if Instant::now() < deadline => {
-                shared = still;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(_) => {
-                return Err(ServerError::Internal(format!(
-                    "requests still hold the {what} at shutdown; not closed cleanly \
-                     (restart recovery will replay the log)"
-                )))
-            }
-        }
-    }
-}
-
 /// Connections the kernel queues for a listener before the server
 /// accepts them (capped by `net.core.somaxconn`). The usual 128 overflows
 /// when thousands of clients connect at once while the accepting thread
@@ -226,10 +219,13 @@ async fn bind(addr: &str, what: &str) -> ServerResult<TcpListener> {
 async fn serve(
     settings: ServerSettings,
     service: Arc<Service>,
+    tasks: &mut Tasks,
     tls: Option<crate::tls::TlsConfig>,
     on_bound: impl FnOnce(&Bound),
     stop: Option<watch::Receiver<bool>>,
 ) -> ServerResult<()> {
+    // Installed first, so a signal during start-up is a stop, not a kill.
+    let mut signals = StopSignals::new(stop);
     let native_listener = bind(&settings.listen, "listen").await?;
     let http_listener = match &settings.http_listen {
         Some(a) => Some(bind(a, "http_listen").await?),
@@ -239,11 +235,13 @@ async fn serve(
         l.local_addr()
             .map_err(|e| ServerError::Internal(format!("listener address: {e}")))
     };
-    on_bound(&Bound {
+    let bound = Bound {
         native: local(&native_listener)?,
         http: http_listener.as_ref().map(local).transpose()?,
         tls_cert: tls.as_ref().map(|t| t.cert_path.clone()),
-    });
+    };
+    tasks.start_all().await;
+    on_bound(&bound);
     let (life_tx, life) = watch::channel(Lifecycle::Serving);
     let acceptor = tls
         .as_ref()
@@ -264,45 +262,53 @@ async fn serve(
             life.clone(),
         ))
     });
-    let ticker = tokio::spawn(tick(service.clone(), life.clone()));
-    let mut signals = StopSignals::new(stop);
     signals.next().await;
     let grace = settings.shutdown_grace;
     tracing::info!(
-        "shutting down: finishing requests in flight (for {} s at most)",
+        "shutting down: finishing requests in flight and stopping background tasks \
+         (for {} s at most)",
         grace.as_secs_f64()
     );
     let _ = life_tx.send(Lifecycle::Draining);
+    let deadline = tokio::time::Instant::now() + grace;
     let listeners = async {
         let _ = native.await;
         if let Some(w) = web {
             let _ = w.await;
         }
     };
-    tokio::pin!(listeners);
-    let cut = tokio::select! {
-        _ = &mut listeners => None,
-        _ = tokio::time::sleep(grace) => Some("the shutdown grace period is over"),
-        _ = signals.next() => Some("a second signal came"),
-    };
-    if let Some(why) = cut {
-        tracing::warn!("{why}: closing the connections still open");
-        let _ = life_tx.send(Lifecycle::Cut);
-        listeners.await;
-    }
-    let _ = ticker.await;
-    Ok(())
-}
-
-/// Samples the statistics once a second, while serving.
-async fn tick(service: Arc<Service>, mut life: watch::Receiver<Lifecycle>) {
-    let mut every = tokio::time::interval(Duration::from_secs(1));
-    loop {
+    // A second signal cuts the tasks' stop short as well.
+    let (hurry, hurried) = tokio::sync::oneshot::channel::<()>();
+    let tasks_stopped = tasks.stop_all(deadline, async move {
+        if hurried.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    });
+    tokio::pin!(listeners, tasks_stopped);
+    let grace_over = tokio::time::sleep_until(deadline);
+    tokio::pin!(grace_over);
+    let (mut listening, mut tasks_running) = (true, true);
+    let (mut cut, mut hurry) = (false, Some(hurry));
+    while listening || tasks_running {
         tokio::select! {
-            _ = every.tick() => service.stats().tick(service.engine()),
-            _ = life.changed() => return,
+            _ = &mut listeners, if listening => listening = false,
+            _ = &mut tasks_stopped, if tasks_running => tasks_running = false,
+            _ = &mut grace_over, if listening && !cut => {
+                tracing::warn!("the shutdown grace period is over: closing the connections still open");
+                let _ = life_tx.send(Lifecycle::Cut);
+                cut = true;
+            }
+            _ = signals.next(), if hurry.is_some() => {
+                tracing::warn!("a second signal came: closing the connections still open, aborting the background tasks");
+                let _ = life_tx.send(Lifecycle::Cut);
+                cut = true;
+                if let Some(h) = hurry.take() {
+                    let _ = h.send(());
+                }
+            }
         }
     }
+    Ok(())
 }
 
 /// What stops the server: SIGTERM, SIGINT or the caller's stop handle.

@@ -13,14 +13,21 @@
 //!   request ──▶ Stats::record(op, µs) ──▶ histogram[op], transactions += 1
 //!   ticker (1 s) ──▶ Sample { transactions, log commits, fsyncs, bytes } ring (61)
 //!   snapshot() = histograms + rates over the ring + engine gauges
+//!                + every background task's state (task.<name>.state)
 //! ```
+//!
+//! The ticker is the server's first background task ([`Ticker`], named
+//! `stats`), so its state shows in the statistics it keeps.
 
+use crate::tasks::{Task, TaskBoard, TaskContext, TaskResult};
+use futures_util::future::BoxFuture;
 use hdrhistogram::Histogram;
 use nsf::Engine;
 use parking_lot::Mutex;
 use protocol::{StatValue, Statistic};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The operations whose response times are kept apart.
@@ -124,6 +131,8 @@ pub struct Stats {
     samples: Mutex<VecDeque<Sample>>,
     /// When the checkpoint counter last moved.
     last_checkpoint: Mutex<(u64, Instant)>,
+    /// The background tasks' states, kept by the task registry.
+    tasks: Arc<TaskBoard>,
 }
 
 const WINDOW: usize = 61;
@@ -157,6 +166,7 @@ impl Stats {
             http_requests: AtomicU64::new(0),
             samples: Mutex::new(VecDeque::with_capacity(WINDOW)),
             last_checkpoint: Mutex::new((0, now)),
+            tasks: Arc::default(),
         }
     }
 
@@ -217,6 +227,11 @@ impl Stats {
     /// An HTTP request was served.
     pub fn http_request(&self) {
         self.http_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The background tasks' states, for the task registry to keep.
+    pub fn tasks(&self) -> &Arc<TaskBoard> {
+        &self.tasks
     }
 
     /// Takes a sample of the counters; the server calls this once a second.
@@ -313,6 +328,12 @@ impl Stats {
         engine_gauges(&mut out, engine);
         let age = self.last_checkpoint.lock().1.elapsed().as_secs_f64();
         gauge(&mut out, "log.checkpoint_age_s", age);
+        for (name, state) in self.tasks.states() {
+            out.push(Statistic {
+                name: format!("task.{name}.state"),
+                value: StatValue::Text(state.to_string()),
+            });
+        }
         out
     }
 
@@ -374,6 +395,37 @@ impl Stats {
                 value: StatValue::Gauge(h.max() as f64 / 1000.0),
             });
         }
+    }
+}
+
+/// Samples the statistics once a second: the background task `stats`.
+pub struct Ticker {
+    stats: Arc<Stats>,
+    engine: Arc<Engine>,
+}
+
+impl Ticker {
+    /// A ticker sampling `stats` and `engine`'s counters.
+    pub fn new(stats: Arc<Stats>, engine: Arc<Engine>) -> Ticker {
+        Ticker { stats, engine }
+    }
+}
+
+impl Task for Ticker {
+    fn name(&self) -> &str {
+        "stats"
+    }
+
+    fn run(self: Box<Self>, mut ctx: TaskContext) -> BoxFuture<'static, TaskResult> {
+        Box::pin(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = every.tick() => self.stats.tick(&self.engine),
+                    _ = ctx.stop_requested() => return Ok(()),
+                }
+            }
+        })
     }
 }
 

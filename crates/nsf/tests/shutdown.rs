@@ -1,0 +1,116 @@
+//! Closing an engine that is still shared (`Engine::shutdown`): the
+//! server closes it at shutdown whoever still holds it. The close is as
+//! clean as `Engine::close` (checkpoint, nothing to redo; unlogged, no
+//! fixup flag), and a holder's later writes and opens fail with
+//! `EngineClosed` without touching a file, while its reads go on.
+
+use nsf::{Engine, Item, ItemValue, NsfError};
+use std::path::Path;
+use std::sync::Arc;
+use storage::backend::MemBackend;
+use storage::Backend;
+
+mod common;
+use common::config;
+
+fn doc(subject: &str) -> Vec<Item> {
+    vec![Item {
+        name: "Subject".into(),
+        value: ItemValue::Text(subject.into()),
+    }]
+}
+
+fn subject(engine: &Engine, unid: nsf::Unid) -> String {
+    let note = engine.open_database("a.fdb").unwrap().get(unid).unwrap();
+    match &note.item("Subject").unwrap().value {
+        ItemValue::Text(t) => t.clone(),
+        _ => panic!("Subject is not text"),
+    }
+}
+
+fn file_len(disk: &MemBackend, path: &str) -> u64 {
+    disk.open(Path::new(path), storage::backend::OpenMode::Existing)
+        .unwrap()
+        .len()
+        .unwrap()
+}
+
+fn assert_closed<T>(r: nsf::NsfResult<T>, what: &str) {
+    match r {
+        Err(NsfError::EngineClosed) => {}
+        Err(e) => panic!("{what} after shutdown: {e}"),
+        Ok(_) => panic!("{what} after shutdown succeeded"),
+    }
+}
+
+#[test]
+fn a_shared_logged_engine_shuts_down_with_a_checkpoint_and_refuses_later_writes() {
+    let disk = MemBackend::new();
+    let (engine, _) = Engine::open(Arc::new(disk.clone()), config(true)).unwrap();
+    let engine = Arc::new(engine);
+    let db = engine.create_database("a.fdb", "").unwrap();
+    let unids: Vec<_> = (0..50)
+        .map(|i| db.create(doc(&format!("doc {i}"))).unwrap().unid)
+        .collect();
+    // A job that still holds the engine and the database.
+    let held = (engine.clone(), db.clone());
+
+    engine.shutdown().unwrap();
+    assert!(engine.is_closed());
+    let before = file_len(&disk, "/data/a.fdb");
+    assert_closed(held.1.create(doc("late")), "a create");
+    assert_closed(
+        held.1
+            .put_attachment(unids[0], "a.bin", "", &mut &[7u8; 100_000][..]),
+        "an attachment",
+    );
+    assert_closed(held.0.open_database("a.fdb"), "an open");
+    assert_closed(held.0.create_database("b.fdb", ""), "a create database");
+    assert_closed(held.0.checkpoint(), "a checkpoint");
+    assert_eq!(
+        file_len(&disk, "/data/a.fdb"),
+        before,
+        "a write after shutdown touched the file"
+    );
+    // Reads of what the holder has open go on.
+    assert!(held.1.get(unids[7]).is_ok());
+    engine.shutdown().unwrap();
+
+    // Reopened while the job still holds the old engine: recovery starts
+    // at the shutdown's checkpoint and has nothing to redo.
+    let (engine, report) = Engine::open(Arc::new(disk), config(true)).unwrap();
+    let report = report.unwrap();
+    assert_eq!(report.committed_txns_redone, 0, "{report:?}");
+    assert_eq!(report.pages_redone, 0, "{report:?}");
+    for (i, u) in unids.iter().enumerate() {
+        assert_eq!(subject(&engine, *u), format!("doc {i}"));
+    }
+    drop(held);
+    engine.close().unwrap();
+}
+
+#[test]
+fn a_shared_unlogged_engine_shuts_down_clean_and_refuses_later_writes() {
+    let disk = MemBackend::new();
+    let (engine, _) = Engine::open(Arc::new(disk.clone()), config(false)).unwrap();
+    let engine = Arc::new(engine);
+    let db = engine.create_database("a.fdb", "").unwrap();
+    let unid = db.create(doc("kept")).unwrap().unid;
+    let held = db.clone();
+
+    engine.shutdown().unwrap();
+    let before = file_len(&disk, "/data/a.fdb");
+    assert_closed(held.create(doc("late")), "a create");
+    assert_closed(held.delete(unid, None, false), "a delete");
+    assert_eq!(file_len(&disk, "/data/a.fdb"), before);
+
+    let (engine, _) = Engine::open(Arc::new(disk), config(false)).unwrap();
+    let db = engine.open_database("a.fdb").unwrap();
+    assert!(
+        !db.info().unwrap().needs_fixup,
+        "the shutdown was clean, yet the database needs fixup"
+    );
+    assert_eq!(subject(&engine, unid), "kept");
+    drop((db, held));
+    engine.close().unwrap();
+}
