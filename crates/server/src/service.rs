@@ -372,9 +372,15 @@ impl Service {
         json: &str,
     ) -> ServerResult<NoteMeta> {
         let updates = items_from_json(&self.parse_json(json)?).map_err(|e| bad(e.to_string()))?;
-        self.checked_write(caller, db, unid, based_on, force, "edit", |seq, f| {
-            db.update(nsf::Unid(unid.0), updates.clone(), seq, f)
-        })
+        self.checked_write(
+            caller,
+            db,
+            unid,
+            based_on,
+            force,
+            DocWrite::Edit,
+            |seq, f| db.update(nsf::Unid(unid.0), updates.clone(), seq, f),
+        )
     }
 
     /// Deletes a document, leaving a deletion stub.
@@ -386,9 +392,15 @@ impl Service {
         based_on: Option<u32>,
         force: bool,
     ) -> ServerResult<NoteMeta> {
-        self.checked_write(caller, db, unid, based_on, force, "delete", |seq, f| {
-            db.delete(nsf::Unid(unid.0), seq, f)
-        })
+        self.checked_write(
+            caller,
+            db,
+            unid,
+            based_on,
+            force,
+            DocWrite::Delete,
+            |seq, f| db.delete(nsf::Unid(unid.0), seq, f),
+        )
     }
 
     /// Runs `write` on a document the caller may edit (or delete), made
@@ -401,7 +413,7 @@ impl Service {
         unid: Unid,
         based_on: Option<u32>,
         force: bool,
-        what: &str,
+        what: DocWrite,
         write: impl Fn(Option<u32>, bool) -> nsf::NsfResult<nsf::NoteMeta>,
     ) -> ServerResult<NoteMeta> {
         let access = self.access(caller, db)?;
@@ -414,13 +426,13 @@ impl Service {
                 return Err(hidden(db, &note));
             }
             let allowed = match what {
-                "delete" => access.can_delete(&note),
-                _ => access.can_edit(&note),
+                DocWrite::Edit => access.can_edit(&note),
+                DocWrite::Delete => access.can_delete(&note),
             };
             if !allowed {
                 return Err(forbidden(
                     caller,
-                    &format!("may not {what} document {} in", note.oid.unid),
+                    &format!("may not {} document {} in", what.verb(), note.oid.unid),
                     db,
                 ));
             }
@@ -854,6 +866,22 @@ impl Service {
             )));
         }
         serde_json::from_str(json).map_err(|e| bad(format!("malformed JSON document: {e}")))
+    }
+}
+
+/// The write a [`Service::checked_write`] guards: each has its own rule.
+#[derive(Clone, Copy, Debug)]
+enum DocWrite {
+    Edit,
+    Delete,
+}
+
+impl DocWrite {
+    fn verb(self) -> &'static str {
+        match self {
+            DocWrite::Edit => "edit",
+            DocWrite::Delete => "delete",
+        }
     }
 }
 
