@@ -21,7 +21,7 @@ pub enum ViewCmd {
     Create {
         path: String,
         name: String,
-        /// Selection formula (views; default `SELECT @All`).
+        /// Selection formula (required for views, e.g. `SELECT @All`).
         #[arg(long)]
         select: Option<String>,
         /// `TITLE=FORMULA[:asc|:desc][:cat][:case]`, repeatable, in order.
