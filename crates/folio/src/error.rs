@@ -163,3 +163,56 @@ impl From<FolioError> for String {
         e.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal met embedded (the service's own error) and the same
+    /// refusal answered by a server are the same variant and message.
+    #[test]
+    fn a_refusal_is_the_same_embedded_and_over_the_network() {
+        let refusals = [
+            ServerError::BadRequest("bad formula".into()),
+            ServerError::TooLarge("too big".into()),
+            ServerError::Unauthenticated("sign in".into()),
+            ServerError::Forbidden("not yours".into()),
+            ServerError::NotFound("no document".into()),
+            ServerError::SaveConflict("save conflict".into()),
+            ServerError::Busy("log full".into()),
+            ServerError::Internal("broken".into()),
+        ];
+        for e in refusals {
+            let over_network = client::ClientError::Server {
+                code: e.code(),
+                message: e.to_string(),
+            };
+            let (embedded, remote) = (FolioError::from(e), FolioError::from(over_network));
+            assert_eq!(embedded.to_string(), remote.to_string());
+            assert_eq!(
+                std::mem::discriminant(&embedded),
+                std::mem::discriminant(&remote)
+            );
+        }
+        assert!(matches!(
+            FolioError::from(ServerError::NotFound("x".into())),
+            FolioError::NotFound(m) if m == "x"
+        ));
+        assert!(matches!(
+            FolioError::from(ServerError::Forbidden("x".into())),
+            FolioError::Access(_)
+        ));
+        assert!(matches!(
+            FolioError::from(ServerError::SaveConflict("x".into())),
+            FolioError::Conflict(_)
+        ));
+    }
+
+    #[test]
+    fn a_broken_connection_is_not_mistaken_for_a_refusal() {
+        let e = FolioError::from(client::ClientError::Closed {
+            reason: "reset".into(),
+        });
+        assert!(matches!(e, FolioError::Client(_)), "{e:?}");
+    }
+}

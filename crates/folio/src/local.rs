@@ -15,7 +15,7 @@
 //! The operations on the files themselves (`db check`, `view list`,
 //! `view rebuild`, `log info`) are here only; `show stats` is a server's.
 
-use crate::datadir::{self, OpenDataDir};
+use crate::datadir;
 use crate::error::{FolioError, FolioResult};
 use crate::store::{
     Changes, Doc, FolderChange, JsonObject, Store, ViewPage, ViewSummary, ViewUpdate,
@@ -27,11 +27,12 @@ use protocol::{
 };
 use server::auth::UserStore;
 use server::stats::Stats;
-use server::{Caller, Limits, Service};
+use server::{Caller, Service};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
+use storage::backend::MemBackend;
 use views::{RebuildReport, ViewDef};
 
 /// A data directory, locked and open, behind the server's `Service`.
@@ -50,20 +51,10 @@ impl LocalStore {
         let file = crate::config::load(data_dir, config).map_err(FolioError::Settings)?;
         let limits = file.limits().map_err(FolioError::Settings)?;
         let settings = datadir::settings_of(&file, data_dir)?;
-        let dd = datadir::open(data_dir, settings)?;
-        Ok(LocalStore::over(dd, limits))
-    }
-
-    /// The store over an open data directory.
-    pub fn over(dd: OpenDataDir, limits: Limits) -> LocalStore {
-        let (engine, views, lock) = dd.into_parts();
         // Nobody signs in to an embedded store, so it needs no users: an
         // empty store in memory, leaving `users.json` alone.
-        let users = UserStore::open(
-            Arc::new(storage::backend::MemBackend::new()),
-            Path::new("/"),
-        )
-        .expect("an empty in-memory user store always opens");
+        let users = UserStore::open(Arc::new(MemBackend::new()), data_dir)?;
+        let (engine, views, lock) = datadir::open(data_dir, settings)?.into_parts();
         let service = Service::new(
             Arc::new(engine),
             Arc::new(views),
@@ -71,14 +62,14 @@ impl LocalStore {
             Arc::new(Stats::new()),
             limits,
         );
-        LocalStore {
+        Ok(LocalStore {
             service,
             caller: Caller {
                 user: None,
                 admin: true,
             },
             lock,
-        }
+        })
     }
 
     /// Closes the views and the engine (flush and checkpoint), then
