@@ -96,6 +96,7 @@ pub enum FolderCmd {
     },
 }
 
+/// `folio view …`.
 pub fn view(store: &dyn Store, c: &ViewCmd, out: &mut dyn Write) -> FolioResult<()> {
     match c {
         ViewCmd::Create {
@@ -202,6 +203,8 @@ pub fn view_def(
     Ok(def)
 }
 
+/// `folio folder add|remove …`: every UNID is checked before the store
+/// is asked, and the store changes all of them or none.
 pub fn folder(store: &dyn Store, c: &FolderCmd) -> FolioResult<()> {
     let (path, name, unids, change) = match c {
         FolderCmd::Add { path, name, unids } => (path, name, unids, FolderChange::Add),
