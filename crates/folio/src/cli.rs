@@ -2,13 +2,21 @@
 //! `folio --data DIR db create PATH`, `doc put PATH` (JSON on stdin, UNID
 //! on stdout, exit 0 only once durable), and so on. Every failure is one
 //! line on stderr and a non-zero exit, and changes nothing.
+//!
+//! This module parses the command line, refuses options the command would
+//! ignore, and picks what the command runs over: the data directory
+//! (`LocalStore`) or, with `--server`, a server (`RemoteStore`). The
+//! commands themselves are written once, over the `Store` trait
+//! (`commands.rs`, `viewcli.rs`; see `store.rs`).
 
-use crate::datadir::{self, OpenDataDir};
-use crate::viewcli::{self, FolderCmd, ViewCmd};
-use crate::{crashtest, load};
+use crate::error::{FolioError, FolioResult};
+use crate::local::LocalStore;
+use crate::remote::RemoteStore;
+use crate::store::Store;
+use crate::viewcli::{FolderCmd, ViewCmd};
+use crate::{commands, crashtest, datadir, load, output};
 use clap::{Parser, Subcommand};
-use nsf::{items_from_json, note_to_json, Engine, ItemUpdate, Unid};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
@@ -216,40 +224,50 @@ pub fn init_tracing(args: &Args) {
         .try_init();
 }
 
-type CliResult = Result<(), String>;
-
-fn open(args: &Args) -> Result<OpenDataDir, String> {
-    let cfg = datadir::settings(args.data_dir(), args.config.as_deref())?;
-    datadir::open(args.data_dir(), cfg)
-}
-
-/// Runs one command. Errors are returned as one line of text.
-pub fn run(args: Args) -> CliResult {
+/// Runs one command. Errors are returned for `main` to print as one line.
+pub fn run(args: Args) -> FolioResult<()> {
     check_options(&args)?;
     match &args.cmd {
-        Cmd::Load(cmd) => return load::run(cmd, &args),
-        Cmd::User(cmd) => return crate::usercli::run(cmd, &args),
-        Cmd::Debug(DebugCmd::CrashWorkload(c)) => return crashtest::run_child(c, &args),
-        _ => {}
+        Cmd::Serve(sa) => serve(&args, sa),
+        Cmd::User(cmd) => crate::usercli::run(cmd, &args),
+        Cmd::Load(cmd) => load::run(cmd, &args).map_err(FolioError::Workload),
+        Cmd::Debug(DebugCmd::CrashWorkload(c)) => {
+            crashtest::run_child(c, &args).map_err(FolioError::Workload)
+        }
+        cmd => match (&args.server, cmd) {
+            (Some(server), _) => over_server(&args, server),
+            // `show stats` asks the local server by default.
+            (None, Cmd::Show(_)) => over_server(&args, client::DEFAULT_ADDR),
+            (None, _) => over_data_directory(&args),
+        },
     }
-    if let Cmd::Serve(sa) = &args.cmd {
-        return serve(&args, sa);
-    }
-    if let Some(server) = &args.server {
-        return crate::remote::run(&args, server);
-    }
-    if let Cmd::Show(_) = &args.cmd {
-        return crate::remote::run(&args, client::DEFAULT_ADDR);
-    }
-    let dd = open(&args)?;
-    let result = dispatch(&args, &dd.engine, &dd.views);
-    let closed = dd.engine.close().map_err(|e| e.to_string());
+}
+
+/// Runs the command on the data directory, then closes it (flush and
+/// checkpoint) whether or not the command succeeded.
+fn over_data_directory(args: &Args) -> FolioResult<()> {
+    let store = LocalStore::open(args.data_dir(), args.config.as_deref())?;
+    let result = on_console(&store, &args.cmd);
+    let closed = store.close();
     result.and(closed)
+}
+
+fn over_server(args: &Args, server: &str) -> FolioResult<()> {
+    on_console(&RemoteStore::connect(args, server)?, &args.cmd)
+}
+
+/// Runs the command over `store` with standard input and output.
+fn on_console(store: &dyn Store, cmd: &Cmd) -> FolioResult<()> {
+    let mut input = io::stdin().lock();
+    let mut out = BufWriter::new(io::stdout().lock());
+    let result = commands::run(store, cmd, &mut input, &mut out);
+    let flushed = out.flush().map_err(output::write_failed);
+    result.and(flushed)
 }
 
 /// Refuses global options the command would otherwise ignore or take to
 /// mean something else: every option given is honoured or refused.
-fn check_options(args: &Args) -> CliResult {
+fn check_options(args: &Args) -> FolioResult<()> {
     use load::LoadCmd;
     let given = |set: bool, name: &str| set.then(|| name.to_string());
     let server = given(args.server.is_some(), "--server");
@@ -257,9 +275,9 @@ fn check_options(args: &Args) -> CliResult {
     let tls_ca = given(args.tls_ca.is_some(), "--tls-ca");
     let data = given(args.data.is_some(), "--data");
     let config = given(args.config.is_some(), "--config");
-    let refuse = |opts: &[&Option<String>], why: &str| -> CliResult {
+    let refuse = |opts: &[&Option<String>], why: &str| -> FolioResult<()> {
         match opts.iter().find_map(|o| o.as_deref()) {
-            Some(opt) => Err(format!("{opt} {why}")),
+            Some(opt) => Err(FolioError::Usage(format!("{opt} {why}"))),
             None => Ok(()),
         }
     };
@@ -305,210 +323,16 @@ fn check_options(args: &Args) -> CliResult {
     }
 }
 
-fn dispatch(args: &Args, engine: &Engine, views: &views::Views) -> CliResult {
-    match &args.cmd {
-        Cmd::Db(c) => db_cmd(engine, views, c),
-        Cmd::View(c) => viewcli::view_cmd(engine, views, c),
-        Cmd::Folder(c) => viewcli::folder_cmd(engine, views, c),
-        Cmd::Search {
-            path,
-            formula,
-            since,
-        } => viewcli::search_cmd(engine, path, formula, since.as_deref()),
-        Cmd::Doc(c) => doc_cmd(engine, c),
-        Cmd::Attach(c) => attach_cmd(engine, c),
-        Cmd::Log(LogCmd::Info) => {
-            let info = engine
-                .log_info()
-                .ok_or("the transaction log is disabled (translog.enabled = false)")?;
-            print_json(&log_info_json(&info))
-        }
-        Cmd::Acl(c) => acl_cmd(engine, c),
-        Cmd::Load(_) | Cmd::Debug(_) | Cmd::Serve(_) | Cmd::Show(_) | Cmd::User(_) => {
-            unreachable!("handled before opening the data directory")
-        }
-    }
-}
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
-fn print_json(v: &serde_json::Value) -> CliResult {
-    let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v).map_err(err)?;
-    writeln!(out).map_err(err)
-}
-
-fn parse_unid(s: &str) -> Result<Unid, String> {
-    s.parse::<Unid>().map_err(err)
-}
-
-fn read_stdin_json() -> Result<serde_json::Value, String> {
-    let mut text = String::new();
-    io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| format!("reading stdin: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("malformed JSON on stdin: {e}"))
-}
-
-fn db_cmd(engine: &Engine, views: &views::Views, c: &DbCmd) -> CliResult {
-    match c {
-        DbCmd::Create { path, title, mail } => {
-            let db = engine.create_database(path, title).map_err(err)?;
-            if *mail {
-                mail::create_design(views, &db).map_err(err)?;
-            }
-            print_json(&serde_json::to_value(db.info().map_err(err)?).map_err(err)?)
-        }
-        DbCmd::List => {
-            let mut out = io::stdout().lock();
-            for p in engine.list_databases().map_err(err)? {
-                writeln!(out, "{p}").map_err(err)?;
-            }
-            Ok(())
-        }
-        DbCmd::Info { path } => {
-            let db = engine.open_database(path).map_err(err)?;
-            print_json(&serde_json::to_value(db.info().map_err(err)?).map_err(err)?)
-        }
-        DbCmd::Check { path } => {
-            let db = engine.open_database(path).map_err(err)?;
-            print_json(&serde_json::to_value(db.check().map_err(err)?).map_err(err)?)
-        }
-    }
-}
-
-fn doc_cmd(engine: &Engine, c: &DocCmd) -> CliResult {
-    match c {
-        DocCmd::Put { path } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let json = read_stdin_json()?;
-            let items = items_from_json(&json)
-                .map_err(err)?
-                .into_iter()
-                .map(|u| match u {
-                    ItemUpdate::Set(item) => Ok(item),
-                    ItemUpdate::Remove(name) => Err(format!(
-                        "item {name:?} is null; a new document cannot remove items"
-                    )),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let meta = db.create(items).map_err(err)?;
-            println!("{}", meta.unid);
-            Ok(())
-        }
-        DocCmd::Get { path, unid } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let note = db.get(parse_unid(unid)?).map_err(err)?;
-            print_json(&note_to_json(&note))
-        }
-        DocCmd::Update { path, unid, force } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let unid = parse_unid(unid)?;
-            let json = read_stdin_json()?;
-            let based_on = match json.get("$seq") {
-                None => None,
-                Some(v) => Some(
-                    v.as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .ok_or("\"$seq\" must be a non-negative integer")?,
-                ),
-            };
-            let updates = items_from_json(&json).map_err(err)?;
-            let meta = db.update(unid, updates, based_on, *force).map_err(err)?;
-            println!(
-                "{}",
-                serde_json::json!({"$unid": meta.unid.to_string(), "$seq": meta.seq_num})
-            );
-            Ok(())
-        }
-        DocCmd::Delete { path, unid, seq } => {
-            let db = engine.open_database(path).map_err(err)?;
-            db.delete(parse_unid(unid)?, *seq, false).map_err(err)?;
-            Ok(())
-        }
-        DocCmd::List { path } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let mut out = BufWriter::new(io::stdout().lock());
-            db.for_each_note(|n| {
-                serde_json::to_writer(&mut out, &note_to_json(&n))
-                    .map_err(|e| nsf::NsfError::Invalid(e.to_string()))?;
-                writeln!(out).map_err(|e| nsf::NsfError::Invalid(e.to_string()))
-            })
-            .map_err(err)?;
-            out.flush().map_err(err)
-        }
-    }
-}
-
-fn attach_cmd(engine: &Engine, c: &AttachCmd) -> CliResult {
-    match c {
-        AttachCmd::Put {
-            path,
-            unid,
-            file,
-            name,
-            mime,
-        } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let unid = parse_unid(unid)?;
-            let name = match name {
-                Some(n) => n.clone(),
-                None => file_name(file)?,
-            };
-            let mut f = std::fs::File::open(file)
-                .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
-            let a = db.put_attachment(unid, &name, mime, &mut f).map_err(err)?;
-            println!("{}", serde_json::json!({"name": a.name, "size": a.size}));
-            Ok(())
-        }
-        AttachCmd::Get { path, unid, name } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let mut r = db.open_attachment(parse_unid(unid)?, name).map_err(err)?;
-            let mut out = io::stdout().lock();
-            io::copy(&mut r, &mut out).map_err(err)?;
-            out.flush().map_err(err)
-        }
-    }
-}
-
-/// `folio acl show|set` on the data directory (full access: whoever can
-/// open the files can change them anyway).
-fn acl_cmd(engine: &Engine, c: &AclCmd) -> CliResult {
-    match c {
-        AclCmd::Show { path } => {
-            let db = engine.open_database(path).map_err(err)?;
-            let acl = db
-                .acl()
-                .map_err(err)?
-                .unwrap_or_else(|| nsf::Acl::for_creator(None));
-            print_json(&serde_json::from_str(&acl.to_json()).map_err(err)?)
-        }
-        AclCmd::Set { path } => {
-            let json = read_stdin_json()?;
-            let acl = nsf::Acl::parse_json(&json.to_string()).map_err(err)?;
-            let db = engine.open_database(path).map_err(err)?;
-            db.set_acl(&acl).map_err(err)?;
-            Ok(())
-        }
-    }
-}
-
-pub(crate) fn file_name(p: &Path) -> Result<String, String> {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .map(str::to_string)
-        .ok_or_else(|| format!("{} has no usable file name; pass --name", p.display()))
-}
-
 /// Runs the server until SIGTERM/SIGINT, then lets requests in flight
 /// finish, stops the background tasks and closes the engine cleanly
 /// (flush and checkpoint), even if a job still holds it.
-fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
+fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
     let data_dir = args.data_dir();
-    let file = crate::config::load(data_dir, args.config.as_deref())?;
-    let mut settings = file.server_settings(data_dir)?;
+    let file =
+        crate::config::load(data_dir, args.config.as_deref()).map_err(FolioError::Settings)?;
+    let mut settings = file
+        .server_settings(data_dir)
+        .map_err(FolioError::Settings)?;
     let mut overrides = String::new();
     if let Some(l) = &sa.listen {
         overrides.push_str(&format!("listen = {l:?}\n"));
@@ -517,7 +341,9 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
         overrides.push_str(&format!("http_listen = {l:?}\n"));
     }
     if !overrides.is_empty() {
-        let o = crate::config::parse(&overrides)?.server_settings(data_dir)?;
+        let o = crate::config::parse(&overrides)
+            .and_then(|o| o.server_settings(data_dir))
+            .map_err(FolioError::Usage)?;
         if sa.listen.is_some() {
             settings.listen = o.listen;
         }
@@ -527,21 +353,18 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
     }
     if sa.tls_self_signed {
         if settings.tls.cert.is_some() {
-            return Err(
+            return Err(FolioError::Usage(
                 "--tls-self-signed cannot be combined with tls.cert in the settings".into(),
-            );
+            ));
         }
         settings.tls.self_signed = true;
     }
-    let dd = datadir::open(
-        data_dir,
-        (file.engine_config(data_dir)?, file.view_config()?),
-    )?;
+    let dd = datadir::open(data_dir, datadir::settings_of(&file, data_dir)?)?;
     let (engine, views, lock) = dd.into_parts();
-    let databases = engine.list_databases().map_err(err)?.len();
+    let databases = engine.list_databases()?.len();
     let logged = engine.is_logged();
     let data = data_dir.display().to_string();
-    let host = server::Host::new(engine, views).map_err(err)?;
+    let host = server::Host::new(engine, views)?;
     let served = server::run(
         settings,
         host,
@@ -560,30 +383,7 @@ fn serve(args: &Args, sa: &ServeArgs) -> CliResult {
         None,
     );
     drop(lock);
-    served.map_err(err)?;
+    served?;
     eprintln!("folio: stopped (engine flushed and checkpointed)");
     Ok(())
-}
-
-fn log_info_json(i: &translog::LogInfo) -> serde_json::Value {
-    serde_json::json!({
-        "style": format!("{:?}", i.style).to_lowercase(),
-        "tuning": format!("{:?}", i.tuning).to_lowercase(),
-        "extent_size": i.extent_size,
-        "max_size": i.max_size,
-        "extents": i.extents_on_disk,
-        "capacity": i.capacity,
-        "bytes_in_use": i.bytes_in_use,
-        "checkpoint_lsn": i.checkpoint_lsn.0,
-        "redo_lsn": i.redo_lsn.0,
-        "durable_lsn": i.durable_lsn.0,
-        "end_lsn": i.end_lsn.0,
-        "epoch": i.epoch,
-        "failed": i.failed,
-        "commits": i.commits,
-        "fsyncs": i.fsyncs,
-        "bytes_written": i.bytes_written,
-        "log_full_events": i.log_full_events,
-        "checkpoints": i.checkpoints,
-    })
 }

@@ -347,24 +347,7 @@ impl FileConfig {
                 })
                 .collect::<Result<_, _>>()?;
         }
-        if let Some(Size(n)) = self.max_document_size {
-            if !(1 << 10..=64 << 20).contains(&n) {
-                return Err(setting(
-                    "max_document_size",
-                    "must be between 1KiB and 64MiB",
-                ));
-            }
-            s.limits.max_document_bytes = n as usize;
-        }
-        if let Some(Size(n)) = self.max_attachment_size {
-            if n == 0 {
-                return Err(setting("max_attachment_size", "must be above 0"));
-            }
-            s.limits.max_attachment_bytes = n;
-        }
-        if let Some(n) = self.attachment_streams {
-            s.limits.attachment_streams = n;
-        }
+        s.limits = self.limits()?;
         let rel = |p: &PathBuf| {
             if p.is_absolute() {
                 p.clone()
@@ -391,6 +374,31 @@ impl FileConfig {
 }
 
 impl FileConfig {
+    /// The limits on what one request may carry, validated (the server's,
+    /// and the embedded commands', which run the same service).
+    pub fn limits(&self) -> Result<server::Limits, String> {
+        let mut limits = server::Limits::default();
+        if let Some(Size(n)) = self.max_document_size {
+            if !(1 << 10..=64 << 20).contains(&n) {
+                return Err(setting(
+                    "max_document_size",
+                    "must be between 1KiB and 64MiB",
+                ));
+            }
+            limits.max_document_bytes = n as usize;
+        }
+        if let Some(Size(n)) = self.max_attachment_size {
+            if n == 0 {
+                return Err(setting("max_attachment_size", "must be above 0"));
+            }
+            limits.max_attachment_bytes = n;
+        }
+        if let Some(n) = self.attachment_streams {
+            limits.attachment_streams = n;
+        }
+        Ok(limits)
+    }
+
     /// The connection timeouts and the shutdown grace period, validated.
     fn apply_timeouts(&self, s: &mut server::ServerSettings) -> Result<(), String> {
         if let Some(t) = timeout("handshake_timeout_secs", self.handshake_timeout_secs)? {

@@ -5,7 +5,8 @@
 //! the log; the lock file makes the second one fail with a clear message
 //! instead.
 
-use crate::config;
+use crate::config::{self, FileConfig};
+use crate::error::{FolioError, FolioResult};
 use nsf::{Engine, EngineConfig};
 use std::fs::File;
 use std::path::Path;
@@ -35,32 +36,46 @@ impl OpenDataDir {
 pub fn settings(
     data_dir: &Path,
     config_path: Option<&Path>,
-) -> Result<(EngineConfig, views::ViewConfig), String> {
-    let file = config::load(data_dir, config_path)?;
-    Ok((file.engine_config(data_dir)?, file.view_config()?))
+) -> FolioResult<(EngineConfig, views::ViewConfig)> {
+    let file = config::load(data_dir, config_path).map_err(FolioError::Settings)?;
+    settings_of(&file, data_dir)
+}
+
+/// The engine's and the views' settings in `file`, validated.
+pub fn settings_of(
+    file: &FileConfig,
+    data_dir: &Path,
+) -> FolioResult<(EngineConfig, views::ViewConfig)> {
+    let engine = file.engine_config(data_dir).map_err(FolioError::Settings)?;
+    let views = file.view_config().map_err(FolioError::Settings)?;
+    Ok((engine, views))
 }
 
 /// Locks and opens `data_dir`, creating it if needed.
 pub fn open(
     data_dir: &Path,
     (cfg, view_cfg): (EngineConfig, views::ViewConfig),
-) -> Result<OpenDataDir, String> {
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| format!("cannot create data directory {}: {e}", data_dir.display()))?;
+) -> FolioResult<OpenDataDir> {
+    std::fs::create_dir_all(data_dir).map_err(|e| {
+        FolioError::io(
+            format!("cannot create data directory {}", data_dir.display()),
+            e,
+        )
+    })?;
     let lock_path = data_dir.join("folio.lock");
     let lock = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-    lock.try_lock().map_err(|_| {
-        format!(
-            "data directory {} is in use by another Folio process",
-            data_dir.display()
-        )
+        .map_err(|e| FolioError::io(format!("cannot open {}", lock_path.display()), e))?;
+    lock.try_lock().map_err(|e| match e {
+        std::fs::TryLockError::WouldBlock => FolioError::DataDirectoryInUse(data_dir.to_path_buf()),
+        std::fs::TryLockError::Error(e) => {
+            FolioError::io(format!("cannot lock {}", lock_path.display()), e)
+        }
     })?;
-    let (engine, recovery) = Engine::open(Arc::new(FsBackend), cfg).map_err(|e| e.to_string())?;
+    let (engine, recovery) = Engine::open(Arc::new(FsBackend), cfg)?;
     let views = views::Views::new(engine.backend(), view_cfg);
     Ok(OpenDataDir {
         engine,

@@ -639,7 +639,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         let r = match &args.server {
             Some(server) => {
                 let endpoint = crate::remote::Endpoint::from_args(args, server)?;
-                let connect = move || endpoint.connect("folio-load");
+                let connect = move || endpoint.connect("folio-load").map_err(|e| e.to_string());
                 let target = Arc::new(Network {
                     connect: Box::new(connect),
                     run_id,

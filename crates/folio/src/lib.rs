@@ -4,14 +4,21 @@
 
 pub mod bigview;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod crashtest;
 pub mod datadir;
 pub mod dbsload;
 pub mod docsload;
+pub mod error;
 pub mod load;
+pub mod local;
+pub mod output;
 pub mod progress;
 pub mod remote;
 pub mod report;
+pub mod store;
 pub mod usercli;
 pub mod viewcli;
+
+pub use error::{FolioError, FolioResult};

@@ -7,6 +7,8 @@
 //! as one line of standard input, so scripts and tests can pipe them.
 
 use crate::cli::Args;
+use crate::error::{FolioError, FolioResult};
+use crate::output;
 use clap::Subcommand;
 use server::auth::{UserInfo, UserStore};
 use std::io::{self, BufRead, IsTerminal, Write};
@@ -48,41 +50,35 @@ pub enum UserCmd {
 }
 
 /// Runs one `folio user` command.
-pub fn run(cmd: &UserCmd, args: &Args) -> Result<(), String> {
-    let users = UserStore::open(Arc::new(FsBackend), args.data_dir()).map_err(err)?;
+pub fn run(cmd: &UserCmd, args: &Args) -> FolioResult<()> {
+    let users = UserStore::open(Arc::new(FsBackend), args.data_dir())?;
+    let mut out = io::stdout().lock();
     match cmd {
         UserCmd::Add { name, admin } => {
             let password = read_password(name)?;
-            users.add_user(name, &password, *admin).map_err(err)
+            Ok(users.add_user(name, &password, *admin)?)
         }
         UserCmd::Passwd { name } => {
             let password = read_password(name)?;
-            users.set_password(name, &password).map_err(err)
+            Ok(users.set_password(name, &password)?)
         }
-        UserCmd::Remove { name } => users.remove_user(name).map_err(err),
+        UserCmd::Remove { name } => Ok(users.remove_user(name)?),
         UserCmd::List => {
-            let mut out = io::stdout().lock();
-            for u in users.list_users().map_err(err)? {
-                serde_json::to_writer(&mut out, &u).map_err(err)?;
-                writeln!(out).map_err(err)?;
+            for u in users.list_users()? {
+                output::line(&mut out, &output::serialized(&u)?)?;
             }
             Ok(())
         }
         UserCmd::Token { name, label } => {
             let label = match label {
                 Some(l) => l.clone(),
-                None => free_label(&users.list_users().map_err(err)?, name),
+                None => free_label(&users.list_users()?, name),
             };
-            let token = users.create_token(name, &label).map_err(err)?;
-            println!("{token}");
-            Ok(())
+            let token = users.create_token(name, &label)?;
+            output::text(&mut out, &token)
         }
-        UserCmd::Revoke { name, label } => users.revoke_token(name, label).map_err(err),
+        UserCmd::Revoke { name, label } => Ok(users.revoke_token(name, label)?),
     }
-}
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
 }
 
 /// The first of `token-1`, `token-2`, … that `name` does not use yet.
@@ -99,7 +95,7 @@ fn free_label(users: &[UserInfo], name: &str) -> String {
 }
 
 /// The new password for `name`.
-fn read_password(name: &str) -> Result<String, String> {
+fn read_password(name: &str) -> FolioResult<String> {
     if let Ok(p) = std::env::var(PASSWORD_ENV) {
         return Ok(p);
     }
@@ -109,20 +105,22 @@ fn read_password(name: &str) -> Result<String, String> {
         stdin
             .lock()
             .read_line(&mut line)
-            .map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+            .map_err(|e| FolioError::io("cannot read the password from standard input", e))?;
         return Ok(line.trim_end_matches(['\n', '\r']).to_string());
     }
     let first = prompt(&format!("Password for {name}: "))?;
     let again = prompt("Again: ")?;
     if first != again {
-        return Err("the two passwords differ; nothing changed".into());
+        return Err(FolioError::BadInput(
+            "the two passwords differ; nothing changed".into(),
+        ));
     }
     Ok(first)
 }
 
 /// Asks on the terminal and reads a line without echoing it.
-fn prompt(question: &str) -> Result<String, String> {
-    let fail = |e: io::Error| format!("cannot read the password from the terminal: {e}");
+fn prompt(question: &str) -> FolioResult<String> {
+    let fail = |e: io::Error| FolioError::io("cannot read the password from the terminal", e);
     eprint!("{question}");
     io::stderr().flush().map_err(fail)?;
     let echo = EchoOff::new().map_err(fail)?;

@@ -1,14 +1,19 @@
-//! The `view`, `folder` and `search` commands.
+//! The `view`, `folder` and `search` commands, each written once over a
+//! [`Store`].
 //!
 //! Reads print JSON lines (one row or document per line) so they stream
-//! and pipe into other tools; a bad formula or an unknown view is one line
-//! on stderr, a non-zero exit, and no change.
+//! and pipe into other tools; a bad formula, column or refresh option is
+//! refused before the store is asked, and an unknown view is one line on
+//! stderr, a non-zero exit, and no change.
 
+use crate::commands::parse_unid;
+use crate::error::{FolioError, FolioResult};
+use crate::output;
+use crate::store::{FolderChange, Store};
 use clap::Subcommand;
-use nsf::{note_to_json, Database, Engine, Timestamp, Unid};
-use std::io::{self, BufWriter, Write};
-use std::sync::Arc;
-use views::{ColumnDef, Refresh, Row, Start, ViewDef, Views};
+use protocol::{ReadFlags, Start};
+use std::io::Write;
+use views::{ColumnDef, Kind, Refresh, ViewDef};
 
 #[derive(Subcommand, Debug)]
 pub enum ViewCmd {
@@ -16,7 +21,7 @@ pub enum ViewCmd {
     Create {
         path: String,
         name: String,
-        /// Selection formula (views; default `SELECT @All`).
+        /// Selection formula (required for views, e.g. `SELECT @All`).
         #[arg(long)]
         select: Option<String>,
         /// `TITLE=FORMULA[:asc|:desc][:cat][:case]`, repeatable, in order.
@@ -46,7 +51,7 @@ pub enum ViewCmd {
         #[arg(long)]
         prefix: bool,
         #[arg(long, default_value_t = 40)]
-        count: usize,
+        count: u32,
         /// Read towards the start.
         #[arg(long)]
         backward: bool,
@@ -91,17 +96,8 @@ pub enum FolderCmd {
     },
 }
 
-type CliResult = Result<(), String>;
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
-fn open_db(engine: &Engine, path: &str) -> Result<Arc<Database>, String> {
-    engine.open_database(path).map_err(err)
-}
-
-pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
+/// `folio view …`.
+pub fn view(store: &dyn Store, c: &ViewCmd, out: &mut dyn Write) -> FolioResult<()> {
     match c {
         ViewCmd::Create {
             path,
@@ -112,9 +108,12 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
             folder,
             refresh,
         } => {
-            let def = view_def(name, select.as_deref(), columns, *logged, *folder, refresh)?;
-            let db = open_db(engine, path)?;
-            views.create(&db, def).map_err(err)
+            let kind = if *folder { Kind::Folder } else { Kind::View };
+            let refresh = refresh
+                .parse::<Refresh>()
+                .map_err(|e| FolioError::BadInput(e.to_string()))?;
+            let def = view_def(name, kind, select.as_deref(), columns, *logged, refresh)?;
+            store.create_view(path, &def)
         }
         ViewCmd::Read {
             path,
@@ -127,9 +126,6 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
             categories,
             total,
         } => {
-            let db = open_db(engine, path)?;
-            let coll = views.open(&db, name).map_err(err)?;
-            say_rebuilt(&coll);
             let from = match key {
                 Some(k) => Start::Key {
                     key: k.clone(),
@@ -137,141 +133,111 @@ pub fn view_cmd(engine: &Engine, views: &Views, c: &ViewCmd) -> CliResult {
                 },
                 None => Start::Position(start.unwrap_or(0)),
             };
-            let rows = coll
-                .read(&from, *count, *backward, *categories)
-                .map_err(err)?;
-            let titles = coll.titles();
-            let mut out = BufWriter::new(io::stdout().lock());
-            for r in &rows {
-                print_row(&mut out, r, &titles)?;
+            let flags = ReadFlags {
+                backward: *backward,
+                categories: *categories,
+                count: *total,
+            };
+            let page = store.read_view(path, name, &from, *count, flags)?;
+            for r in &page.rows {
+                output::line(out, &output::row(r, &page.titles))?;
             }
-            if *total {
-                print_total(&mut out, coll.count().map_err(err)?)?;
+            match page.total {
+                Some(n) => output::line(out, &output::total(n)),
+                None => Ok(()),
             }
-            out.flush().map_err(err)
         }
         ViewCmd::Find {
             path,
             name,
             key,
             prefix,
-        } => {
-            let db = open_db(engine, path)?;
-            let coll = views.open(&db, name).map_err(err)?;
-            say_rebuilt(&coll);
-            let found = coll.find(key, *prefix).map_err(err)?;
-            let v = match found {
-                Some(f) => serde_json::json!({"position": f.position, "count": f.count}),
-                None => serde_json::json!({"position": null, "count": 0}),
-            };
-            println!("{v}");
-            Ok(())
-        }
+        } => output::line(
+            out,
+            &output::found(store.find_in_view(path, name, key, *prefix)?),
+        ),
         ViewCmd::Update { path, name } => {
-            let db = open_db(engine, path)?;
-            let r = views.update(&db, name).map_err(err)?;
-            println!("{}", serde_json::to_string(&r).map_err(err)?);
-            Ok(())
+            output::line(out, &output::view_update(&store.update_view(path, name)?))
         }
         ViewCmd::Rebuild { path, name } => {
-            let db = open_db(engine, path)?;
-            let r = views.rebuild(&db, name).map_err(err)?;
-            println!("{}", serde_json::to_string(&r).map_err(err)?);
-            Ok(())
+            output::line(out, &output::serialized(&store.rebuild_view(path, name)?)?)
         }
         ViewCmd::List { path } => {
-            let db = open_db(engine, path)?;
-            for (name, kind) in views.list(&db).map_err(err)? {
-                println!("{}", serde_json::json!({"name": name, "kind": kind}));
+            for v in store.list_views(path)? {
+                output::line(out, &output::view_summary(&v))?;
             }
             Ok(())
         }
     }
 }
 
-/// A checked view definition from the `view create` arguments (shared by
-/// the embedded and the networked command).
+/// A checked view definition from the `view create` arguments: bad
+/// columns and formulas are refused before the store is asked.
 pub fn view_def(
     name: &str,
+    kind: Kind,
     select: Option<&str>,
     columns: &[String],
     logged: bool,
-    folder: bool,
-    refresh: &str,
-) -> Result<ViewDef, String> {
+    refresh: Refresh,
+) -> FolioResult<ViewDef> {
+    let bad = |e: views::ViewError| FolioError::BadInput(e.to_string());
     let columns = columns
         .iter()
         .map(|c| ColumnDef::parse(c))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(err)?;
-    let mut def = if folder {
-        if select.is_some() {
-            return Err("a folder has no selection formula; drop --select".into());
+        .map_err(bad)?;
+    let mut def = match kind {
+        Kind::Folder if select.is_some() => {
+            return Err(FolioError::Usage(
+                "a folder has no selection formula; drop --select".into(),
+            ))
         }
-        ViewDef::folder(name, columns)
-    } else {
-        ViewDef::view(name, select.unwrap_or(""), columns)
+        Kind::Folder => ViewDef::folder(name, columns),
+        Kind::View => ViewDef::view(name, select.unwrap_or(""), columns),
     };
     def.logged = logged;
-    def.refresh = refresh.parse::<Refresh>().map_err(err)?;
-    // Check everything before touching the database.
-    def.check_new().map_err(err)?;
-    def.compile().map_err(err)?;
+    def.refresh = refresh;
+    def.check_new().map_err(bad)?;
+    def.compile().map_err(bad)?;
     Ok(def)
 }
 
-fn say_rebuilt(coll: &views::Collection<'_>) {
-    if let Some(why) = coll.rebuilt.as_ref().filter(|w| *w != "first use") {
-        eprintln!("folio: rebuilt the index of {:?}: {why}", coll.name());
-    }
-}
-
-fn print_row(out: &mut impl Write, r: &Row, titles: &[String]) -> CliResult {
-    serde_json::to_writer(&mut *out, &r.to_json(titles)).map_err(err)?;
-    writeln!(out).map_err(err)
-}
-
-/// The last line of `view read --total` (shared by the embedded and the
-/// networked command).
-pub fn print_total(out: &mut impl Write, total: u64) -> CliResult {
-    writeln!(out, "{}", serde_json::json!({ "total": total })).map_err(err)
-}
-
-pub fn folder_cmd(engine: &Engine, views: &Views, c: &FolderCmd) -> CliResult {
-    let (path, name, unids, add) = match c {
-        FolderCmd::Add { path, name, unids } => (path, name, unids, true),
-        FolderCmd::Remove { path, name, unids } => (path, name, unids, false),
+/// `folio folder add|remove …`: every UNID is checked before the store
+/// is asked, and the store changes all of them or none.
+pub fn folder(store: &dyn Store, c: &FolderCmd) -> FolioResult<()> {
+    let (path, name, unids, change) = match c {
+        FolderCmd::Add { path, name, unids } => (path, name, unids, FolderChange::Add),
+        FolderCmd::Remove { path, name, unids } => (path, name, unids, FolderChange::Remove),
     };
     let unids = unids
         .iter()
-        .map(|u| u.parse::<Unid>().map_err(err))
-        .collect::<Result<Vec<_>, _>>()?;
-    let db = open_db(engine, path)?;
-    if add {
-        views.folder_add(&db, name, &unids).map_err(err)
-    } else {
-        views.folder_remove(&db, name, &unids).map_err(err)
-    }
+        .map(|u| parse_unid(u))
+        .collect::<FolioResult<Vec<_>>>()?;
+    store.change_folder(path, name, &unids, change)
 }
 
 /// `folio search PATH FORMULA [--since TIME]`.
-pub fn search_cmd(engine: &Engine, path: &str, formula: &str, since: Option<&str>) -> CliResult {
-    let since = match since {
-        None => None,
-        Some(s) => Some(
-            Timestamp::parse_rfc3339(s)
-                .ok_or_else(|| format!("--since {s:?}: expected an RFC 3339 time"))?,
-        ),
-    };
-    // A bad formula fails before the database is opened.
-    formula::Formula::parse(formula).map_err(|e| format!("bad search formula: {e}"))?;
-    let db = open_db(engine, path)?;
-    let mut out = BufWriter::new(io::stdout().lock());
-    views::search(&db, formula, since, |n| {
-        serde_json::to_writer(&mut out, &note_to_json(n))
-            .map_err(|e| views::ViewError::Output(e.into()))?;
-        writeln!(out).map_err(views::ViewError::Output)
-    })
-    .map_err(err)?;
-    out.flush().map_err(err)
+pub fn search(
+    store: &dyn Store,
+    path: &str,
+    formula: &str,
+    since: Option<&str>,
+    out: &mut dyn Write,
+) -> FolioResult<()> {
+    let since = since
+        .map(|s| {
+            nsf::Timestamp::parse_rfc3339(s)
+                .map(|t| protocol::Timestamp(t.0))
+                .ok_or_else(|| {
+                    FolioError::BadInput(format!("--since {s:?}: expected an RFC 3339 time"))
+                })
+        })
+        .transpose()?;
+    formula::Formula::parse(formula)
+        .map_err(|e| FolioError::BadInput(format!("bad search formula: {e}")))?;
+    store.search(path, formula, since, &mut |d| {
+        output::line(out, &output::document(&d))
+    })?;
+    Ok(())
 }

@@ -59,9 +59,10 @@ fn documented_commands_round_trip() {
     let list = ok(d, &["doc", "list", "mail/alice.fdb"], "");
     assert_eq!(list.lines().count(), 1);
     assert!(json(list.lines().next().unwrap())["$unid"] == unid);
+    // The document and the ACL note every new database gets.
     let info = json(&ok(d, &["db", "info", "mail/alice.fdb"], ""));
-    assert_eq!(info["note_count"], 1);
-    assert_eq!(info["sequence"], 3);
+    assert_eq!(info["note_count"], 2);
+    assert_eq!(info["sequence"], 4);
     ok(d, &["doc", "delete", "mail/alice.fdb", unid], "");
     assert_eq!(ok(d, &["doc", "list", "mail/alice.fdb"], ""), "");
     let log = json(&ok(d, &["log", "info"], ""));

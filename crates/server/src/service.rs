@@ -584,9 +584,15 @@ impl Service {
         json: &str,
     ) -> ServerResult<NoteMeta> {
         let updates = items_from_json(&self.parse_json(json)?).map_err(|e| bad(e.to_string()))?;
-        self.checked_write(caller, db, unid, based_on, force, "edit", |seq, f| {
-            db.update(nsf::Unid(unid.0), updates.clone(), seq, f)
-        })
+        self.checked_write(
+            caller,
+            db,
+            unid,
+            based_on,
+            force,
+            WriteRule::Edit,
+            |seq, f| db.update(nsf::Unid(unid.0), updates.clone(), seq, f),
+        )
     }
 
     /// Deletes a document, leaving a deletion stub.
@@ -598,9 +604,15 @@ impl Service {
         based_on: Option<u32>,
         force: bool,
     ) -> ServerResult<NoteMeta> {
-        self.checked_write(caller, db, unid, based_on, force, "delete", |seq, f| {
-            db.delete(nsf::Unid(unid.0), seq, f)
-        })
+        self.checked_write(
+            caller,
+            db,
+            unid,
+            based_on,
+            force,
+            WriteRule::Delete,
+            |seq, f| db.delete(nsf::Unid(unid.0), seq, f),
+        )
     }
 
     /// Runs `write` on a document the caller may edit (or delete), made
@@ -613,7 +625,7 @@ impl Service {
         unid: Unid,
         based_on: Option<u32>,
         force: bool,
-        what: &str,
+        what: WriteRule,
         write: impl Fn(Option<u32>, bool) -> nsf::NsfResult<nsf::NoteMeta>,
     ) -> ServerResult<NoteMeta> {
         let access = self.access(caller, db)?;
@@ -626,13 +638,13 @@ impl Service {
                 return Err(hidden(db, &note));
             }
             let allowed = match what {
-                "delete" => access.can_delete(&note),
-                _ => access.can_edit(&note),
+                WriteRule::Edit => access.can_edit(&note),
+                WriteRule::Delete => access.can_delete(&note),
             };
             if !allowed {
                 return Err(forbidden(
                     caller,
-                    &format!("may not {what} document {} in", note.oid.unid),
+                    &format!("may not {} document {} in", what.verb(), note.oid.unid),
                     db,
                 ));
             }
@@ -1066,6 +1078,22 @@ impl Service {
             )));
         }
         serde_json::from_str(json).map_err(|e| bad(format!("malformed JSON document: {e}")))
+    }
+}
+
+/// The write a [`Service::checked_write`] guards: each has its own rule.
+#[derive(Clone, Copy, Debug)]
+enum WriteRule {
+    Edit,
+    Delete,
+}
+
+impl WriteRule {
+    fn verb(self) -> &'static str {
+        match self {
+            WriteRule::Edit => "edit",
+            WriteRule::Delete => "delete",
+        }
     }
 }
 

@@ -1,0 +1,262 @@
+//! What the commands run over: one [`Store`] trait, two implementations.
+//!
+//! Every command exists embedded (the data directory opened by the
+//! command itself) and with `--server` (a running server, through the
+//! client library). Written twice, the two drifted apart; so each command
+//! is written once, in `commands.rs` and `viewcli.rs`, over this trait,
+//! and prints through one formatter (`output.rs`):
+//!
+//! ```text
+//!   cli.rs ─ parse, pick the store ─▶ commands.rs / viewcli.rs ─▶ output.rs ─▶ stdout
+//!                                          │
+//!                                     dyn Store
+//!                       ┌──────────────────┴──────────────────┐
+//!          LocalStore (local.rs)                     RemoteStore (remote.rs)
+//!   server::Service in-process, as a           client::blocking::Client over the
+//!   server administrator                       native protocol to server::Service
+//!          └──────────── the same access rules, defaults and checks ──┘
+//! ```
+//!
+//! The embedded store is the server's own `Service` run in-process, so a
+//! rule (a new database's ACL names its creator, an ACL keeps a Manager,
+//! the change feed leaves out design notes, a view is refreshed when
+//! opened) is the same code whichever way a command runs. The trait
+//! speaks in typed values (the protocol's descriptions of databases,
+//! documents and rows; `nsf`'s ACL; `views`' reports), never in printed
+//! text.
+//!
+//! A few operations need the data directory's files (`db check`, `view
+//! list`, `view rebuild`, `log info`) and one needs a server (`show
+//! stats`); the store that cannot do one refuses it with
+//! [`FolioError::NeedsDataDirectory`] or [`FolioError::NeedsServer`].
+//!
+//! [`FolioError::NeedsDataDirectory`]: crate::error::FolioError::NeedsDataDirectory
+//! [`FolioError::NeedsServer`]: crate::error::FolioError::NeedsServer
+
+use crate::error::{FolioError, FolioResult};
+use nsf::{Acl, CheckReport, Unid};
+use protocol::{
+    Cursor, DatabaseInfo, DatabaseSummary, Found, NoteMeta, ReadFlags, Row, Start, Statistic,
+    Timestamp,
+};
+use std::io::{Read, Write};
+use views::{Kind, RebuildReport, ViewDef};
+
+/// A JSON object: a document's items (and `$` system fields).
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// A document as a store returns it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Doc {
+    /// Its ids and version.
+    pub meta: NoteMeta,
+    /// Whether this is a deletion stub.
+    pub deleted: bool,
+    /// Its items and system fields (`nsf::json`'s mapping); empty for a
+    /// deletion stub.
+    pub json: JsonObject,
+}
+
+impl Doc {
+    /// A document as the protocol carries it, its JSON text parsed.
+    pub fn from_protocol(d: protocol::Document) -> FolioResult<Doc> {
+        let json = match serde_json::from_str(&d.json) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => {
+                return Err(FolioError::Internal(format!(
+                    "document {} came back as something other than a JSON object",
+                    d.meta.unid
+                )))
+            }
+        };
+        Ok(Doc {
+            meta: d.meta,
+            deleted: d.deleted,
+            json,
+        })
+    }
+}
+
+/// A page of the change feed: documents and deletion stubs changed after
+/// a cursor, oldest first.
+#[derive(Clone, Debug)]
+pub struct Changes {
+    /// The documents the caller may see (design notes are not in it).
+    pub docs: Vec<Doc>,
+    /// Where the next page starts.
+    pub next: Cursor,
+    /// Whether there may be more after `next`.
+    pub more: bool,
+}
+
+/// Rows read from a view or folder.
+#[derive(Clone, Debug)]
+pub struct ViewPage {
+    /// Column titles, in order.
+    pub titles: Vec<String>,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// Document entries in the view, when asked for.
+    pub total: Option<u64>,
+}
+
+/// What bringing a view's index up to date did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewUpdate {
+    /// Documents whose entries were looked at.
+    pub notes_seen: u64,
+    /// The change sequence the index reflects now.
+    pub last_seq: u64,
+}
+
+/// A view or folder of a database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewSummary {
+    /// Its name.
+    pub name: String,
+    /// View or folder.
+    pub kind: Kind,
+}
+
+/// Adding documents to a folder or taking them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FolderChange {
+    /// Put the documents in the folder.
+    Add,
+    /// Take them out.
+    Remove,
+}
+
+/// Where documents are stored and views read: a data directory opened by
+/// this process, or a server (see the module docs). Every path is a
+/// database path relative to the data directory.
+pub trait Store {
+    // ------------------------------------------------------------ databases
+
+    /// Creates a database; its ACL makes the caller its Manager.
+    fn create_database(&self, path: &str, title: &str) -> FolioResult<DatabaseInfo>;
+    /// The databases the caller may open.
+    fn list_databases(&self) -> FolioResult<Vec<DatabaseSummary>>;
+    /// A database's description.
+    fn database_info(&self, path: &str) -> FolioResult<DatabaseInfo>;
+    /// Checks a database's trees, indexes and note encoding (data
+    /// directory only).
+    fn check_database(&self, path: &str) -> FolioResult<CheckReport>;
+
+    // ------------------------------------------------------------ documents
+
+    /// Creates a document from its items.
+    fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta>;
+    /// Reads a document.
+    fn read_document(&self, path: &str, unid: Unid) -> FolioResult<Doc>;
+    /// Changes a document's items (`null` removes one); with `based_on`,
+    /// only if the document is still at that sequence number, unless
+    /// `force`.
+    fn update_document(
+        &self,
+        path: &str,
+        unid: Unid,
+        based_on: Option<u32>,
+        force: bool,
+        changes: &JsonObject,
+    ) -> FolioResult<NoteMeta>;
+    /// Deletes a document, leaving a stub; with `based_on`, only if the
+    /// document is still at that sequence number.
+    fn delete_document(
+        &self,
+        path: &str,
+        unid: Unid,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta>;
+    /// A page of at most `limit` changes after `since`.
+    fn changes(&self, path: &str, since: Cursor, limit: u32) -> FolioResult<Changes>;
+
+    // ---------------------------------------------------------- attachments
+
+    /// Stores what `content` reads as an attachment of a document; the
+    /// size stored. `size`, when known, lets a too-large file be refused
+    /// before it is sent.
+    fn put_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        mime: &str,
+        size: Option<u64>,
+        content: &mut dyn Read,
+    ) -> FolioResult<u64>;
+    /// Writes an attachment's content to `out`; its size.
+    fn get_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        out: &mut dyn Write,
+    ) -> FolioResult<u64>;
+
+    // ----------------------------------------------------- views and folders
+
+    /// Creates a view or folder.
+    fn create_view(&self, path: &str, def: &ViewDef) -> FolioResult<()>;
+    /// A database's views and folders (data directory only).
+    fn list_views(&self, path: &str) -> FolioResult<Vec<ViewSummary>>;
+    /// Opens a view (refreshing its index as its refresh option says) and
+    /// reads a page of at most `count` rows from `start`.
+    fn read_view(
+        &self,
+        path: &str,
+        name: &str,
+        start: &Start,
+        count: u32,
+        flags: ReadFlags,
+    ) -> FolioResult<ViewPage>;
+    /// Opens a view and finds the entries whose first sorted column is
+    /// (or, with `prefix`, starts with) `key`.
+    fn find_in_view(
+        &self,
+        path: &str,
+        name: &str,
+        key: &str,
+        prefix: bool,
+    ) -> FolioResult<Option<Found>>;
+    /// Opens a view and applies the changes since its index's last update.
+    fn update_view(&self, path: &str, name: &str) -> FolioResult<ViewUpdate>;
+    /// Rebuilds a view's index from scratch (data directory only).
+    fn rebuild_view(&self, path: &str, name: &str) -> FolioResult<RebuildReport>;
+    /// Puts documents into a folder or takes them out, all or none.
+    fn change_folder(
+        &self,
+        path: &str,
+        folder: &str,
+        unids: &[Unid],
+        change: FolderChange,
+    ) -> FolioResult<()>;
+
+    // --------------------------------------------------------------- search
+
+    /// Calls `hit` with each document `formula` selects (modified at or
+    /// after `since`, if given) as it is found; stops at the first error
+    /// `hit` returns. The number found.
+    fn search(
+        &self,
+        path: &str,
+        formula: &str,
+        since: Option<Timestamp>,
+        hit: &mut dyn FnMut(Doc) -> FolioResult<()>,
+    ) -> FolioResult<u64>;
+
+    // ------------------------------------------------------- access control
+
+    /// A database's access-control list (Manager access).
+    fn acl(&self, path: &str) -> FolioResult<Acl>;
+    /// Replaces a database's access-control list (Manager access); it must
+    /// keep a Manager.
+    fn set_acl(&self, path: &str, acl: &Acl) -> FolioResult<()>;
+
+    // ---------------------------------------------------- server and log
+
+    /// The server's statistics (a server only).
+    fn statistics(&self) -> FolioResult<Vec<Statistic>>;
+    /// The transaction log's state (data directory only).
+    fn log_info(&self) -> FolioResult<translog::LogInfo>;
+}
