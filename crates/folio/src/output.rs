@@ -9,7 +9,7 @@
 
 use crate::error::{FolioError, FolioResult};
 use crate::store::{Doc, ViewSummary, ViewUpdate};
-use protocol::{DatabaseInfo, Found, NoteMeta, Row, StatValue, Statistic, Value};
+use protocol::{DatabaseInfo, Found, NoteMeta, Row, StatValue, Statistic};
 use serde_json::{json, Value as Json};
 use std::io::Write;
 
@@ -40,19 +40,9 @@ pub fn serialized(v: &impl serde::Serialize) -> FolioResult<Json> {
     serde_json::to_value(v).map_err(|e| FolioError::Internal(format!("printing a report: {e}")))
 }
 
-/// A database's description.
+/// A database's description (the HTTP API's form).
 pub fn database_info(i: &DatabaseInfo) -> Json {
-    json!({
-        "path": i.path,
-        "title": i.title,
-        "replica_id": format!("{:016X}", i.replica_id),
-        "instance_id": format!("{:016X}", i.instance_id),
-        "created": nsf::Timestamp(i.created.0).to_rfc3339(),
-        "note_count": i.note_count,
-        "file_size": i.file_size,
-        "sequence": i.sequence.0,
-        "needs_fixup": i.needs_fixup,
-    })
+    server::json::database_info(i)
 }
 
 /// A document: its items and `$` system fields.
@@ -73,41 +63,7 @@ pub fn attachment(name: &str, size: u64) -> Json {
 /// A view row (entries name their columns by title; date-times are RFC
 /// 3339, lists arrays, errors null).
 pub fn row(row: &Row, titles: &[String]) -> Json {
-    match row {
-        Row::Entry {
-            position,
-            note_id,
-            unid,
-            columns,
-        } => {
-            let columns: serde_json::Map<String, Json> = columns
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let title = titles.get(i).cloned().unwrap_or_else(|| format!("${i}"));
-                    (title, value(v))
-                })
-                .collect();
-            json!({
-                "position": position,
-                "note_id": note_id.0,
-                "unid": unid.to_string(),
-                "columns": columns,
-            })
-        }
-        Row::Category { value: v, count } => json!({"category": value(v), "count": count}),
-    }
-}
-
-/// A column value, as the views layer shows it.
-fn value(v: &Value) -> Json {
-    let v = match v {
-        Value::Text(l) => views::Value::Text(l.clone()),
-        Value::Number(l) => views::Value::Number(l.clone()),
-        Value::DateTime(l) => views::Value::DateTime(l.iter().map(|t| t.0).collect()),
-        Value::Error(e) => views::Value::Error(e.clone()),
-    };
-    views::value_json(&v)
+    server::json::row(row, titles)
 }
 
 /// The last line of `view read --total`.
@@ -182,7 +138,7 @@ pub fn log_info(i: &translog::LogInfo) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::{Cursor, NoteId, Timestamp, Unid};
+    use protocol::{Cursor, NoteId, Timestamp, Unid, Value};
 
     #[test]
     fn a_database_is_described_with_hex_ids_and_an_rfc3339_time() {

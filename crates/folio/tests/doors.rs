@@ -13,19 +13,6 @@ mod common;
 
 use client::ErrorCode;
 use common::{folio, Server, ADMIN_PW};
-use std::sync::Arc;
-
-/// A data directory with an administrator and the given plain users.
-fn data_dir(users: &[&str]) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let store =
-        server::auth::UserStore::open(Arc::new(storage::backend::FsBackend), tmp.path()).unwrap();
-    store.add_user("admin", ADMIN_PW, true).unwrap();
-    for u in users {
-        store.add_user(u, &format!("{u}-password"), false).unwrap();
-    }
-    tmp
-}
 
 fn status(r: Result<ureq::Response, ureq::Error>) -> (u16, String) {
     match r {
@@ -60,7 +47,7 @@ const SPELLINGS: &[&str] = &[
 
 #[test]
 fn every_other_spelling_of_a_database_path_is_refused_and_no_write_is_lost() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     let srv = Server::start(tmp.path());
     let http = format!("http://{}", srv.http);
     let auth = basic("admin", ADMIN_PW);
@@ -135,7 +122,7 @@ fn every_other_spelling_of_a_database_path_is_refused_and_no_write_is_lost() {
 
 #[test]
 fn the_cli_refuses_non_canonical_paths_embedded_and_remote() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     for p in ["x/./y.fdb", "x//y.fdb", "x/y.fdb/", "x/../y.fdb", "x/Y.FDB"] {
         common::fails(
             tmp.path(),
@@ -167,7 +154,7 @@ fn the_cli_refuses_non_canonical_paths_embedded_and_remote() {
 /// native protocol, for anonymous and signed-in callers.
 #[test]
 fn a_caller_cannot_tell_a_protected_database_from_a_missing_one() {
-    let tmp = data_dir(&["bob"]);
+    let tmp = common::users_dir(&["bob"]);
     let srv = Server::start(tmp.path());
     let admin = srv.admin();
     admin.create_database("apps/secret.fdb", "Secret").unwrap();
@@ -241,7 +228,7 @@ fn a_caller_cannot_tell_a_protected_database_from_a_missing_one() {
 
 #[test]
 fn view_definitions_with_unknown_fields_or_no_selection_are_refused() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     let srv = Server::start(tmp.path());
     srv.admin().create_database("v.fdb", "").unwrap();
     let http = format!("http://{}", srv.http);

@@ -6,20 +6,7 @@ mod common;
 use client::{DocRef, ErrorCode, ReadFlags, Start};
 use common::{folio, json, Server, ADMIN_PW};
 use std::io::{Read, Write};
-use std::sync::Arc;
 use std::time::Duration;
-
-/// A data directory with an administrator and the given plain users.
-fn data_dir(users: &[&str]) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let store =
-        server::auth::UserStore::open(Arc::new(storage::backend::FsBackend), tmp.path()).unwrap();
-    store.add_user("admin", ADMIN_PW, true).unwrap();
-    for u in users {
-        store.add_user(u, &format!("{u}-password"), false).unwrap();
-    }
-    tmp
-}
 
 fn unid_text(u: client::Unid) -> String {
     nsf::Unid(u.0).to_string()
@@ -27,7 +14,7 @@ fn unid_text(u: client::Unid) -> String {
 
 #[test]
 fn documents_attachments_views_and_stats_through_client_cli_and_http() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     let srv = Server::start(tmp.path());
     let c = srv.admin();
 
@@ -224,7 +211,7 @@ fn documents_attachments_views_and_stats_through_client_cli_and_http() {
 
 #[test]
 fn kill_9_loses_no_acknowledged_document() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     let srv = Server::start(tmp.path());
     let c = srv.admin();
     c.create_database("k.fdb", "").unwrap();
@@ -252,7 +239,7 @@ fn kill_9_loses_no_acknowledged_document() {
 
 #[test]
 fn unauthenticated_writes_and_bad_credentials_are_refused() {
-    let tmp = data_dir(&["bob"]);
+    let tmp = common::users_dir(&["bob"]);
     let srv = Server::start(tmp.path());
     let admin = srv.admin();
     admin.create_database("apps/crm.fdb", "CRM").unwrap();
@@ -297,7 +284,7 @@ fn unauthenticated_writes_and_bad_credentials_are_refused() {
 
 #[test]
 fn garbage_on_the_native_port_closes_that_connection_only() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     let srv = Server::start(tmp.path());
     for garbage in [
         b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
@@ -320,7 +307,7 @@ fn garbage_on_the_native_port_closes_that_connection_only() {
 
 #[test]
 fn tls_self_signed_serves_clients_that_trust_the_certificate() {
-    let tmp = data_dir(&[]);
+    let tmp = common::users_dir(&[]);
     let srv = Server::start_with(tmp.path(), &["--tls-self-signed"]);
     let cert = tmp.path().join("tls").join("cert.pem");
     assert!(cert.exists(), "the certificate is made in <data>/tls");

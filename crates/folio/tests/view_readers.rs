@@ -10,20 +10,8 @@ use common::{json, Server, ADMIN_PW};
 use serde_json::json as j;
 use serde_json::Value;
 use std::process::Command;
-use std::sync::Arc;
 
 const DB: &str = "apps/crm.fdb";
-
-fn data_dir(users: &[&str]) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let store =
-        server::auth::UserStore::open(Arc::new(storage::backend::FsBackend), tmp.path()).unwrap();
-    store.add_user("admin", ADMIN_PW, true).unwrap();
-    for u in users {
-        store.add_user(u, &format!("{u}-password"), false).unwrap();
-    }
-    tmp
-}
 
 /// `folio --server … --user USER ARGS`, which must succeed; its stdout.
 fn cli_as(srv: &Server, user: &str, args: &[&str]) -> String {
@@ -83,7 +71,7 @@ fn lines(text: &str) -> Vec<Value> {
 
 #[test]
 fn hidden_documents_leave_no_trace_in_views_over_http_and_the_cli() {
-    let tmp = data_dir(&["bob", "alice"]);
+    let tmp = common::users_dir(&["bob", "alice"]);
     let srv = Server::start(tmp.path());
     let admin = srv.admin();
     admin.create_database(DB, "CRM").unwrap();

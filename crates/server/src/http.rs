@@ -65,7 +65,7 @@ use base64::Engine as _;
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use nsf::Database;
-use protocol::{DatabaseInfo, Document, NoteMeta, ReadFlags, Row, Start, Unid, Value};
+use protocol::{Document, NoteMeta, ReadFlags, Start, Unid};
 use serde_json::{json, Map, Value as Json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -683,20 +683,6 @@ fn saved(status: StatusCode, m: &NoteMeta) -> Response {
     )
 }
 
-fn info_json(i: &DatabaseInfo) -> Json {
-    json!({
-        "path": i.path,
-        "title": i.title,
-        "replica_id": format!("{:016X}", i.replica_id),
-        "instance_id": format!("{:016X}", i.instance_id),
-        "created": nsf::Timestamp(i.created.0).to_rfc3339(),
-        "note_count": i.note_count,
-        "file_size": i.file_size,
-        "sequence": i.sequence.0,
-        "needs_fixup": i.needs_fixup,
-    })
-}
-
 /// A document as JSON text: its items and `$` system fields; a deletion
 /// stub is its system fields and `"$deleted": true`.
 fn document_text(d: &Document) -> String {
@@ -711,47 +697,6 @@ fn document_text(d: &Document) -> String {
         "$deleted": true,
     })
     .to_string()
-}
-
-/// A view row as JSON (entries name their columns by title), the form
-/// the HTTP API and the CLI print.
-pub fn row_json(row: &Row, titles: &[String]) -> Json {
-    match row {
-        Row::Entry {
-            position,
-            note_id,
-            unid,
-            columns,
-        } => {
-            let columns: Map<String, Json> = columns
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let title = titles.get(i).cloned().unwrap_or_else(|| format!("${i}"));
-                    (title, value_json(v))
-                })
-                .collect();
-            json!({
-                "position": position,
-                "note_id": note_id.0,
-                "unid": unid.to_string(),
-                "columns": columns,
-            })
-        }
-        Row::Category { value, count } => json!({"category": value_json(value), "count": count}),
-    }
-}
-
-/// A column value as the views layer shows it (one value as itself, a
-/// list as an array, date-times as RFC 3339, errors as null).
-fn value_json(v: &Value) -> Json {
-    let v = match v {
-        Value::Text(l) => views::Value::Text(l.clone()),
-        Value::Number(l) => views::Value::Number(l.clone()),
-        Value::DateTime(l) => views::Value::DateTime(l.iter().map(|t| t.0).collect()),
-        Value::Error(e) => views::Value::Error(e.clone()),
-    };
-    views::value_json(&v)
 }
 
 // ------------------------------------------------------------- handlers
@@ -845,7 +790,7 @@ async fn create_database(State(s): Svc, c: Call, body: Body) -> Answer {
         .await?;
     let location = format!("/db/{}", encode_segment(&info.path));
     Ok(with_header(
-        json_response(StatusCode::CREATED, &info_json(&info)),
+        json_response(StatusCode::CREATED, &crate::json::database_info(&info)),
         header::LOCATION,
         &location,
     ))
@@ -859,7 +804,7 @@ async fn database_info(State(s): Svc, c: Call) -> Answer {
             s.database_info(caller, &path)
         })
         .await?;
-    Ok(ok(info_json(&info)))
+    Ok(ok(crate::json::database_info(&info)))
 }
 
 async fn my_access(State(s): Svc, c: Call) -> Answer {
@@ -1241,7 +1186,10 @@ async fn read_view(State(s): Svc, c: Call) -> Answer {
             Ok((info, rows, total))
         })
         .await?;
-    let rows: Vec<Json> = rows.iter().map(|r| row_json(r, &info.titles)).collect();
+    let rows: Vec<Json> = rows
+        .iter()
+        .map(|r| crate::json::row(r, &info.titles))
+        .collect();
     let mut out = json!({
         "titles": info.titles,
         "categorized": info.categorized,

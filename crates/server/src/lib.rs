@@ -31,6 +31,7 @@ mod guard;
 mod host;
 pub mod http;
 mod http_conn;
+pub mod json;
 mod listener;
 pub mod native;
 mod run;

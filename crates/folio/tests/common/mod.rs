@@ -55,6 +55,20 @@ pub fn fails(data: &Path, args: &[&str], stdin: &str, needle: &str) {
     );
 }
 
+/// A data directory with an administrator (`admin`, [`ADMIN_PW`]) and
+/// the given plain users (password `<name>-password`).
+pub fn users_dir(users: &[&str]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let store =
+        server::auth::UserStore::open(std::sync::Arc::new(storage::backend::FsBackend), tmp.path())
+            .unwrap();
+    store.add_user("admin", ADMIN_PW, true).unwrap();
+    for u in users {
+        store.add_user(u, &format!("{u}-password"), false).unwrap();
+    }
+    tmp
+}
+
 pub fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap()
 }
