@@ -695,7 +695,7 @@ pub fn check_views(views: &views::Views, engine: &Engine, dbs: usize) -> Result<
         let mut docs = std::collections::HashSet::new();
         db.for_each_note(|n| {
             if !views::is_design_note(&n) {
-                docs.insert(n.oid.unid.to_string());
+                docs.insert(n.oid.unid);
             }
             Ok(())
         })
@@ -733,7 +733,7 @@ pub fn check_views(views: &views::Views, engine: &Engine, dbs: usize) -> Result<
                     return Err(format!("{}: view {name} out of order at {key}", db_path(i)));
                 }
                 last_key = key.to_lowercase();
-                seen.insert(unid.clone());
+                seen.insert(*unid);
             }
             if seen != docs || rows.len() != docs.len() {
                 return Err(format!(

@@ -833,7 +833,7 @@ impl Service {
                     }
                     docs += 1;
                 }
-                rows.push(wire_row(row)?);
+                rows.push(wire_row(row));
             }
             let Some(last) = last else { break };
             if docs >= want || read < want - docs || !recheck {
@@ -1062,9 +1062,9 @@ impl Service {
         Ok(())
     }
 
-    fn readable(&self, access: &Access, db: &Database, id: u32) -> ServerResult<bool> {
+    fn readable(&self, access: &Access, db: &Database, id: nsf::NoteId) -> ServerResult<bool> {
         Ok(db
-            .get_by_id(nsf::NoteId(id))
+            .get_by_id(id)
             .map_err(nsf_err)?
             .is_some_and(|n| access.can_read(&n)))
     }
@@ -1290,8 +1290,8 @@ fn database_info(db: &Database) -> ServerResult<DatabaseInfo> {
     })
 }
 
-fn wire_row(row: views::Row) -> ServerResult<Row> {
-    Ok(match row {
+fn wire_row(row: views::Row) -> Row {
+    match row {
         views::Row::Entry {
             position,
             note_id,
@@ -1299,19 +1299,15 @@ fn wire_row(row: views::Row) -> ServerResult<Row> {
             columns,
         } => Row::Entry {
             position,
-            note_id: NoteId(note_id),
-            unid: Unid(
-                unid.parse::<nsf::Unid>()
-                    .map_err(|e| ServerError::Internal(e.to_string()))?
-                    .0,
-            ),
+            note_id: NoteId(note_id.0),
+            unid: Unid(unid.0),
             columns: columns.into_iter().map(wire_value).collect(),
         },
         views::Row::Category { category, count } => Row::Category {
             value: wire_value(category),
             count,
         },
-    })
+    }
 }
 
 fn wire_value(v: views::Value) -> Value {

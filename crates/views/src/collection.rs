@@ -44,38 +44,14 @@ pub enum Start {
 pub enum Row {
     Entry {
         position: u64,
-        note_id: u32,
-        unid: String,
+        note_id: NoteId,
+        unid: Unid,
         columns: Vec<Value>,
     },
     Category {
         category: Value,
         count: u64,
     },
-}
-
-impl Row {
-    /// The row as JSON: entries name their columns by title.
-    pub fn to_json(&self, titles: &[String]) -> serde_json::Value {
-        match self {
-            Row::Entry {
-                position,
-                note_id,
-                unid,
-                columns,
-            } => {
-                let mut cols = serde_json::Map::new();
-                for (i, v) in columns.iter().enumerate() {
-                    let t = titles.get(i).cloned().unwrap_or_else(|| format!("${i}"));
-                    cols.insert(t, value_json(v));
-                }
-                serde_json::json!({"position": position, "note_id": note_id, "unid": unid, "columns": cols})
-            }
-            Row::Category { category, count } => {
-                serde_json::json!({"category": value_json(category), "count": count})
-            }
-        }
-    }
 }
 
 /// A formula value as JSON: a single value as itself, a list as an array,
@@ -347,8 +323,8 @@ impl<'v> Collection<'v> {
         let id = key_note_id(k).unwrap_or(NoteId(0));
         Ok(Row::Entry {
             position,
-            note_id: id.0,
-            unid: unid.to_string(),
+            note_id: id,
+            unid,
             columns,
         })
     }

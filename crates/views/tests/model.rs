@@ -175,7 +175,7 @@ fn first_col(r: &Row) -> Option<(Unid, String)> {
                 views::Value::Text(l) => l.first().cloned().unwrap_or_default(),
                 other => format!("{other:?}"),
             };
-            Some((unid.parse().unwrap(), c))
+            Some((*unid, c))
         }
         Row::Category { .. } => None,
     }

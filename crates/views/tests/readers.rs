@@ -203,7 +203,7 @@ fn seen(rows: Vec<Row>, map: &BTreeMap<Unid, Unid>) -> Vec<Seen> {
                 columns,
                 ..
             } => {
-                let u: Unid = unid.parse().unwrap();
+                let u: Unid = unid;
                 Seen::Entry(
                     position,
                     map.get(&u).copied().unwrap_or(u),
@@ -346,7 +346,7 @@ fn verify(
                 .unwrap()
                 .iter()
                 .filter(|r| match r {
-                    Row::Entry { unid, .. } => docs[&unid.parse().unwrap()].readers.is_some(),
+                    Row::Entry { unid, .. } => docs[unid].readers.is_some(),
                     Row::Category { .. } => false,
                 })
                 .count();
