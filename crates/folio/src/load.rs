@@ -422,23 +422,25 @@ where
     })
 }
 
-fn measured(total: u64, h: &Histogram<u64>, elapsed: f64) -> Measured {
-    Measured {
+/// One variant's figures: rate and latency from the load generator, log
+/// and lock figures from the counters' differences, and the machine's
+/// context switches and CPU per commit (`per_commit`).
+fn measured(
+    total: u64,
+    h: &Histogram<u64>,
+    elapsed: f64,
+    (context_switches_per_commit, cpu_us_per_commit): (f64, f64),
+    (before, after): (ServerCounters, ServerCounters),
+) -> Measured {
+    let mut m = Measured {
         commits_per_sec: total as f64 / elapsed,
         p50_us: h.value_at_quantile(0.5),
         p99_us: h.value_at_quantile(0.99),
         max_us: h.max(),
+        context_switches_per_commit,
+        cpu_us_per_commit,
         ..Measured::default()
-    }
-}
-
-/// Fills in the log and lock figures from counter differences.
-fn with_server_figures(
-    mut m: Measured,
-    total: u64,
-    elapsed: f64,
-    (before, after): (ServerCounters, ServerCounters),
-) -> Measured {
+    };
     let fsyncs = after.fsyncs.saturating_sub(before.fsyncs) as f64;
     let waits = after.lock_waits.saturating_sub(before.lock_waits) as f64;
     let n = total.max(1) as f64;
@@ -559,16 +561,9 @@ fn run_embedded(
     let before = counters(&engine);
     let machine = MachineCounters::now();
     let (total, h, elapsed) = drive(workers, a.seconds)?;
-    let (ctx, cpu) = MachineCounters::per_commit(machine, total);
+    let per_commit = MachineCounters::per_commit(machine, total);
     let after = counters(&engine);
-    let mut m = with_server_figures(
-        measured(total, &h, elapsed),
-        total,
-        elapsed,
-        (before, after),
-    );
-    m.context_switches_per_commit = ctx;
-    m.cpu_us_per_commit = cpu;
+    let m = measured(total, &h, elapsed, per_commit, (before, after));
     if let Ok(e) = Arc::try_unwrap(engine) {
         e.close().map_err(|e| e.to_string())?;
     }
@@ -613,16 +608,9 @@ fn run_remote(
     let before = target.counters()?;
     let machine = MachineCounters::now();
     let (total, h, elapsed) = drive(workers, a.seconds)?;
-    let (ctx, cpu) = MachineCounters::per_commit(machine, total);
+    let per_commit = MachineCounters::per_commit(machine, total);
     let after = target.counters()?;
-    let mut m = with_server_figures(
-        measured(total, &h, elapsed),
-        total,
-        elapsed,
-        (before, after),
-    );
-    m.context_switches_per_commit = ctx;
-    m.cpu_us_per_commit = cpu;
+    let m = measured(total, &h, elapsed, per_commit, (before, after));
     Ok(m)
 }
 
@@ -718,16 +706,9 @@ fn run_native(e: &Endpoint, a: &CommitArgs, clients: usize, tag: &str) -> Result
         Ok::<_, String>((total, all))
     })?;
     let elapsed = start.elapsed().as_secs_f64();
-    let (ctx, cpu) = MachineCounters::per_commit(machine, total);
+    let per_commit = MachineCounters::per_commit(machine, total);
     let after = native_counters(e)?;
-    let mut m = with_server_figures(
-        measured(total, &h, elapsed),
-        total,
-        elapsed,
-        (before, after),
-    );
-    m.context_switches_per_commit = ctx;
-    m.cpu_us_per_commit = cpu;
+    let m = measured(total, &h, elapsed, per_commit, (before, after));
     Ok(m)
 }
 
