@@ -154,14 +154,10 @@ impl Store for LocalStore {
 
     fn changes(&self, path: &str, since: Cursor, limit: u32) -> FolioResult<Changes> {
         let db = self.open_db(path)?;
-        let (docs, next, more) = self
-            .service
-            .modified_since(&self.caller, &db, since, limit)?;
-        let docs = docs
-            .into_iter()
-            .map(Doc::from_protocol)
-            .collect::<FolioResult<_>>()?;
-        Ok(Changes { docs, next, more })
+        Changes::from_protocol(
+            self.service
+                .modified_since(&self.caller, &db, since, limit)?,
+        )
     }
 
     fn put_attachment(

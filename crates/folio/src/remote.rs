@@ -203,12 +203,7 @@ impl Store for RemoteStore {
 
     fn changes(&self, path: &str, since: Cursor, limit: u32) -> FolioResult<Changes> {
         let h = self.open(path)?;
-        let (docs, next, more) = self.client.modified_since(h, since, limit)?;
-        let docs = docs
-            .into_iter()
-            .map(Doc::from_protocol)
-            .collect::<FolioResult<_>>()?;
-        Ok(Changes { docs, next, more })
+        Changes::from_protocol(self.client.modified_since(h, since, limit)?)
     }
 
     fn put_attachment(

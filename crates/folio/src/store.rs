@@ -89,6 +89,19 @@ pub struct Changes {
     pub more: bool,
 }
 
+impl Changes {
+    /// A page as the service and the client both hand it out.
+    pub fn from_protocol(
+        (docs, next, more): (Vec<protocol::Document>, Cursor, bool),
+    ) -> FolioResult<Changes> {
+        let docs = docs
+            .into_iter()
+            .map(Doc::from_protocol)
+            .collect::<FolioResult<_>>()?;
+        Ok(Changes { docs, next, more })
+    }
+}
+
 /// Rows read from a view or folder.
 #[derive(Clone, Debug)]
 pub struct ViewPage {

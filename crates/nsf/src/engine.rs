@@ -388,20 +388,21 @@ impl Engine {
         self.shared.log.is_some()
     }
 
-    /// The canonical path `path` must be (I18), and not inside the log
-    /// directory, whose files are the log's alone.
-    fn db_path(&self, path: &str) -> NsfResult<DbPath> {
-        let p = DbPath::parse(path)?;
-        if let Some(log) = &self.shared.cfg.log {
-            let log_dir = self.shared.cfg.data_dir.join(&log.dir);
-            if self.full_path(path).starts_with(&log_dir) {
-                return Err(NsfError::BadPath {
-                    path: path.to_string(),
-                    reason: "the transaction log's directory holds no databases".into(),
-                });
-            }
+    /// Refuses a path inside the log directory, whose files are the
+    /// log's alone. Asked only where a file is about to be created or
+    /// opened (a cache miss): an instance in the cache passed it.
+    fn outside_log(&self, key: &DbPath) -> NsfResult<()> {
+        let Some(log) = &self.shared.cfg.log else {
+            return Ok(());
+        };
+        let log_dir = self.shared.cfg.data_dir.join(&log.dir);
+        if self.full_path(key.as_str()).starts_with(&log_dir) {
+            return Err(NsfError::BadPath {
+                path: key.to_string(),
+                reason: "the transaction log's directory holds no databases".into(),
+            });
         }
-        Ok(p)
+        Ok(())
     }
 
     fn full_path(&self, rel: &str) -> PathBuf {
@@ -415,7 +416,8 @@ impl Engine {
     /// both write it.
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
         self.check_open()?;
-        let key = self.db_path(path)?;
+        let key = DbPath::parse(path)?;
+        self.outside_log(&key)?;
         if title.len() > MAX_TITLE {
             return Err(NsfError::Invalid(format!(
                 "title is {} bytes; the limit is {MAX_TITLE}",
@@ -453,7 +455,7 @@ impl Engine {
     /// Opens a database (cached: every caller shares one instance, I18).
     pub fn open_database(&self, path: &str) -> NsfResult<Arc<Database>> {
         self.check_open()?;
-        let key = self.db_path(path)?;
+        let key = DbPath::parse(path)?;
         match self.lookup(&key) {
             Lookup::Open(db, over_limit) => {
                 if over_limit {
@@ -461,7 +463,10 @@ impl Engine {
                 }
                 Ok(db)
             }
-            Lookup::Claimed(claim) => self.open_claimed(claim),
+            Lookup::Claimed(claim) => {
+                self.outside_log(&key)?;
+                self.open_claimed(claim)
+            }
         }
     }
 

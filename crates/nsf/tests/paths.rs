@@ -56,6 +56,10 @@ fn the_log_directory_holds_no_databases() {
         Err(e) => panic!("wrong error: {e}"),
         Ok(_) => panic!("a database was made in the log directory"),
     }
+    assert!(matches!(
+        engine.open_database("translog/x.fdb"),
+        Err(NsfError::BadPath { .. })
+    ));
 }
 
 /// A link made by hand inside the data directory is a second path to one
