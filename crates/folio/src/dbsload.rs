@@ -828,8 +828,8 @@ fn summary_tables(runs: &[Value]) -> Vec<report::Table> {
                     label.clone(),
                     phase.clone(),
                     num(&p["rss_mib_max"], 0),
-                    p["fds_max"].to_string(),
-                    p["db_open_max"].to_string(),
+                    num(&p["fds_max"], 0),
+                    num(&p["db_open_max"], 0),
                 ]);
             }
         }
