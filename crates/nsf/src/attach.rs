@@ -27,11 +27,11 @@
 //! at most N chunks (of at most 1 MiB) are ever queued ahead of a log
 //! write, while N ≥ 2 keeps the disk streaming.
 
-use crate::db::DbCore;
+use crate::dbcore::DbCore;
 use crate::txn::Txn;
 use crate::writeback::Failed;
-use crate::Database;
 use crate::{AttachmentRef, NsfError, NsfResult};
+use std::any::Any;
 use std::io::{self, Read};
 use std::sync::Arc;
 use storage::backend::{read_exact_at, AlignedBuf};
@@ -215,8 +215,9 @@ pub(crate) fn free_blob(txn: &mut Txn<'_>, a: &AttachmentRef) -> NsfResult<()> {
 /// Streams an attachment's content, verifying every page and the whole
 /// content's checksum.
 pub struct AttachmentReader {
-    /// Keeps the database open while its content is read (I19).
-    _db: Arc<Database>,
+    /// Keeps the database instance open while its content is read (I19):
+    /// the instance's own `Arc`, held but never used here.
+    _pin: Arc<dyn Any + Send + Sync>,
     handle: Arc<dyn FileHandle>,
     path: String,
     aref: AttachmentRef,
@@ -230,13 +231,13 @@ pub struct AttachmentReader {
 
 impl AttachmentReader {
     pub(crate) fn new(
-        db: Arc<Database>,
+        pin: Arc<dyn Any + Send + Sync>,
         handle: Arc<dyn FileHandle>,
         path: String,
         aref: AttachmentRef,
     ) -> Self {
         AttachmentReader {
-            _db: db,
+            _pin: pin,
             handle,
             path,
             aref,

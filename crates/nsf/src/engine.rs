@@ -54,7 +54,8 @@
 //! cached or on disk go on.
 
 use crate::catalog::{self, Audience, Catalog, Listed};
-use crate::db::{Database, Durability, Inflight, Life, LockCounters};
+use crate::db::{Database, Life, LockCounters};
+use crate::dbcore::{Durability, Inflight};
 use crate::dbpath::DbPath;
 use crate::header::{DbHeader, MAX_TITLE};
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};

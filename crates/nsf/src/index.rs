@@ -18,8 +18,9 @@
 //!   million entries neither stages its pages in memory nor copies them
 //!   into the log; one small logged transaction then points at it.
 
-use crate::db::{Database, DbCore};
+use crate::dbcore::DbCore;
 use crate::header::DbHeader;
+use crate::records::{create_note, load_note, lookup_unid};
 use crate::txn::Txn;
 use crate::{Item, Note, NoteId, NoteMeta, NsfError, NsfResult, Seq};
 use std::sync::Arc;
@@ -31,7 +32,6 @@ use storage::{
 
 /// A write transaction over index pages (see the module docs).
 pub struct IndexTxn<'t, 'a> {
-    pub(crate) db: &'t Database,
     pub(crate) txn: &'t mut Txn<'a>,
 }
 
@@ -53,17 +53,17 @@ impl IndexTxn<'_, '_> {
     /// Creates a note in this transaction (design notes for views).
     pub fn create_note(&mut self, items: Vec<Item>) -> NsfResult<NoteMeta> {
         crate::validate_items(&items)?;
-        self.db.apply_create(self.txn, items)
+        create_note(self.txn, items)
     }
 
     /// Reads a note (or stub) by id as this transaction sees it.
     pub fn note(&self, id: NoteId) -> NsfResult<Option<Note>> {
-        crate::db::load_note(&*self.txn, &self.txn.header, id)
+        load_note(&*self.txn, &self.txn.header, id)
     }
 
     /// Finds a live note's id by UNID as this transaction sees it.
     pub fn note_id_of(&self, unid: crate::Unid) -> NsfResult<Option<NoteId>> {
-        crate::db::lookup_unid(&*self.txn, &self.txn.header, unid)
+        lookup_unid(&*self.txn, &self.txn.header, unid)
     }
 
     /// Frees many pages at once (a whole index), touching each free-list
@@ -80,7 +80,7 @@ impl IndexTxn<'_, '_> {
     }
 
     pub fn path(&self) -> &str {
-        self.db.path()
+        self.txn.name()
     }
 }
 
@@ -125,12 +125,12 @@ impl IndexRead<'_> {
 
     /// Finds a note's id by UNID.
     pub fn note_id_of(&self, unid: crate::Unid) -> NsfResult<Option<NoteId>> {
-        crate::db::lookup_unid(self, self.header, unid)
+        lookup_unid(self, self.header, unid)
     }
 
     /// A committed note (or stub) by id.
     pub fn note(&self, id: NoteId) -> NsfResult<Option<Note>> {
-        crate::db::load_note(self, self.header, id)
+        load_note(self, self.header, id)
     }
 }
 

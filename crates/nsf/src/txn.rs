@@ -16,7 +16,7 @@
 //! the file's high-water mark, which is shared with attachment streaming
 //! (I7) and therefore kept in the database's allocator, not here.
 
-use crate::db::DbCore;
+use crate::dbcore::DbCore;
 use crate::header::DbHeader;
 use std::collections::BTreeMap;
 use std::sync::Arc;

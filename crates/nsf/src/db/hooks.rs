@@ -1,0 +1,92 @@
+//! The doors the layer above (views) reaches index pages through: an
+//! index transaction in the write queue, a consistent read, a direct
+//! bulk writer, and the flush that lets an unlogged index be marked
+//! clean. The types they hand out (`IndexTxn`, `IndexRead`, `BulkWriter`)
+//! live in `index.rs`, below this module.
+
+use super::apply::WriteOp;
+use super::Database;
+use crate::dbcore::Durability;
+use crate::index::{BulkWriter, IndexRead, IndexTxn};
+use crate::{NsfError, NsfResult};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use storage::PageId;
+
+impl Database {
+    /// Runs `f` as a transaction in the writer queue, like a document
+    /// write, and returns its result once the transaction is durable (I2).
+    /// If `f` fails, nothing it did is kept (I4).
+    pub fn index_write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<R> + Send + 'static,
+    ) -> NsfResult<R> {
+        let out: Arc<Mutex<Option<R>>> = Arc::new(Mutex::new(None));
+        let place = out.clone();
+        self.submit(WriteOp::Index(Box::new(move |tx| {
+            let r = f(tx)?;
+            *place.lock() = Some(r);
+            Ok(())
+        })))?;
+        let r = out.lock().take();
+        r.ok_or_else(|| NsfError::Invalid("internal error: an index write left no result".into()))
+    }
+
+    /// Runs `f` over the committed state under the shared lock (one short
+    /// read, I13).
+    pub fn index_read<R>(&self, f: impl FnOnce(&IndexRead<'_>) -> R) -> R {
+        let h = self.state.read();
+        f(&IndexRead {
+            core: &self.core,
+            header: &h,
+        })
+    }
+
+    /// A writer for a freshly built tree (see [`BulkWriter`]).
+    pub fn bulk_writer(self: &Arc<Self>) -> NsfResult<BulkWriter> {
+        self.core.check_writable()?;
+        let db = self.clone();
+        Ok(BulkWriter::new(
+            self.core.path.clone(),
+            self.core.handle.clone(),
+            Box::new(move || db.core.reserve_pages(1)),
+        ))
+    }
+
+    /// Returns pages that were reserved but never referenced by a commit
+    /// (an abandoned bulk build) to the free list.
+    pub fn release_pages(&self, pages: &[PageId]) -> NsfResult<()> {
+        let extents: Vec<(u32, u32)> = pages.iter().map(|p| (p.0, 1)).collect();
+        if extents.is_empty() {
+            return Ok(());
+        }
+        self.submit(WriteOp::Release(extents)).map(|_| ())
+    }
+
+    /// Writes every page of this database that was installed before the
+    /// call and syncs the file, so that what was in memory is also on disk
+    /// (used before marking an unlogged index clean, I14). Pages installed
+    /// by commits that run meanwhile may stay dirty: the caller must hold
+    /// off changes to whatever it needs flushed.
+    pub fn flush_pages(&self) -> NsfResult<()> {
+        let Durability::Logged { log, .. } = &self.core.durability else {
+            return Ok(()); // unlogged mode writes pages at commit (I12)
+        };
+        log.wait_durable(log.end_lsn())?;
+        let r = self
+            .core
+            .pool
+            .flush(log.durable_lsn(), Some(self.core.file));
+        if let Some((_, _, reason)) = r.failures.into_iter().next() {
+            return Err(NsfError::DatabaseFailed {
+                path: self.core.path.clone(),
+                reason,
+            });
+        }
+        // Pages written straight to the file (bulk builds) as well.
+        self.core
+            .handle
+            .sync_data()
+            .map_err(|e| self.core.fail("fdatasync", e))
+    }
+}

@@ -1,0 +1,205 @@
+//! The public write operations: documents, attachments, the ACL.
+//!
+//! Each comes in a blocking form, which returns once the write is durable
+//! (I2) or has failed and changed nothing (I4), and the document writes
+//! also in a `_then` form, which queues the write and hands its outcome
+//! to a completion instead (how the server writes without blocking a
+//! thread). Both queue a [`WriteOp`] (`apply.rs` says what each does);
+//! `queue.rs` runs the queue.
+
+use super::apply::WriteOp;
+use super::queue::RUNNER_GROUPS;
+use super::Database;
+use crate::attach::{self, BlobWriter};
+use crate::{
+    validate_items, Acl, AclError, AttachmentRef, Item, ItemUpdate, NoteMeta, NsfError, NsfResult,
+    Unid, MAX_ACL_JSON_BYTES,
+};
+use std::io::Read;
+
+/// Document writes always produce metadata; only `Release` does not.
+pub(super) fn expect_meta(m: Option<NoteMeta>) -> NsfResult<NoteMeta> {
+    m.ok_or_else(|| {
+        NsfError::Invalid("internal error: a document write returned no metadata".into())
+    })
+}
+
+impl Database {
+    /// Creates a document; returns once it is durable (I2).
+    pub fn create(&self, items: Vec<Item>) -> NsfResult<NoteMeta> {
+        validate_items(&items)?;
+        self.submit(WriteOp::Create(items)).and_then(expect_meta)
+    }
+
+    /// Updates a document's items (JSON `null` removes an item). With
+    /// `based_on`, an update whose sequence number is stale is a
+    /// `SaveConflict` unless `force`.
+    pub fn update(
+        &self,
+        unid: Unid,
+        updates: Vec<ItemUpdate>,
+        based_on: Option<u32>,
+        force: bool,
+    ) -> NsfResult<NoteMeta> {
+        self.submit(WriteOp::Update {
+            unid,
+            updates,
+            based_on,
+            force,
+        })
+        .and_then(expect_meta)
+    }
+
+    /// Deletes a document, leaving a deletion stub (UNID, originator id,
+    /// time) so replication can carry the deletion.
+    pub fn delete(&self, unid: Unid, based_on: Option<u32>, force: bool) -> NsfResult<NoteMeta> {
+        self.submit(WriteOp::Delete {
+            unid,
+            based_on,
+            force,
+        })
+        .and_then(expect_meta)
+    }
+
+    /// [`Self::create`] without waiting: queues the write, and `done` gets
+    /// the outcome once the document is durable (or the write failed).
+    /// `done` runs on whichever thread runs the queue, or on the log's
+    /// writer thread, and must not block.
+    ///
+    /// Nothing runs here: if this returns true the queue was empty, and
+    /// the caller must see that [`Self::run_queued`] is called — soon, but
+    /// preferably after other callers ready at the same moment have queued
+    /// theirs, so they share one transaction. (If it returns false a run
+    /// is already due.) In unlogged mode running the queue includes its
+    /// fdatasync.
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
+    pub fn create_then(
+        &self,
+        items: Vec<Item>,
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) -> bool {
+        if let Err(e) = validate_items(&items) {
+            done(Err(e.into()));
+            return false;
+        }
+        self.enqueue(
+            WriteOp::Create(items),
+            Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
+        )
+        .1
+    }
+
+    /// [`Self::update`] without waiting (see [`Self::create_then`]).
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
+    pub fn update_then(
+        &self,
+        unid: Unid,
+        updates: Vec<ItemUpdate>,
+        (based_on, force): (Option<u32>, bool),
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) -> bool {
+        self.enqueue(
+            WriteOp::Update {
+                unid,
+                updates,
+                based_on,
+                force,
+            },
+            Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
+        )
+        .1
+    }
+
+    /// [`Self::delete`] without waiting (see [`Self::create_then`]).
+    #[must_use = "if true, the caller must arrange a call to run_queued"]
+    pub fn delete_then(
+        &self,
+        unid: Unid,
+        (based_on, force): (Option<u32>, bool),
+        done: impl FnOnce(NsfResult<NoteMeta>) + Send + 'static,
+    ) -> bool {
+        self.enqueue(
+            WriteOp::Delete {
+                unid,
+                based_on,
+                force,
+            },
+            Box::new(move |r| done(r.and_then(expect_meta))),
+            None,
+        )
+        .1
+    }
+
+    /// Runs the queued writes (see [`Self::create_then`]), unless another
+    /// caller holds the writer lock, which then runs them.
+    /// Returns true if writes are still queued after a bounded turn: the
+    /// caller must arrange another call (after letting others run).
+    #[must_use = "if true, the caller must arrange another call to run_queued"]
+    pub fn run_queued(&self) -> bool {
+        self.drain(None, Some(RUNNER_GROUPS))
+    }
+
+    /// Streams `content` into the database and attaches it to the document
+    /// under `name` (replacing an attachment of that name). The content is
+    /// written once, directly to new pages, and synced before the commit
+    /// that references it (I7); returns once that commit is durable (I2).
+    pub fn put_attachment(
+        &self,
+        unid: Unid,
+        name: &str,
+        mime: &str,
+        content: &mut dyn Read,
+    ) -> NsfResult<AttachmentRef> {
+        attach::validate_name(name)?;
+        self.core.check_writable()?;
+        self.get(unid)?;
+        let mut w = BlobWriter::new(&self.core, name, mime);
+        let blob = match w.write_all_from(content).and_then(|()| w.finish()) {
+            Ok(b) => b,
+            Err(e) => {
+                self.release_blob(w.reserved());
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.submit(WriteOp::Attach {
+            unid,
+            blob: blob.clone(),
+        }) {
+            self.release_blob(blob.extents.clone());
+            return Err(e);
+        }
+        Ok(blob)
+    }
+
+    /// Returns the pages of an attachment that was never committed to the
+    /// free list (best effort: if this fails the pages are leaked until
+    /// compact, never corrupted).
+    pub(super) fn release_blob(&self, extents: Vec<(u32, u32)>) {
+        if extents.is_empty() {
+            return;
+        }
+        if let Err(e) = self.submit(WriteOp::Release(extents)) {
+            tracing::warn!(db = %self.core.path, error = %e, "could not return unused attachment pages");
+        }
+    }
+
+    /// Replaces the access-control list (creating the ACL note the first
+    /// time); returns once it is durable (I2), like a document write.
+    pub fn set_acl(&self, acl: &Acl) -> NsfResult<NoteMeta> {
+        acl.validate()?;
+        let json = acl.to_json();
+        if json.len() > MAX_ACL_JSON_BYTES {
+            return Err(AclError::TooLarge {
+                size: json.len(),
+                limit: MAX_ACL_JSON_BYTES,
+            }
+            .into());
+        }
+        // I20: the catalog hears of the change durably before it can be
+        // durable, and of its outcome after.
+        let _change = self.begin_acl_change()?;
+        self.submit(WriteOp::SetAcl(json)).and_then(expect_meta)
+    }
+}

@@ -1,0 +1,243 @@
+//! Notes as records of a database's three trees: how a note is stored,
+//! found and replaced inside a transaction.
+//!
+//! ```text
+//!   note table   note id (u32 BE)   -> tag 0 + encoded note, or
+//!                                      tag 1 + overflow first page + length + crc32c
+//!   UNID index   UNID (16 bytes)    -> note id
+//!   seq index    change seq (u64 BE) -> note id
+//! ```
+//!
+//! Every write of a note, whoever makes it (document writes, the ACL,
+//! design notes from the views layer), goes through [`store_note`], which
+//! gives it the next change sequence and keeps the seq index in step, and
+//! marks the transaction when the note is the ACL note (I15). These
+//! helpers need only a transaction or a page store, never the
+//! `Database`, so the index hooks (`index.rs`) use them too.
+
+use crate::acl::acl_unid;
+use crate::header::DbHeader;
+use crate::txn::Txn;
+use crate::{
+    decode_note, encode_note, Item, Note, NoteId, NsfError, NsfResult, OriginatorId, Seq,
+    Timestamp, Unid,
+};
+use std::borrow::Cow;
+use storage::{btree, overflow, PageId, PageStore};
+
+/// Largest encoded note stored inside the note table entry; larger notes
+/// go to an overflow chain.
+const INLINE_MAX: usize = 1800;
+const TAG_INLINE: u8 = 0;
+const TAG_OVERFLOW: u8 = 1;
+
+/// What a write returns: enough to find and re-update the document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoteMeta {
+    pub note_id: NoteId,
+    pub unid: Unid,
+    pub seq_num: u32,
+    pub change_seq: Seq,
+}
+
+/// Where the version of a note that a write replaces is stored.
+pub(crate) struct Stored {
+    /// Its overflow chain, freed when the new version is written.
+    overflow: Option<PageId>,
+    /// Its change-sequence index entry, replaced by the new one.
+    change_seq: Seq,
+}
+
+pub(crate) fn missing(db: &str, unid: Unid) -> NsfError {
+    NsfError::NoSuchDocument {
+        db: db.to_string(),
+        unid,
+    }
+}
+
+pub(crate) fn lookup_unid(
+    store: &impl PageStore,
+    h: &DbHeader,
+    unid: Unid,
+) -> NsfResult<Option<NoteId>> {
+    match btree::get(store, h.unid_root, &unid.0)? {
+        Some(v) => Ok(Some(note_id_from(&v, store.name())?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn note_id_from(v: &[u8], path: &str) -> NsfResult<NoteId> {
+    let b: [u8; 4] = v.try_into().map_err(|_| {
+        NsfError::Storage(storage::StorageError::corrupt(
+            path,
+            PageId(0),
+            format!("index value of {} bytes, expected a note id", v.len()),
+        ))
+    })?;
+    Ok(NoteId(u32::from_be_bytes(b)))
+}
+
+pub(crate) fn load_note(
+    store: &impl PageStore,
+    h: &DbHeader,
+    id: NoteId,
+) -> NsfResult<Option<Note>> {
+    match btree::get(store, h.note_root, &id.0.to_be_bytes())? {
+        Some(v) => Ok(Some(decode_note_value(store, &v)?)),
+        None => Ok(None),
+    }
+}
+
+/// Loads note `id` (live or a stub) as this transaction sees it, with
+/// what [`store_note`] needs to replace its stored version.
+pub(crate) fn load_stored(txn: &Txn<'_>, unid: Unid, id: NoteId) -> NsfResult<(Note, Stored)> {
+    let value = btree::get(txn, txn.header.note_root, &id.0.to_be_bytes())?
+        .ok_or_else(|| missing(txn.name(), unid))?;
+    let note = decode_note_value(txn, &value)?;
+    let stored = Stored {
+        overflow: overflow_of(&value),
+        change_seq: note.change_seq,
+    };
+    Ok((note, stored))
+}
+
+/// Decodes a note-table value: the note inline, or a pointer to an
+/// overflow chain (first page, length, crc32c of the encoded note).
+pub(crate) fn decode_note_value(store: &impl PageStore, v: &[u8]) -> NsfResult<Note> {
+    Ok(decode_note(&note_bytes(store, v)?)?)
+}
+
+/// The encoded note a note-table value holds: borrowed when inline, read
+/// from its overflow chain (and checked against its crc32c) otherwise.
+pub(crate) fn note_bytes<'v>(store: &impl PageStore, v: &'v [u8]) -> NsfResult<Cow<'v, [u8]>> {
+    let corrupt = |r: &str| {
+        NsfError::Storage(storage::StorageError::corrupt(
+            store.name(),
+            PageId(0),
+            format!("note table value: {r}"),
+        ))
+    };
+    match v.first() {
+        Some(&TAG_INLINE) => Ok(Cow::Borrowed(&v[1..])),
+        Some(&TAG_OVERFLOW) if v.len() == 17 => {
+            let first = PageId(u32::from_le_bytes(v[1..5].try_into().unwrap()));
+            let len = u64::from_le_bytes(v[5..13].try_into().unwrap());
+            let crc = u32::from_le_bytes(v[13..17].try_into().unwrap());
+            let bytes = overflow::read(store, first, len)?;
+            if crc32c::crc32c(&bytes) != crc {
+                return Err(corrupt("overflow content checksum mismatch"));
+            }
+            Ok(Cow::Owned(bytes))
+        }
+        _ => Err(corrupt("unknown value tag")),
+    }
+}
+
+fn overflow_of(v: &[u8]) -> Option<PageId> {
+    (v.first() == Some(&TAG_OVERFLOW) && v.len() == 17)
+        .then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
+}
+
+/// Writes `note` (new change seq assigned here) into the note table and the
+/// seq index; `replaces` describes the stored version it supersedes.
+pub(crate) fn store_note(
+    txn: &mut Txn<'_>,
+    note: &mut Note,
+    replaces: Option<Stored>,
+) -> NsfResult<NoteMeta> {
+    let key = note.note_id.0.to_be_bytes();
+    if let Some(old) = replaces {
+        if let Some(first) = old.overflow {
+            overflow::free(txn, first)?;
+        }
+        let mut seq_root = txn.header.seq_root;
+        btree::remove(txn, &mut seq_root, &old.change_seq.0.to_be_bytes())?;
+        txn.header.seq_root = seq_root;
+    }
+    if note.oid.unid == acl_unid(txn.header.replica_id) {
+        txn.acl_written = true;
+    }
+    txn.header.last_seq.0 += 1;
+    note.change_seq = txn.header.last_seq;
+    let encoded = encode_note(note)?;
+    let value = if encoded.len() <= INLINE_MAX {
+        let mut v = Vec::with_capacity(encoded.len() + 1);
+        v.push(TAG_INLINE);
+        v.extend_from_slice(&encoded);
+        v
+    } else {
+        let first = overflow::write(txn, &encoded)?;
+        let mut v = vec![TAG_OVERFLOW];
+        v.extend_from_slice(&first.0.to_le_bytes());
+        v.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
+        v.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
+        v
+    };
+    let mut note_root = txn.header.note_root;
+    btree::insert(txn, &mut note_root, &key, &value)?;
+    txn.header.note_root = note_root;
+    let mut seq_root = txn.header.seq_root;
+    btree::insert(txn, &mut seq_root, &note.change_seq.0.to_be_bytes(), &key)?;
+    txn.header.seq_root = seq_root;
+    Ok(NoteMeta {
+        note_id: note.note_id,
+        unid: note.oid.unid,
+        seq_num: note.oid.seq_num,
+        change_seq: note.change_seq,
+    })
+}
+
+/// Creates a note with a fresh UNID.
+pub(crate) fn create_note(txn: &mut Txn<'_>, items: Vec<Item>) -> NsfResult<NoteMeta> {
+    let unid = fresh_unid(txn)?;
+    create_with_unid(txn, unid, items)
+}
+
+/// Creates a note under `unid`, which no note has yet.
+pub(crate) fn create_with_unid(
+    txn: &mut Txn<'_>,
+    unid: Unid,
+    items: Vec<Item>,
+) -> NsfResult<NoteMeta> {
+    let now = Timestamp::now();
+    let note_id = NoteId(txn.header.next_note_id);
+    txn.header.next_note_id += 1;
+    let mut note = Note {
+        note_id,
+        oid: OriginatorId {
+            unid,
+            seq_num: 1,
+            seq_time: now,
+        },
+        created: now,
+        modified: now,
+        added: now,
+        change_seq: Seq(0),
+        deleted: false,
+        items,
+    };
+    let meta = store_note(txn, &mut note, None)?;
+    let mut root = txn.header.unid_root;
+    btree::insert(txn, &mut root, &unid.0, &note_id.0.to_be_bytes())?;
+    txn.header.unid_root = root;
+    Ok(meta)
+}
+
+/// Makes `note` the next edit of itself: sequence number and time.
+pub(crate) fn bump(note: &mut Note) {
+    let now = Timestamp::now();
+    note.oid.seq_num += 1;
+    note.oid.seq_time = now;
+    note.modified = now;
+}
+
+/// A random UNID no note has, and never the ACL note's.
+fn fresh_unid(txn: &Txn<'_>) -> NsfResult<Unid> {
+    let reserved = acl_unid(txn.header.replica_id);
+    loop {
+        let u = Unid::random();
+        if u != reserved && lookup_unid(txn, &txn.header, u)?.is_none() {
+            return Ok(u);
+        }
+    }
+}
