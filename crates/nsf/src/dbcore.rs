@@ -5,13 +5,15 @@
 //! It sits below all of them, so none of them needs the `Database` type
 //! to reach the file: a `DbCore` is the file's handle and pool id, how
 //! commits reach the disk, the high-water mark that transactions and
-//! attachment streaming both allocate from (I7), and whether writes are
-//! still allowed (I11).
+//! attachment streaming both allocate from (I7), and the instance's
+//! lifecycle ([`DbState`], `state.rs`): whether writes are still allowed
+//! (I11).
 //!
 //! ```text
 //!   db/ (Database) ─▶ records ─▶ txn ─▶ dbcore ◀─ attach, index
 //! ```
 
+use crate::state::{DbState, Reason};
 use crate::{NsfError, NsfResult};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -64,9 +66,9 @@ pub(crate) struct DbCore {
     pub durability: Durability,
     /// Next page id past the high-water mark (I7).
     high_water: Mutex<u32>,
-    /// Why the database refuses writes, beyond pool-detected I/O failures
-    /// (e.g. restart recovery could not apply its log records).
-    refused: Option<String>,
+    /// Where the instance is in its life; changed only through the
+    /// transitions of `state.rs`.
+    state: Mutex<DbState>,
     /// The engine-wide gate on attachment write-back.
     pub writeback: Arc<crate::writeback::Writeback>,
     /// Set when the engine is shut down: writes are refused from then on.
@@ -80,7 +82,7 @@ impl DbCore {
         handle: Arc<dyn FileHandle>,
         durability: Durability,
         page_count: u32,
-        refused: Option<String>,
+        state: DbState,
         (writeback, engine_closed): (Arc<crate::writeback::Writeback>, Arc<AtomicBool>),
     ) -> DbCore {
         let file = pool.register(handle.clone(), &path);
@@ -91,7 +93,7 @@ impl DbCore {
             handle,
             durability,
             high_water: Mutex::new(page_count),
-            refused,
+            state: Mutex::new(state),
             writeback,
             engine_closed,
         }
@@ -113,25 +115,40 @@ impl DbCore {
         PageId(first)
     }
 
+    /// Refuses a write the instance's state does not allow. The engine's
+    /// own shutdown comes first: after it every write is `EngineClosed`,
+    /// whatever happened to the database before.
     pub fn check_writable(&self) -> NsfResult<()> {
         if self.engine_closed.load(Ordering::Acquire) {
             return Err(NsfError::EngineClosed);
         }
-        match self.failure() {
-            Some(reason) => Err(NsfError::DatabaseFailed {
-                path: self.path.clone(),
-                reason,
-            }),
-            None => Ok(()),
+        match self.state() {
+            DbState::Open { .. } => Ok(()),
+            DbState::Closing { .. } => Err(NsfError::EngineClosed),
+            DbState::Refused { reason, .. } | DbState::Failed { reason, .. } => {
+                Err(NsfError::DatabaseFailed {
+                    path: self.path.clone(),
+                    reason: reason.text,
+                })
+            }
         }
     }
 
-    /// Why the database refuses writes, if it failed (I11) or recovery
-    /// could not bring it back.
-    pub fn failure(&self) -> Option<String> {
-        self.refused
-            .clone()
-            .or_else(|| self.pool.failure(self.file))
+    /// The instance's state now. Two events are found rather than told:
+    /// a write the flusher could not make (the pool records it, I11) and
+    /// the engine's shutdown (a flag the engine sets); each is applied
+    /// here, through its transition, when first seen.
+    pub fn state(&self) -> DbState {
+        let mut state = self.state.lock();
+        if matches!(*state, DbState::Open { .. } | DbState::Closing { .. }) {
+            if let Some(text) = self.pool.failure(self.file) {
+                *state = state.clone().failed(Reason::io(text));
+            }
+        }
+        if self.engine_closed.load(Ordering::Acquire) {
+            *state = state.clone().closing();
+        }
+        state.clone()
     }
 
     /// Unlogged writes (I12): seals each page, writes it in place and
@@ -148,10 +165,16 @@ impl DbCore {
             .map_err(|e| self.fail("fdatasync", e))
     }
 
+    /// A write or sync of the file failed: the database fails (I11,
+    /// sticky, never retried); returns the error for the caller.
     pub fn fail(&self, what: &str, e: std::io::Error) -> NsfError {
         let reason = format!("{what}: {e}");
-        // I11: sticky; never retried.
+        // The pool keeps the file's dirty frames from then on (I11).
         self.pool.mark_failed(self.file, reason.clone());
+        {
+            let mut state = self.state.lock();
+            *state = state.clone().failed(Reason::io(reason.clone()));
+        }
         NsfError::DatabaseFailed {
             path: self.path.clone(),
             reason,

@@ -58,6 +58,7 @@ use crate::db::{Database, Life, LockCounters};
 use crate::dbcore::{Durability, Inflight};
 use crate::dbpath::DbPath;
 use crate::header::{DbHeader, MAX_TITLE};
+use crate::state::Reason;
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -522,10 +523,7 @@ impl Engine {
             },
             None => Durability::Unlogged,
         };
-        let refused = s
-            .unrecovered
-            .get(path)
-            .map(|r| format!("restart recovery could not apply its log records: {r}"));
+        let refused = s.unrecovered.get(path).map(|r| Reason::recovery(r));
         if header.flags & crate::header::FLAG_UNLOGGED_OPEN != 0 {
             tracing::warn!(
                 db = path,

@@ -21,6 +21,7 @@ mod index;
 mod json;
 mod note;
 mod records;
+mod state;
 mod txn;
 mod writeback;
 
@@ -40,3 +41,4 @@ pub use index::{BulkWriter, IndexRead, IndexTxn};
 pub use json::*;
 pub use note::*;
 pub use records::NoteMeta;
+pub use state::{DbState, Reason, ReasonKind};

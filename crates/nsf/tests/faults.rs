@@ -2,7 +2,7 @@
 //! the database goes read-only with a clear error, reads continue, and
 //! nothing already acknowledged is lost (design.md I11).
 
-use nsf::{Engine, Item, ItemValue, NsfError, Unid};
+use nsf::{DbState, Engine, Item, ItemValue, NsfError, ReasonKind, Unid};
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::{FaultBackend, FaultKind, FaultOp, FaultRule, MemBackend};
@@ -81,6 +81,19 @@ fn failed_database_write_fails_that_database_only() {
     assert!(
         matches!(e, NsfError::DatabaseFailed { .. }) && e.to_string().contains("a.fdb"),
         "{e}"
+    );
+    match a.state() {
+        DbState::Failed { reason, .. } => {
+            assert_eq!(reason.kind, ReasonKind::Io);
+            assert!(e.to_string().contains(&reason.text), "{e} / {reason}");
+        }
+        other => panic!("a failed write left the database {other:?}"),
+    }
+    assert_eq!(
+        b.state(),
+        DbState::Open {
+            unclean_open: false
+        }
     );
     assert_eq!(
         number(&engine, "a.fdb", ua[4]),
@@ -177,6 +190,7 @@ fn unlogged_mode_forces_pages_and_flags_an_unclean_shutdown() {
         db.info().unwrap().needs_fixup,
         "crash in unlogged mode is flagged"
     );
+    assert_eq!(db.state(), DbState::Open { unclean_open: true });
     drop(db);
     engine.close().unwrap();
     let (engine, _) = Engine::open(Arc::new(disk), config(false)).unwrap();

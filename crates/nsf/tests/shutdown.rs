@@ -4,7 +4,7 @@
 //! fixup flag), and a holder's later writes and opens fail with
 //! `EngineClosed` without touching a file, while its reads go on.
 
-use nsf::{Engine, Item, ItemValue, NsfError};
+use nsf::{DbState, Engine, Item, ItemValue, NsfError};
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::MemBackend;
@@ -57,6 +57,12 @@ fn a_shared_logged_engine_shuts_down_with_a_checkpoint_and_refuses_later_writes(
 
     engine.shutdown().unwrap();
     assert!(engine.is_closed());
+    assert_eq!(
+        held.1.state(),
+        DbState::Closing {
+            unclean_open: false
+        }
+    );
     let before = file_len(&disk, "/data/a.fdb");
     assert_closed(held.1.create(doc("late")), "a create");
     assert_closed(

@@ -235,10 +235,11 @@ impl Database {
 
     /// Clears the unlogged-open flag at a clean close (I12), unless this
     /// instance found it set: a crash left the file needing fixup, and
-    /// closing it cleanly now does not undo that. At engine shutdown the
-    /// engine is already closed, so no write can follow once the writer
-    /// lock is ours (which is why this asks for a failure, not whether
-    /// writes are allowed).
+    /// closing it cleanly now does not undo that; nor if a write of it
+    /// failed. At engine shutdown the engine is already closed, so no
+    /// write can follow once the writer lock is ours (which is why this
+    /// asks the state whether the flag may go, not whether writes are
+    /// allowed).
     pub(crate) fn close_unlogged(&self) -> NsfResult<()> {
         let r = self.clear_unlogged_flag();
         // Writes queued meanwhile found the lock taken (see `drain`).
@@ -249,10 +250,7 @@ impl Database {
     fn clear_unlogged_flag(&self) -> NsfResult<()> {
         let _w = self.writer.lock();
         let mut h = self.state.read().clone();
-        if h.flags & FLAG_UNLOGGED_OPEN != 0
-            && !self.opened_unclean
-            && self.core.failure().is_none()
-        {
+        if h.flags & FLAG_UNLOGGED_OPEN != 0 && self.core.state().may_clear_unlogged_flag() {
             h.flags &= !FLAG_UNLOGGED_OPEN;
             self.write_header_direct(&h)?;
             *self.state.write() = h;

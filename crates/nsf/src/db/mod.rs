@@ -62,6 +62,7 @@ pub use read::DbInfo;
 
 use crate::dbcore::{DbCore, Durability};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
+use crate::state::{DbState, Reason};
 use parking_lot::{Mutex, RwLock};
 use queue::Queued;
 use read::AclCache;
@@ -82,8 +83,6 @@ pub struct Database {
     /// Runs of the queue that found the writer lock taken.
     contended: AtomicU64,
     state: RwLock<DbHeader>,
-    /// Header flags seen at open (I12 "unlogged and not closed cleanly").
-    opened_unclean: bool,
     /// The parsed ACL (I15: emptied when a write of the ACL note installs).
     acl: Mutex<AclCache>,
     /// Engine-wide writer-lock statistics.
@@ -99,7 +98,7 @@ impl Database {
         handle: Arc<dyn FileHandle>,
         header: DbHeader,
         durability: Durability,
-        refused: Option<String>,
+        refused: Option<Reason>,
         (locks, writeback, life, engine_closed): (
             Arc<LockCounters>,
             Arc<crate::writeback::Writeback>,
@@ -107,15 +106,16 @@ impl Database {
             Arc<AtomicBool>,
         ),
     ) -> Database {
+        // I12: found written unlogged and not closed cleanly.
+        let unclean_open = header.flags & FLAG_UNLOGGED_OPEN != 0;
         Database {
-            opened_unclean: header.flags & FLAG_UNLOGGED_OPEN != 0,
             core: DbCore::new(
                 path,
                 pool,
                 handle,
                 durability,
                 header.page_count,
-                refused,
+                DbState::opened(unclean_open, refused),
                 (writeback, engine_closed),
             ),
             writer: Mutex::new(()),

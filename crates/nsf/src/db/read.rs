@@ -13,6 +13,7 @@ use crate::dbcore::{Committed, Durability};
 use crate::records::{
     decode_note_value, load_note, lookup_unid, missing, note_bytes, note_id_from,
 };
+use crate::state::DbState;
 use crate::{Acl, AttachmentRef, Note, NoteId, NoteRef, NsfError, NsfResult, Seq, Timestamp, Unid};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -66,7 +67,7 @@ impl Database {
             page_count: h.page_count,
             free_pages: h.free.count,
             sequence: h.last_seq.0,
-            needs_fixup: self.opened_unclean,
+            needs_fixup: self.core.state().unclean_open(),
         })
     }
 
@@ -280,7 +281,13 @@ impl Database {
     /// Whether the database was found written in unlogged mode and not
     /// closed cleanly (its indexes cannot be trusted, I12).
     pub fn opened_unclean(&self) -> bool {
-        self.opened_unclean
+        self.core.state().unclean_open()
+    }
+
+    /// Where this instance is in its life: open, refused, failed or
+    /// closing (design.md §5, database lifecycle).
+    pub fn state(&self) -> DbState {
+        self.core.state()
     }
 
     /// Whether commits go through the transaction log.
