@@ -13,6 +13,7 @@
 //!   db/ (Database) ─▶ records ─▶ txn ─▶ dbcore ◀─ attach, index
 //! ```
 
+use crate::clock::Clock;
 use crate::state::{DbState, Reason};
 use crate::{NsfError, NsfResult};
 use parking_lot::Mutex;
@@ -57,6 +58,18 @@ impl Inflight {
     }
 }
 
+/// What every database of an engine shares with it.
+pub(crate) struct EngineLinks {
+    /// How commits reach the disk (the engine's log, or none).
+    pub durability: Durability,
+    /// The engine-wide gate on attachment write-back.
+    pub writeback: Arc<crate::writeback::Writeback>,
+    /// Set when the engine is shut down: writes are refused from then on.
+    pub engine_closed: Arc<AtomicBool>,
+    /// Where identity times come from (I22).
+    pub clock: Arc<dyn Clock>,
+}
+
 /// The shared innards of a database, used by transactions and attachments.
 pub(crate) struct DbCore {
     pub path: String,
@@ -73,6 +86,8 @@ pub(crate) struct DbCore {
     pub writeback: Arc<crate::writeback::Writeback>,
     /// Set when the engine is shut down: writes are refused from then on.
     engine_closed: Arc<AtomicBool>,
+    /// Where identity times come from (I22).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl DbCore {
@@ -80,10 +95,9 @@ impl DbCore {
         path: String,
         pool: Arc<BufferPool>,
         handle: Arc<dyn FileHandle>,
-        durability: Durability,
         page_count: u32,
         state: DbState,
-        (writeback, engine_closed): (Arc<crate::writeback::Writeback>, Arc<AtomicBool>),
+        links: EngineLinks,
     ) -> DbCore {
         let file = pool.register(handle.clone(), &path);
         DbCore {
@@ -91,11 +105,12 @@ impl DbCore {
             pool,
             file,
             handle,
-            durability,
+            durability: links.durability,
             high_water: Mutex::new(page_count),
             state: Mutex::new(state),
-            writeback,
-            engine_closed,
+            writeback: links.writeback,
+            engine_closed: links.engine_closed,
+            clock: links.clock,
         }
     }
 

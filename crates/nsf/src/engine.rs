@@ -54,8 +54,9 @@
 //! cached or on disk go on.
 
 use crate::catalog::{self, Audience, Catalog, Listed};
+use crate::clock::{Clock, SystemClock};
 use crate::db::{Database, Life, LockCounters};
-use crate::dbcore::{Durability, Inflight};
+use crate::dbcore::{Durability, EngineLinks, Inflight};
 use crate::dbpath::DbPath;
 use crate::header::{DbHeader, MAX_TITLE};
 use crate::state::Reason;
@@ -98,6 +99,9 @@ pub struct EngineConfig {
     /// least recently used first; databases in use are never closed, so
     /// the cache holds more only while more are in use.
     pub max_open_databases: usize,
+    /// Where identity times (sequence times, created, modified, added)
+    /// come from (I22): the system clock unless a test sets its own.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl EngineConfig {
@@ -114,6 +118,7 @@ impl EngineConfig {
             // One or two descriptors each: well inside the usual 20,000
             // hard limit with room for connections and the log.
             max_open_databases: 1000,
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -442,7 +447,7 @@ impl Engine {
         };
         let dir = full.parent().unwrap_or(Path::new("."));
         be.create_dir_all(dir).map_err(io)?;
-        let image = new_database_image(title)?;
+        let image = new_database_image(title, self.shared.cfg.clock.now())?;
         let tmp = full.with_extension("fdb-new");
         let f = be.open(&tmp, OpenMode::CreateOrOpen).map_err(io)?;
         f.set_len(0).map_err(io)?;
@@ -546,16 +551,16 @@ impl Engine {
                     s.pool.clone(),
                     handle,
                     header,
-                    durability,
                     refused,
-                    // Engine-wide: writer-lock counters, the write-back
-                    // gate; and the instance's own links (I19, I20).
-                    (
-                        s.locks.clone(),
-                        s.writeback.clone(),
-                        Life::new(me.clone(), s.catalog.clone()),
-                        s.closed.clone(),
-                    ),
+                    EngineLinks {
+                        durability,
+                        writeback: s.writeback.clone(),
+                        engine_closed: s.closed.clone(),
+                        clock: s.cfg.clock.clone(),
+                    },
+                    // Engine-wide writer-lock counters, and the
+                    // instance's own links (I19, I20).
+                    (s.locks.clone(), Life::new(me.clone(), s.catalog.clone())),
                 )
             });
             if let Some(id) = identity {
@@ -952,7 +957,7 @@ fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {
 }
 
 /// Builds the bytes of a new database: header plus three empty trees.
-fn new_database_image(title: &str) -> NsfResult<Vec<u8>> {
+fn new_database_image(title: &str, created: Timestamp) -> NsfResult<Vec<u8>> {
     let mut store = ImageStore {
         pages: vec![PageBuf::zeroed()],
     };
@@ -962,7 +967,7 @@ fn new_database_image(title: &str) -> NsfResult<Vec<u8>> {
     let header = DbHeader {
         replica_id: ReplicaId(rand::random()),
         instance_id: DbInstanceId(rand::random()),
-        created: Timestamp::now(),
+        created,
         page_count: store.pages.len() as u32,
         free: FreeList {
             head: PageId::NONE,

@@ -10,6 +10,7 @@
 mod acl;
 mod attach;
 mod catalog;
+mod clock;
 mod db;
 mod dbcore;
 mod dbpath;
@@ -31,6 +32,7 @@ pub use acl::{
 };
 pub use attach::{read_full, AttachmentReader, BLOB_DATA};
 pub use catalog::{Audience, Listed};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{CheckReport, CloseHook, Database, DbInfo};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use engine::{CacheStats, Engine, EngineConfig, LockStats};

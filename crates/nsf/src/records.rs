@@ -199,7 +199,7 @@ pub(crate) fn create_with_unid(
     unid: Unid,
     items: Vec<Item>,
 ) -> NsfResult<NoteMeta> {
-    let now = Timestamp::now();
+    let now = txn.now();
     let note_id = NoteId(txn.header.next_note_id);
     txn.header.next_note_id += 1;
     let mut note = Note {
@@ -223,12 +223,14 @@ pub(crate) fn create_with_unid(
     Ok(meta)
 }
 
-/// Makes `note` the next edit of itself: sequence number and time.
-pub(crate) fn bump(note: &mut Note) {
-    let now = Timestamp::now();
+/// Makes `note` the next edit of itself at `now` (the engine clock's
+/// time): sequence number and time. I22: the sequence time never goes
+/// back, whatever the clock did since the version it follows.
+pub(crate) fn bump(note: &mut Note, now: Timestamp) {
+    let at = now.max(note.oid.seq_time);
     note.oid.seq_num += 1;
-    note.oid.seq_time = now;
-    note.modified = now;
+    note.oid.seq_time = at;
+    note.modified = at;
 }
 
 /// A random UNID no note has, and never the ACL note's.

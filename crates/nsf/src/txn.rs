@@ -18,6 +18,7 @@
 
 use crate::dbcore::DbCore;
 use crate::header::DbHeader;
+use crate::Timestamp;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use storage::{PageBuf, PageId, PageStore, PageStoreMut, PageWrite, StorageResult};
@@ -79,6 +80,12 @@ impl<'a> Txn<'a> {
         self.staged = sp.staged;
         self.unlogged = sp.unlogged;
         self.acl_written = sp.acl_written;
+    }
+
+    /// The engine clock's time, for the identities this transaction
+    /// stamps (I22).
+    pub fn now(&self) -> Timestamp {
+        self.core.clock.now()
     }
 
     pub fn new(core: &'a DbCore, header: DbHeader) -> Self {

@@ -74,7 +74,7 @@ impl Database {
                 }
                 validate_items(&note.items)?;
                 free_dropped_attachments(txn, &before, &note)?;
-                bump(&mut note);
+                bump(&mut note, txn.now());
                 store_note(txn, &mut note, Some(stored)).map(Some)
             }
             WriteOp::Delete {
@@ -91,7 +91,7 @@ impl Database {
                 // the document does not see its deletion either.
                 note.items.retain(|i| access_item_name(&i.name).is_some());
                 note.deleted = true;
-                bump(&mut note);
+                bump(&mut note, txn.now());
                 store_note(txn, &mut note, Some(stored)).map(Some)
             }
             WriteOp::Attach { unid, blob } => {
@@ -108,7 +108,7 @@ impl Database {
                     name: item_name,
                     value: ItemValue::Attachment(blob),
                 });
-                bump(&mut note);
+                bump(&mut note, txn.now());
                 store_note(txn, &mut note, Some(stored)).map(Some)
             }
             WriteOp::Release(extents) => {
@@ -166,7 +166,7 @@ impl Database {
         }
         note.deleted = false;
         note.items = items;
-        bump(&mut note);
+        bump(&mut note, txn.now());
         store_note(txn, &mut note, Some(stored))
     }
 }

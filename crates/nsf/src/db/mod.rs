@@ -60,14 +60,14 @@ pub(crate) use lifecycle::Life;
 pub(crate) use queue::LockCounters;
 pub use read::DbInfo;
 
-use crate::dbcore::{DbCore, Durability};
+use crate::dbcore::{DbCore, EngineLinks};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
 use crate::state::{DbState, Reason};
 use parking_lot::{Mutex, RwLock};
 use queue::Queued;
 use read::AclCache;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use storage::pool::BufferPool;
 use storage::FileHandle;
@@ -97,14 +97,9 @@ impl Database {
         pool: Arc<BufferPool>,
         handle: Arc<dyn FileHandle>,
         header: DbHeader,
-        durability: Durability,
         refused: Option<Reason>,
-        (locks, writeback, life, engine_closed): (
-            Arc<LockCounters>,
-            Arc<crate::writeback::Writeback>,
-            Life,
-            Arc<AtomicBool>,
-        ),
+        links: EngineLinks,
+        (locks, life): (Arc<LockCounters>, Life),
     ) -> Database {
         // I12: found written unlogged and not closed cleanly.
         let unclean_open = header.flags & FLAG_UNLOGGED_OPEN != 0;
@@ -113,10 +108,9 @@ impl Database {
                 path,
                 pool,
                 handle,
-                durability,
                 header.page_count,
                 DbState::opened(unclean_open, refused),
-                (writeback, engine_closed),
+                links,
             ),
             writer: Mutex::new(()),
             queue: Mutex::new(VecDeque::new()),
