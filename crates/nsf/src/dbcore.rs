@@ -13,9 +13,10 @@
 //!   db/ (Database) ─▶ records ─▶ txn ─▶ dbcore ◀─ attach, index
 //! ```
 
+use crate::changes::Changes;
 use crate::clock::Clock;
 use crate::state::{DbState, Reason};
-use crate::{NsfError, NsfResult};
+use crate::{NsfError, NsfResult, Seq};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,6 +89,8 @@ pub(crate) struct DbCore {
     engine_closed: Arc<AtomicBool>,
     /// Where identity times come from (I22).
     pub clock: Arc<dyn Clock>,
+    /// The durable change sequence and its waiters (I23).
+    pub changes: Arc<Changes>,
 }
 
 impl DbCore {
@@ -95,7 +98,7 @@ impl DbCore {
         path: String,
         pool: Arc<BufferPool>,
         handle: Arc<dyn FileHandle>,
-        page_count: u32,
+        (page_count, last_seq): (u32, Seq),
         state: DbState,
         links: EngineLinks,
     ) -> DbCore {
@@ -111,6 +114,7 @@ impl DbCore {
             writeback: links.writeback,
             engine_closed: links.engine_closed,
             clock: links.clock,
+            changes: Arc::new(Changes::new(last_seq)),
         }
     }
 
@@ -154,16 +158,40 @@ impl DbCore {
     /// the engine's shutdown (a flag the engine sets); each is applied
     /// here, through its transition, when first seen.
     pub fn state(&self) -> DbState {
-        let mut state = self.state.lock();
-        if matches!(*state, DbState::Open { .. } | DbState::Closing { .. }) {
+        if matches!(
+            *self.state.lock(),
+            DbState::Open { .. } | DbState::Closing { .. }
+        ) {
             if let Some(text) = self.pool.failure(self.file) {
-                *state = state.clone().failed(Reason::io(text));
+                self.transition(|s| s.failed(Reason::io(text)));
             }
         }
         if self.engine_closed.load(Ordering::Acquire) {
-            *state = state.clone().closing();
+            self.transition(DbState::closing);
         }
-        state.clone()
+        self.state.lock().clone()
+    }
+
+    /// Applies now what [`DbCore::state`] would find when next asked, so
+    /// that waiters learn of it at once (the engine's shutdown, I23).
+    pub fn catch_up(&self) {
+        self.state();
+    }
+
+    /// Applies one transition of `state.rs`; if the state changed, wakes
+    /// whoever waits for a change (I23), since a state that refuses
+    /// writes is an answer for them.
+    fn transition(&self, to: impl FnOnce(DbState) -> DbState) {
+        let changed = {
+            let mut state = self.state.lock();
+            let next = to(state.clone());
+            let changed = next != *state;
+            *state = next;
+            changed
+        };
+        if changed {
+            self.changes.wake_all();
+        }
     }
 
     /// Unlogged writes (I12): seals each page, writes it in place and
@@ -186,10 +214,7 @@ impl DbCore {
         let reason = format!("{what}: {e}");
         // The pool keeps the file's dirty frames from then on (I11).
         self.pool.mark_failed(self.file, reason.clone());
-        {
-            let mut state = self.state.lock();
-            *state = state.clone().failed(Reason::io(reason.clone()));
-        }
+        self.transition(|s| s.failed(Reason::io(reason.clone())));
         NsfError::DatabaseFailed {
             path: self.path.clone(),
             reason,

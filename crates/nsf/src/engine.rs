@@ -708,6 +708,9 @@ impl Engine {
             db.run_close_hooks();
         }
         self.shared.closed.store(true, Ordering::Release);
+        for db in &open {
+            db.engine_shut_down();
+        }
         match &self.shared.log {
             Some(log) => {
                 checkpoint_now(&self.shared)?;

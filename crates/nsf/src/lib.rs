@@ -10,6 +10,7 @@
 mod acl;
 mod attach;
 mod catalog;
+mod changes;
 mod clock;
 mod db;
 mod dbcore;

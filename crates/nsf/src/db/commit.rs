@@ -31,23 +31,42 @@ use super::Database;
 use crate::dbcore::{Durability, Inflight};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
 use crate::txn::{Txn, TxnPages};
+use crate::Seq;
 use crate::{NsfResult, Timestamp};
 use std::sync::Arc;
 use storage::pool::{Prepared, Stamp};
 use storage::{Lsn, PageBuf, PageId};
 use translog::{Batch, LogError, PageChange, TransLog};
 
+/// What a group's transaction did.
+pub(super) struct Executed {
+    /// Each write's result, in queue order.
+    pub results: Vec<WriteResult>,
+    /// The end of the log batch, which must be durable before any write
+    /// is acknowledged (I2); none if nothing was appended.
+    pub durable_at: Option<Lsn>,
+    /// The database's new last change sequence, if the group changed it:
+    /// published to waiters once durable (I23).
+    pub new_seq: Option<Seq>,
+}
+
+impl Executed {
+    /// A group that changed nothing.
+    fn nothing(results: Vec<WriteResult>) -> Executed {
+        Executed {
+            results,
+            durable_at: None,
+            new_seq: None,
+        }
+    }
+}
+
 impl Database {
     /// Runs `ops` in one transaction (each write behind a savepoint when
     /// there are several) and appends it (logged) or forces it
-    /// (unlogged). Returns each write's result and the end of the log
-    /// batch, which must be durable before any of them is acknowledged.
-    /// A write that fails has changed nothing (I4); if the transaction
-    /// itself fails, none of them has.
-    pub(super) fn execute(
-        &self,
-        ops: Vec<super::apply::WriteOp>,
-    ) -> NsfResult<(Vec<WriteResult>, Option<Lsn>)> {
+    /// (unlogged). A write that fails has changed nothing (I4); if the
+    /// transaction itself fails, none of them has.
+    pub(super) fn execute(&self, ops: Vec<super::apply::WriteOp>) -> NsfResult<Executed> {
         self.core.check_writable()?;
         let committed = self.state.read().clone();
         let mut txn = Txn::new(&self.core, committed.clone());
@@ -59,19 +78,28 @@ impl Database {
             if r.is_err() {
                 match savepoint {
                     Some(sp) => txn.rollback(sp),
-                    None => return Ok((vec![r], None)),
+                    None => return Ok(Executed::nothing(vec![r])),
                 }
             }
             results.push(r);
         }
         let pages = txn.into_pages(&committed);
         if pages.is_empty() {
-            return Ok((results, None));
+            return Ok(Executed::nothing(results));
         }
+        let new_seq =
+            (pages.header.last_seq != committed.last_seq).then_some(pages.header.last_seq);
         match &self.core.durability {
             Durability::Logged { log, inflight } => {
-                let end = self.commit_logged(log, inflight, pages)?;
-                Ok((results, end))
+                let durable_at = self.commit_logged(log, inflight, pages)?;
+                // A new sequence changes the header, a logged page, so it
+                // is published only after a log write (I23).
+                debug_assert!(new_seq.is_none() || durable_at.is_some());
+                Ok(Executed {
+                    results,
+                    durable_at,
+                    new_seq,
+                })
             }
             Durability::Unlogged => {
                 let TxnPages {
@@ -83,7 +111,11 @@ impl Database {
                 logged.extend(unlogged);
                 logged.sort_by_key(|(id, _)| *id);
                 self.commit_unlogged(header, logged, acl_written)?;
-                Ok((results, None))
+                Ok(Executed {
+                    results,
+                    durable_at: None,
+                    new_seq,
+                })
             }
         }
     }

@@ -119,6 +119,12 @@ impl Database {
             .release_file(self.core.file, self.core.high_water())
     }
 
+    /// The engine was shut down: the instance is `Closing` from now on
+    /// (I21), and whoever waits for its changes is told (I23).
+    pub(crate) fn engine_shut_down(&self) {
+        self.core.catch_up();
+    }
+
     /// The pool's name for this instance's file.
     pub(crate) fn pool_file(&self) -> FileId {
         self.core.file

@@ -36,6 +36,7 @@
 //! | `queue.rs` | the write queue and write combining (who runs, who waits) |
 //! | `commit.rs` | one group's transaction: logged and unlogged commit |
 //! | `hooks.rs` | the doors the views layer writes and reads index pages through |
+//! | `watch.rs` | waiting for the change sequence to pass a value (I23) |
 //! | `check.rs` | the consistency check |
 //! | `lifecycle.rs` | the instance's life in the open-database cache (I19, I20) |
 //!
@@ -52,6 +53,7 @@ mod hooks;
 mod lifecycle;
 mod queue;
 mod read;
+mod watch;
 mod write;
 
 pub use check::CheckReport;
@@ -108,7 +110,7 @@ impl Database {
                 path,
                 pool,
                 handle,
-                header.page_count,
+                (header.page_count, header.last_seq),
                 DbState::opened(unclean_open, refused),
                 links,
             ),

@@ -21,6 +21,7 @@
 //! own `try_lock` came after the push, so one of them always sees it.
 
 use super::apply::WriteOp;
+use super::commit::Executed;
 use super::Database;
 use crate::dbcore::Durability;
 use crate::{NoteMeta, NsfError, NsfResult};
@@ -282,7 +283,11 @@ impl Database {
             ops.push(w.op);
             dones.push(w.done);
         }
-        let (results, durable_at) = match self.execute(ops) {
+        let Executed {
+            results,
+            durable_at,
+            new_seq,
+        } = match self.execute(ops) {
             Ok(r) => r,
             Err(e) => {
                 let copies: Vec<NsfError> = (1..dones.len()).map(|_| replicate(&e)).collect();
@@ -292,7 +297,13 @@ impl Database {
                 return;
             }
         };
+        let changes = self.core.changes.clone();
         let finish = move |durable: Result<(), LogError>| {
+            if let (Ok(()), Some(seq)) = (&durable, new_seq) {
+                // I23: waiters hear of the change once it is durable, and
+                // before its writers, who may then wait for the next.
+                changes.publish(seq);
+            }
             let reason = durable.err().map(|e| match e {
                 LogError::Failed { reason } => reason,
                 other => other.to_string(),
@@ -310,6 +321,7 @@ impl Database {
             (Durability::Logged { log, .. }, Some(end)) => {
                 log.when_durable(end, Box::new(finish));
             }
+            // Nothing appended, or unlogged: synced already (I12).
             _ => finish(Ok(())),
         }
     }
