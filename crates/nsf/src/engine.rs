@@ -422,6 +422,18 @@ impl Engine {
     /// is claimed in the cache meanwhile, so two creates of one path cannot
     /// both write it.
     pub fn create_database(&self, path: &str, title: &str) -> NsfResult<Arc<Database>> {
+        self.create_replica(path, ReplicaId(rand::random()), title)
+    }
+
+    /// [`Engine::create_database`] with a given replica id: a new, empty
+    /// replica of a database that exists elsewhere, for replication to
+    /// fill (its ACL note's UNID follows from the id, design.md §2.7).
+    pub fn create_replica(
+        &self,
+        path: &str,
+        replica_id: ReplicaId,
+        title: &str,
+    ) -> NsfResult<Arc<Database>> {
         self.check_open()?;
         let key = DbPath::parse(path)?;
         self.outside_log(&key)?;
@@ -447,7 +459,7 @@ impl Engine {
         };
         let dir = full.parent().unwrap_or(Path::new("."));
         be.create_dir_all(dir).map_err(io)?;
-        let image = new_database_image(title, self.shared.cfg.clock.now())?;
+        let image = new_database_image(title, replica_id, self.shared.cfg.clock.now())?;
         let tmp = full.with_extension("fdb-new");
         let f = be.open(&tmp, OpenMode::CreateOrOpen).map_err(io)?;
         f.set_len(0).map_err(io)?;
@@ -960,7 +972,11 @@ fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {
 }
 
 /// Builds the bytes of a new database: header plus three empty trees.
-fn new_database_image(title: &str, created: Timestamp) -> NsfResult<Vec<u8>> {
+fn new_database_image(
+    title: &str,
+    replica_id: ReplicaId,
+    created: Timestamp,
+) -> NsfResult<Vec<u8>> {
     let mut store = ImageStore {
         pages: vec![PageBuf::zeroed()],
     };
@@ -968,7 +984,7 @@ fn new_database_image(title: &str, created: Timestamp) -> NsfResult<Vec<u8>> {
     let unid_root = btree::create(&mut store)?;
     let seq_root = btree::create(&mut store)?;
     let header = DbHeader {
-        replica_id: ReplicaId(rand::random()),
+        replica_id,
         instance_id: DbInstanceId(rand::random()),
         created,
         page_count: store.pages.len() as u32,

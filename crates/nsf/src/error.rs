@@ -71,6 +71,10 @@ pub enum NsfError {
     BadStoredAcl { db: String, reason: String },
     #[error("{db}: document {unid} is the access-control list; it is changed only as a whole, with set_acl")]
     AclNote { db: String, unid: Unid },
+    /// A foreign version (`Database::put_foreign`) breaks a rule; nothing
+    /// was written for it.
+    #[error("foreign version of document {unid} refused: {reason}")]
+    BadForeignNote { unid: Unid, reason: String },
     #[error("invalid setting {key}: {reason}")]
     Setting { key: String, reason: String },
     #[error("{0}")]

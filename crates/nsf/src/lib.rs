@@ -17,6 +17,7 @@ mod dbcore;
 mod dbpath;
 mod engine;
 mod error;
+mod foreign;
 mod header;
 mod ids;
 mod index;
@@ -25,6 +26,7 @@ mod note;
 mod records;
 mod state;
 mod txn;
+mod version;
 mod writeback;
 
 pub use acl::{
@@ -38,6 +40,7 @@ pub use db::{CheckReport, CloseHook, Database, DbInfo};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use engine::{CacheStats, Engine, EngineConfig, LockStats};
 pub use error::{NsfError, NsfResult};
+pub use foreign::{ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome};
 pub use header::MAX_TITLE;
 pub use ids::*;
 pub use index::{BulkWriter, IndexRead, IndexTxn};
@@ -45,3 +48,4 @@ pub use json::*;
 pub use note::*;
 pub use records::NoteMeta;
 pub use state::{DbState, Reason, ReasonKind};
+pub use version::Version;

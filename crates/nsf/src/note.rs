@@ -599,6 +599,22 @@ fn write_item(item: &Item, out: &mut Vec<u8>) {
     write_value(&item.value, out);
 }
 
+/// An item as a note's version digest sees it (`version.rs`): its stored
+/// encoding, except that an attachment is its name, type, size and
+/// content checksum only — which blob and pages hold the content is this
+/// file's business, not the note's content, and differs between replicas.
+pub(crate) fn write_canonical_item(item: &Item, out: &mut Vec<u8>) {
+    let ItemValue::Attachment(a) = &item.value else {
+        return write_item(item, out);
+    };
+    put_u16_str(out, &item.name);
+    out.push(TAG_ATTACHMENT);
+    put_u16_str(out, &a.name);
+    put_u16_str(out, &a.mime);
+    out.extend_from_slice(&a.size.to_le_bytes());
+    out.extend_from_slice(&a.crc32c.to_le_bytes());
+}
+
 fn write_value(v: &ItemValue, out: &mut Vec<u8>) {
     match v {
         ItemValue::Text(s) | ItemValue::RichText(s) => out.extend_from_slice(s.as_bytes()),

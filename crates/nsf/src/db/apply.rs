@@ -9,6 +9,7 @@
 use super::Database;
 use crate::acl::{acl_note_items, acl_unid, is_acl_note};
 use crate::attach;
+use crate::foreign::ForeignOutcome;
 use crate::index::IndexTxn;
 use crate::note::access_item_name;
 use crate::records::{
@@ -44,6 +45,11 @@ pub(super) enum WriteOp {
     SetAcl(String),
     /// An index transaction from the layer above (views).
     Index(IndexFn),
+    /// A version made elsewhere, stored if it wins (`foreign.rs`).
+    Foreign {
+        note: Box<Note>,
+        outcome: super::foreign::OutcomeSlot,
+    },
 }
 
 /// The body of an index transaction; it leaves its result in a place the
@@ -123,6 +129,17 @@ impl Database {
             WriteOp::Index(f) => {
                 f(&mut IndexTxn { txn })?;
                 Ok(None)
+            }
+            WriteOp::Foreign { note, outcome } => {
+                let done = self.apply_foreign(txn, *note)?;
+                let meta = match &done {
+                    ForeignOutcome::Stored(m)
+                    | ForeignOutcome::Replaced { stored: m, .. }
+                    | ForeignOutcome::AlreadyHave(m)
+                    | ForeignOutcome::Lost { local: m, .. } => *m,
+                };
+                *outcome.lock() = Some(done);
+                Ok(Some(meta))
             }
         }
     }

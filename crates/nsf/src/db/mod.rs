@@ -36,6 +36,7 @@
 //! | `queue.rs` | the write queue and write combining (who runs, who waits) |
 //! | `commit.rs` | one group's transaction: logged and unlogged commit |
 //! | `hooks.rs` | the doors the views layer writes and reads index pages through |
+//! | `foreign.rs` | storing a version made elsewhere (replication, the router; I25) |
 //! | `watch.rs` | waiting for the change sequence to pass a value (I23) |
 //! | `check.rs` | the consistency check |
 //! | `lifecycle.rs` | the instance's life in the open-database cache (I19, I20) |
@@ -49,6 +50,7 @@
 mod apply;
 mod check;
 mod commit;
+mod foreign;
 mod hooks;
 mod lifecycle;
 mod queue;

@@ -1,0 +1,129 @@
+//! Notes with a foreign identity: versions made elsewhere (another
+//! replica, a router delivering a message exactly once) that this
+//! database stores as they are — their UNID, originator id and times are
+//! never changed here — or not at all, by the version order (I24).
+//!
+//! This module holds what a caller hands over and gets back, and checks
+//! the input; `db/foreign.rs` writes it. Nothing here makes conflict
+//! documents: the outcome names the version that lost, and replication
+//! decides what to do with it.
+
+use crate::note::access_item_name;
+use crate::{
+    attach, validate_items, Item, ItemValue, Note, NoteMeta, NsfError, NsfResult, OriginatorId,
+    Timestamp, Version,
+};
+use std::collections::HashSet;
+use std::io::Read;
+
+/// A version of a document made elsewhere, to store as given.
+#[derive(Debug)]
+pub struct ForeignNote {
+    /// UNID, sequence number (at least 1) and sequence time, kept as given.
+    pub oid: OriginatorId,
+    pub created: Timestamp,
+    pub modified: Timestamp,
+    /// A deletion stub: no attachments, and no items but the access
+    /// items (`$Readers`, `$Authors`), as a local stub.
+    pub deleted: bool,
+    /// The items, attachments excepted (they come with their content in
+    /// `attachments` and are stored as `$FILE:` items).
+    pub items: Vec<Item>,
+    pub attachments: Vec<ForeignAttachment>,
+}
+
+/// An attachment of a foreign note, with its content.
+#[derive(Debug)]
+pub struct ForeignAttachment {
+    pub name: String,
+    pub mime: String,
+    pub content: ForeignContent,
+}
+
+/// Where an attachment's content is read from.
+pub enum ForeignContent {
+    Bytes(Vec<u8>),
+    Reader(Box<dyn Read + Send>),
+}
+
+impl std::fmt::Debug for ForeignContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ForeignContent::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            ForeignContent::Reader(_) => f.write_str("Reader"),
+        }
+    }
+}
+
+impl ForeignContent {
+    /// The content as a stream, whichever form it came in.
+    pub(crate) fn reader(&mut self) -> Box<dyn Read + '_> {
+        match self {
+            ForeignContent::Bytes(b) => Box::new(b.as_slice()),
+            ForeignContent::Reader(r) => Box::new(r),
+        }
+    }
+}
+
+/// What [`crate::Database::put_foreign`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ForeignOutcome {
+    /// No note had the UNID: the foreign note is stored.
+    Stored(NoteMeta),
+    /// A note had the UNID and lost to the foreign version, which replaced
+    /// it. `loser` is the version replaced, for the caller to make a
+    /// conflict document of; its attachment items describe content that
+    /// is freed with the replacement and can no longer be read here.
+    Replaced { stored: NoteMeta, loser: Note },
+    /// This very version (equal in the version order) is already here;
+    /// nothing changed.
+    AlreadyHave(NoteMeta),
+    /// The note here wins: nothing changed. `winner` is its version.
+    Lost { local: NoteMeta, winner: Version },
+}
+
+/// Refuses a foreign note that breaks the rules, naming the problem;
+/// nothing is written for it.
+pub(crate) fn validate(note: &ForeignNote) -> NsfResult<()> {
+    let bad = |reason: String| NsfError::BadForeignNote {
+        unid: note.oid.unid,
+        reason,
+    };
+    if note.oid.seq_num == 0 {
+        return Err(bad("sequence number 0 (sequence numbers start at 1)".into()));
+    }
+    if let Some(i) = note
+        .items
+        .iter()
+        .find(|i| matches!(i.value, ItemValue::Attachment(_)))
+    {
+        return Err(bad(format!(
+            "item {:?} is an attachment reference; attachments come with their content",
+            i.name
+        )));
+    }
+    validate_items(&note.items).map_err(|e| bad(e.to_string()))?;
+    if note.deleted {
+        if !note.attachments.is_empty() {
+            return Err(bad("a deletion stub has no attachments".into()));
+        }
+        if let Some(i) = note
+            .items
+            .iter()
+            .find(|i| access_item_name(&i.name).is_none())
+        {
+            return Err(bad(format!(
+                "a deletion stub keeps only $Readers and $Authors, not {:?}",
+                i.name
+            )));
+        }
+    }
+    let mut names = HashSet::new();
+    for a in &note.attachments {
+        attach::validate_name(&a.name).map_err(|e| bad(e.to_string()))?;
+        if !names.insert(a.name.as_str()) {
+            return Err(bad(format!("two attachments named {:?}", a.name)));
+        }
+    }
+    Ok(())
+}
