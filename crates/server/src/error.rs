@@ -2,9 +2,12 @@
 //!
 //! Every failure a client can cause or see maps to one protocol
 //! [`ErrorCode`] (and so to one HTTP status): the native driver and the
-//! HTTP API answer the same mistake the same way.
+//! HTTP API answer the same mistake the same way. The engine's errors
+//! (`nsf`, `views`) are mapped onto it here, once, for every operation.
 
+use nsf::NsfError;
 use protocol::ErrorCode;
+use views::ViewError;
 
 /// Result of server operations.
 pub type ServerResult<T> = Result<T, ServerError>;
@@ -79,5 +82,45 @@ impl ServerError {
                 ErrorCode::ServerError
             }
         }
+    }
+}
+
+/// Maps the document layer's errors onto the server's.
+pub(crate) fn nsf_err(e: NsfError) -> ServerError {
+    use NsfError as E;
+    let msg = e.to_string();
+    match e {
+        E::NoSuchDatabase(_)
+        | E::NoSuchDocument { .. }
+        | E::Deleted { .. }
+        | E::NoSuchAttachment { .. } => ServerError::NotFound(msg),
+        E::SaveConflict { .. } | E::DatabaseExists(_) => ServerError::SaveConflict(msg),
+        E::LogFull => ServerError::Busy(msg),
+        E::Codec(nsf::CodecError::TooLarge { .. })
+        | E::Codec(nsf::CodecError::TooManyItems { .. }) => ServerError::TooLarge(msg),
+        E::Json(nsf::JsonError::Invalid(nsf::CodecError::TooLarge { .. })) => {
+            ServerError::TooLarge(msg)
+        }
+        E::BadPath { .. }
+        | E::SameFile { .. }
+        | E::Codec(_)
+        | E::Json(_)
+        | E::Invalid(_)
+        | E::Setting { .. } => ServerError::BadRequest(msg),
+        _ => ServerError::Internal(msg),
+    }
+}
+
+/// Maps the views layer's errors onto the server's.
+pub(crate) fn view_err(e: ViewError) -> ServerError {
+    match e {
+        ViewError::Nsf(e) => nsf_err(e),
+        e @ ViewError::NoSuchView { .. } => ServerError::NotFound(e.to_string()),
+        e @ (ViewError::Formula { .. }
+        | ViewError::NotAFolder { .. }
+        | ViewError::BadDefinition(_)
+        | ViewError::NotSorted { .. }
+        | ViewError::ViewExists { .. }) => ServerError::BadRequest(e.to_string()),
+        e => ServerError::Internal(e.to_string()),
     }
 }

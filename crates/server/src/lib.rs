@@ -4,8 +4,9 @@
 //!   native.rs  tokio connection tasks driving protocol::ServerConnection ─┐
 //!   http.rs    axum routes (JSON, streaming attachments) ─────────────────┤
 //!                                                                         ▼
-//!   service.rs one Service: every operation, with authentication, ACL checks
-//!              and Reader/Author filtering, run on the worker pool
+//!   service/   one Service: every operation, with authentication, ACL checks
+//!              and Reader/Author filtering, run on the worker pool; a file
+//!              per resource (databases, documents, attachments, views, admin)
 //!   auth.rs    server users (argon2 hashes) and tokens
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   stats.rs   per-operation response-time histograms and counters
