@@ -1,6 +1,6 @@
 //! HTTP connections: accepting, the connection limit, every timeout a
 //! client could otherwise hold a connection open with, and shutdown;
-//! hyper serves the routes of `http.rs` on each connection.
+//! hyper serves the routes of `http/` on each connection.
 //!
 //! ```text
 //!   accept ─▶ Gate (http_max_connections; beyond it 503 and close)

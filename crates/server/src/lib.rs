@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!   native.rs  tokio connection tasks driving protocol::ServerConnection ─┐
-//!   http.rs    axum routes (JSON, streaming attachments) ─────────────────┤
+//!   http/      axum routes, a file per resource (JSON, streaming) ────────┤
 //!                                                                         ▼
 //!   service/   one Service: every operation, with authentication, ACL checks
 //!              and Reader/Author filtering, run on the worker pool; a file
