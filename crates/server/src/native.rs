@@ -550,8 +550,12 @@ impl Conn {
         started: Instant,
     ) -> Option<Request> {
         let op = op_of(&request);
+        // The document's text is parsed once, here, where it came in.
+        let parse = |json: String| self.service.parse_document(json.as_bytes());
         let (db, write) = match request {
-            Request::CreateDocument { db, json } => (db, DocWrite::Create { json }),
+            Request::CreateDocument { db, json } => {
+                (db, parse(json).map(|doc| DocWrite::Create { doc }))
+            }
             Request::UpdateDocument {
                 db,
                 unid,
@@ -560,12 +564,12 @@ impl Conn {
                 json,
             } => (
                 db,
-                DocWrite::Update {
+                parse(json).map(|doc| DocWrite::Update {
                     unid,
                     based_on,
                     force,
-                    json,
-                },
+                    doc,
+                }),
             ),
             Request::DeleteDocument {
                 db,
@@ -574,11 +578,11 @@ impl Conn {
                 force,
             } => (
                 db,
-                DocWrite::Delete {
+                Ok(DocWrite::Delete {
                     unid,
                     based_on,
                     force,
-                },
+                }),
             ),
             other => return Some(other),
         };
@@ -601,9 +605,9 @@ impl Conn {
             }
         });
         let database = self.handles.lock().db(db);
-        match database {
-            Ok(database) => self.service.write_then(caller, &database, write, done),
-            Err(e) => done(Err(e)),
+        match (database, write) {
+            (Ok(database), Ok(write)) => self.service.write_then(caller, &database, write, done),
+            (Err(e), _) | (_, Err(e)) => done(Err(e)),
         }
         None
     }
@@ -787,7 +791,7 @@ impl Job {
                 Response::Done
             }
             R::CreateView { db, json } => {
-                s.create_view(caller, &self.db(db)?, &json)?;
+                s.create_view(caller, &self.db(db)?, s.parse_view(json.as_bytes())?)?;
                 Response::Done
             }
             R::MyAccess { path } => {

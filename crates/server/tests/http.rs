@@ -844,6 +844,84 @@ fn oversized_documents_and_attachments_are_413() {
     assert_eq!(s.get(&att, ADMIN).expect(200).body, ok);
 }
 
+/// A body is parsed once, as it comes in, and the parse is what the
+/// write uses: a document of exactly the limit is stored as sent, one
+/// byte more is 413, and malformed JSON is a 400 naming the problem and
+/// where, with nothing created.
+#[test]
+fn a_body_at_the_limit_is_stored_and_malformed_json_creates_nothing() {
+    let max = 64 << 10;
+    let s = Server::with_limits(Limits {
+        max_document_bytes: max,
+        ..Limits::default()
+    });
+    let db = "edge.fdb";
+    s.create_db(db);
+    let docs = format!("{}/docs", db_url(db));
+    // `{"Body":"xx…x"}` of exactly `len` bytes.
+    let body_of = |len: usize| format!(r#"{{"Body":"{}"}}"#, "x".repeat(len - 11));
+    let at_limit = body_of(max);
+    assert_eq!(at_limit.len(), max);
+    let created = s
+        .call("POST", &docs, ADMIN, Some(at_limit.as_bytes()))
+        .expect(201)
+        .json();
+    let unid = created["unid"].as_str().unwrap().to_string();
+    let stored = s.get(&doc_url(db, &unid), ADMIN).expect(200).json();
+    assert_eq!(stored["Body"].as_str().map(str::len), Some(max - 11));
+    let edit = body_of(max).replacen('x', "y", 1);
+    s.call("PUT", &doc_url(db, &unid), ADMIN, Some(edit.as_bytes()))
+        .expect(200);
+    let stored = s.get(&doc_url(db, &unid), ADMIN).expect(200).json();
+    assert!(stored["Body"].as_str().unwrap().starts_with('y'));
+    s.call("POST", &docs, ADMIN, Some(body_of(max + 1).as_bytes()))
+        .expect(413);
+
+    let before = s.db_state(db);
+    let malformed = [
+        // Cut short at the limit: the parse fails at its very end.
+        at_limit[..max - 1].to_string(),
+        format!(r#"{{"Body":"{}",}}"#, "x".repeat(max - 20)),
+        "{\"Body\": tru}".to_string(),
+    ];
+    for body in &malformed {
+        let r = s
+            .call("POST", &docs, ADMIN, Some(body.as_bytes()))
+            .expect(400)
+            .json();
+        let reason = r["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("malformed JSON document:") && reason.contains("line 1 column"),
+            "{reason}"
+        );
+        s.call("PUT", &doc_url(db, &unid), ADMIN, Some(body.as_bytes()))
+            .expect(400);
+    }
+    let view = r#"{"name":"V","kind":"view","selection":"SELECT @All","columns":[]"#;
+    let r = s
+        .call(
+            "POST",
+            &format!("{}/views", db_url(db)),
+            ADMIN,
+            Some(view.as_bytes()),
+        )
+        .expect(400)
+        .json();
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad view definition:"),
+        "{r}"
+    );
+    assert_eq!(
+        s.db_state(db),
+        before,
+        "a refused body changed the database"
+    );
+    s.get(&format!("{}/views/V", db_url(db)), ADMIN).expect(404);
+}
+
 #[test]
 fn undeclared_oversized_attachment_is_413() {
     let limits = Limits {

@@ -6,9 +6,7 @@
 use super::answer::{
     bad, encode_segment, json_response, json_text, ok, with_header, Answer, ApiError,
 };
-use super::extract::{
-    body_text, open_db, parse_object, read_body, sign_in, Call, Credentials, Svc,
-};
+use super::extract::{open_db, read_body, sign_in, Call, Credentials, Svc};
 use crate::service::{DocWrite, Service, WriteDone};
 use crate::stats::Op;
 use crate::ServerError;
@@ -71,10 +69,9 @@ impl Call {
 pub(super) async fn create_document(State(s): Svc, c: Call, body: Body) -> Answer {
     c.query.allow(&[])?;
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;
-    parse_object(&bytes, "a document")?;
-    let json = body_text(bytes)?;
+    let doc = s.parse_document(&bytes)?;
     let meta = c
-        .write(&s, Op::Create, c.param("db"), DocWrite::Create { json })
+        .write(&s, Op::Create, c.param("db"), DocWrite::Create { doc })
         .await?;
     let location = format!("/db/{}/docs/{}", encode_segment(&c.param("db")), meta.unid);
     Ok(with_header(
@@ -128,14 +125,13 @@ pub(super) async fn update_document(State(s): Svc, c: Call, body: Body) -> Answe
     let force = c.query.flag("force")?;
     let unid = c.unid()?;
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;
-    let m = parse_object(&bytes, "a document")?;
-    let seq = based_on(&c.headers, m.get("$seq"))?;
-    let json = body_text(bytes)?;
+    let doc = s.parse_document(&bytes)?;
+    let seq = based_on(&c.headers, doc.get("$seq"))?;
     let write = DocWrite::Update {
         unid,
         based_on: seq,
         force,
-        json,
+        doc,
     };
     let meta = c.write(&s, Op::Update, c.param("db"), write).await?;
     Ok(saved(StatusCode::OK, &meta))

@@ -6,7 +6,7 @@ use super::answer::{
 };
 use super::documents::document_text;
 use super::extract::{
-    body_text, only_keys, open_db, parse_object, parse_unid, read_body, string_field, Call, Svc,
+    only_keys, open_db, parse_object, parse_unid, read_body, string_field, Call, Svc,
 };
 use super::stream::{stream_job, streamed, DOWNLOAD_QUEUE};
 use crate::stats::Op;
@@ -17,6 +17,7 @@ use axum::http::{header, StatusCode};
 use protocol::{ReadFlags, Start};
 use serde_json::{json, Value as Json};
 use tokio::sync::mpsc;
+use views::Kind;
 
 /// Search results are sent to the client in batches of about this size.
 const SEARCH_BATCH: usize = 32 << 10;
@@ -126,17 +127,15 @@ pub(super) async fn read_view(State(s): Svc, c: Call) -> Answer {
 pub(super) async fn create_view(State(s): Svc, c: Call, body: Body) -> Answer {
     c.query.allow(&[])?;
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;
-    let m = parse_object(&bytes, "the view definition")?;
-    let name = string_field(&m, "name", "the view definition")?
-        .ok_or_else(|| bad("\"name\" is missing"))?;
-    let kind = match m.get("kind").and_then(Json::as_str) {
-        Some("folder") => "folders",
-        _ => "views",
+    let def = s.parse_view(&bytes)?;
+    let name = def.name.clone();
+    let kind = match def.kind {
+        Kind::Folder => "folders",
+        Kind::View => "views",
     };
-    let json = body_text(bytes)?;
     let path = c.param("db");
     c.run(&s, Op::UpdateCollection, move |s, caller| {
-        s.create_view(caller, &open_db(s, caller, &path)?, &json)
+        s.create_view(caller, &open_db(s, caller, &path)?, def)
     })
     .await?;
     let location = format!(

@@ -24,17 +24,30 @@ use std::sync::Arc;
 /// thread that may block for long, and it must not block either.
 pub type WriteDone = Box<dyn FnOnce(ServerResult<NoteMeta>) + Send>;
 
+/// A document's JSON object, parsed once at the door its request came in
+/// by ([`Service::parse_document`]) and handed down as it is: the HTTP
+/// API reads `$seq` from it, and the write builds its items from it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocJson(serde_json::Value);
+
+impl DocJson {
+    /// A field of the object.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.get(key)
+    }
+}
+
 /// A document write, for [`Service::write_then`].
 #[derive(Debug)]
 pub enum DocWrite {
     Create {
-        json: String,
+        doc: DocJson,
     },
     Update {
         unid: Unid,
         based_on: Option<u32>,
         force: bool,
-        json: String,
+        doc: DocJson,
     },
     Delete {
         unid: Unid,
@@ -90,21 +103,38 @@ impl DocWrite {
 }
 
 impl Service {
+    /// Parses a document's JSON text (at most `max_document_bytes`) into
+    /// the object the document writes take. Each door calls this once,
+    /// where the text comes in.
+    pub fn parse_document(&self, json: &[u8]) -> ServerResult<DocJson> {
+        self.check_size("document", json.len())?;
+        match serde_json::from_slice(json) {
+            Ok(v @ serde_json::Value::Object(_)) => Ok(DocJson(v)),
+            Ok(_) => Err(bad("a document must be a JSON object".into())),
+            Err(e) => Err(bad(format!("malformed JSON document: {e}"))),
+        }
+    }
+
+    /// Refuses JSON text of `len` bytes above `max_document_bytes`.
+    pub(super) fn check_size(&self, what: &str, len: usize) -> ServerResult<()> {
+        let max = self.limits.max_document_bytes;
+        if len > max {
+            return Err(ServerError::TooLarge(format!(
+                "{what} of {len} bytes is above the limit of {max} bytes"
+            )));
+        }
+        Ok(())
+    }
+
     /// Creates a document from a JSON object.
     pub fn create_document(
         &self,
         caller: &Caller,
         db: &Database,
-        json: &str,
+        doc: &DocJson,
     ) -> ServerResult<NoteMeta> {
         let access = self.access(caller, db)?;
-        if !access.can_create() {
-            return Err(forbidden(caller, "may not create documents in", db));
-        }
-        let mut items = new_items(&self.parse_json(json)?)?;
-        if access.level() == AccessLevel::Author {
-            name_author(&mut items, caller);
-        }
+        let items = new_items(caller, &access, db, doc)?;
         db.create(items).map(meta).map_err(nsf_err)
     }
 
@@ -153,13 +183,13 @@ impl Service {
         write: DocWrite,
     ) -> ServerResult<NoteMeta> {
         match write {
-            DocWrite::Create { json } => self.create_document(caller, db, &json),
+            DocWrite::Create { doc } => self.create_document(caller, db, &doc),
             DocWrite::Update {
                 unid,
                 based_on,
                 force,
-                json,
-            } => self.update_document(caller, db, unid, based_on, force, &json),
+                doc,
+            } => self.update_document(caller, db, unid, based_on, force, &doc),
             DocWrite::Delete {
                 unid,
                 based_on,
@@ -172,24 +202,14 @@ impl Service {
     fn checked(&self, caller: &Caller, db: &Database, write: DocWrite) -> ServerResult<Checked> {
         let access = self.access(caller, db)?;
         Ok(match write {
-            DocWrite::Create { json } => {
-                if !access.can_create() {
-                    return Err(forbidden(caller, "may not create documents in", db));
-                }
-                let mut items = new_items(&self.parse_json(&json)?)?;
-                if access.level() == AccessLevel::Author {
-                    name_author(&mut items, caller);
-                }
-                Checked::Create(items)
-            }
+            DocWrite::Create { doc } => Checked::Create(new_items(caller, &access, db, &doc)?),
             DocWrite::Update {
                 unid,
                 based_on,
                 force,
-                json,
+                doc,
             } => {
-                let updates =
-                    items_from_json(&self.parse_json(&json)?).map_err(|e| bad(e.to_string()))?;
+                let updates = items_from_json(&doc.0).map_err(|e| bad(e.to_string()))?;
                 let version = self.checked_version(caller, &access, db, unid, based_on, "edit")?;
                 Checked::Update(
                     nsf::Unid(unid.0),
@@ -275,9 +295,9 @@ impl Service {
         unid: Unid,
         based_on: Option<u32>,
         force: bool,
-        json: &str,
+        changes: &DocJson,
     ) -> ServerResult<NoteMeta> {
-        let updates = items_from_json(&self.parse_json(json)?).map_err(|e| bad(e.to_string()))?;
+        let updates = items_from_json(&changes.0).map_err(|e| bad(e.to_string()))?;
         self.checked_write(
             caller,
             db,
@@ -382,17 +402,6 @@ impl Service {
             .collect();
         Ok((docs, next, more))
     }
-
-    pub(super) fn parse_json(&self, json: &str) -> ServerResult<serde_json::Value> {
-        if json.len() > self.limits.max_document_bytes {
-            return Err(ServerError::TooLarge(format!(
-                "document of {} bytes is above the limit of {} bytes",
-                json.len(),
-                self.limits.max_document_bytes
-            )));
-        }
-        serde_json::from_str(json).map_err(|e| bad(format!("malformed JSON document: {e}")))
-    }
 }
 
 /// The write a [`Service::checked_write`] guards: each has its own rule.
@@ -411,9 +420,19 @@ impl WriteRule {
     }
 }
 
-/// Items of a new document: `null` values make no sense there.
-fn new_items(json: &serde_json::Value) -> ServerResult<Vec<Item>> {
-    items_from_json(json)
+/// The items of a document `caller` creates, if its access allows:
+/// `null` values make no sense there, and an Author is named in
+/// `$Authors`.
+fn new_items(
+    caller: &Caller,
+    access: &Access,
+    db: &Database,
+    doc: &DocJson,
+) -> ServerResult<Vec<Item>> {
+    if !access.can_create() {
+        return Err(forbidden(caller, "may not create documents in", db));
+    }
+    let mut items = items_from_json(&doc.0)
         .map_err(|e| bad(e.to_string()))?
         .into_iter()
         .map(|u| match u {
@@ -422,7 +441,11 @@ fn new_items(json: &serde_json::Value) -> ServerResult<Vec<Item>> {
                 "item {name:?} is null; a new document cannot remove items"
             ))),
         })
-        .collect()
+        .collect::<ServerResult<Vec<_>>>()?;
+    if access.level() == AccessLevel::Author {
+        name_author(&mut items, caller);
+    }
+    Ok(items)
 }
 
 /// An Author can edit only documents naming them in `$Authors`: a

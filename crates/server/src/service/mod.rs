@@ -50,7 +50,7 @@ mod views;
 mod wire;
 
 pub use access::Caller;
-pub use documents::{DocWrite, WriteDone};
+pub use documents::{DocJson, DocWrite, WriteDone};
 pub use views::CollectionInfo;
 pub use wire::document;
 

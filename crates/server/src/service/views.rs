@@ -14,7 +14,7 @@ use crate::ServerResult;
 use nsf::{Access, AccessLevel, Database, Timestamp};
 use protocol::{Document, Found, ReadFlags, Row, Start, Unid};
 use std::sync::Arc;
-use views::ViewError;
+use views::{ViewDef, ViewError};
 
 /// An open collection: what a later page read needs.
 #[derive(Clone, Debug)]
@@ -185,7 +185,12 @@ impl Service {
     }
 
     /// Creates a view or folder from its JSON definition (Designer access).
-    pub fn create_view(&self, caller: &Caller, db: &Arc<Database>, json: &str) -> ServerResult<()> {
+    pub fn create_view(
+        &self,
+        caller: &Caller,
+        db: &Arc<Database>,
+        def: ViewDef,
+    ) -> ServerResult<()> {
         let access = self.access(caller, db)?;
         if !access.can_design() {
             return Err(forbidden(
@@ -194,9 +199,14 @@ impl Service {
                 db,
             ));
         }
-        let def: views::ViewDef = serde_json::from_value(self.parse_json(json)?)
-            .map_err(|e| bad(format!("bad view definition: {e}")))?;
         self.views.create(db, def).map_err(view_err)
+    }
+
+    /// Parses a view or folder definition's JSON text (at most
+    /// `max_document_bytes`), once, where it comes in.
+    pub fn parse_view(&self, json: &[u8]) -> ServerResult<ViewDef> {
+        self.check_size("view definition", json.len())?;
+        serde_json::from_slice(json).map_err(|e| bad(format!("bad view definition: {e}")))
     }
 
     /// Adds or removes documents from a folder (Author access and above,
