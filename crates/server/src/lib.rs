@@ -42,7 +42,7 @@ pub mod tasks;
 pub mod tls;
 mod upload;
 
-pub use error::{ServerError, ServerResult};
+pub use error::{Busy, ServerError, ServerResult};
 pub use host::Host;
 pub use listener::Lifecycle;
 pub use run::{run, Bound, ServerSettings};

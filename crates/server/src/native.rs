@@ -41,7 +41,7 @@ use crate::listener::{finish, Gate, Lifecycle, Listener};
 use crate::service::{Caller, DocWrite, Service, WriteDone};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader};
-use crate::{ServerError, ServerResult};
+use crate::{Busy, ServerError, ServerResult};
 use bytes::Bytes;
 use nsf::Database;
 use parking_lot::Mutex;
@@ -166,13 +166,10 @@ fn protocol_config(settings: &NativeSettings) -> ServerConfig {
 /// What a client over the connection limit is told before it is closed.
 fn busy_frame(settings: &NativeSettings) -> Bytes {
     let mut conn = ServerConnection::new(protocol_config(settings));
-    conn.close(
-        ErrorCode::Busy,
-        &format!(
-            "the server is at its limit of {} connections; try again later",
-            settings.max_connections
-        ),
-    );
+    let busy = ServerError::Busy(Busy::NativeConnections {
+        max: settings.max_connections,
+    });
+    conn.close(busy.code(), &busy.to_string());
     conn.take_output().into()
 }
 
@@ -361,10 +358,8 @@ async fn connection<S>(
             break;
         }
         if stopping && c.jobs == 0 {
-            c.proto.close(
-                ErrorCode::Busy,
-                "the server is shutting down; reconnect later",
-            );
+            let busy = ServerError::Busy(Busy::ShuttingDown);
+            c.proto.close(busy.code(), &busy.to_string());
             let _ = wr.write_all(&c.proto.take_output()).await;
             break;
         }

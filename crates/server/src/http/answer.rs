@@ -46,7 +46,9 @@ impl IntoResponse for ApiError {
             StatusCode::UNAUTHORIZED => {
                 h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(REALM));
             }
-            // The log frees space as soon as a checkpoint runs.
+            // A checkpoint frees log space within a second or so; a
+            // restarting server, or a free connection, may take longer,
+            // but asking again soon costs little.
             StatusCode::SERVICE_UNAVAILABLE => {
                 h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
@@ -72,6 +74,7 @@ fn error_name(status: StatusCode) -> &'static str {
         403 => "forbidden",
         404 => "not_found",
         405 => "method_not_allowed",
+        408 => "request_timeout",
         409 => "save_conflict",
         413 => "too_large",
         503 => "busy",

@@ -2,8 +2,8 @@
 //! upload's body is forwarded chunk by chunk to the job storing it, a
 //! download is read a chunk at a time into the response body.
 
-use super::answer::{bad, json_response, Answer};
-use super::extract::{content_length, discard_rest, open_db, Call, Svc};
+use super::answer::{bad, json_response, Answer, ApiError};
+use super::extract::{body_failed, content_length, discard_rest, open_db, Call, Svc};
 use super::stream::{stream_job, streamed, DOWNLOAD_QUEUE};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader, UPLOAD_QUEUE};
@@ -43,9 +43,13 @@ pub(super) async fn put_attachment(State(s): Svc, c: Call, body: Body) -> Answer
     tokio::pin!(job);
     let mut stream = body.into_data_stream();
     // The job may answer before the body ends (413, 404): stop feeding it.
+    // A body that fails fails the job too; the answer says why it failed.
     let stored = tokio::select! {
         r = &mut job => r,
-        () = feed_upload(&mut stream, tx) => job.await,
+        fed = feed_upload(&mut stream, tx) => match (fed, job.await) {
+            (Err(cut), Err(_)) => Err(cut),
+            (_, stored) => stored,
+        },
     };
     if stored.is_err() {
         discard_rest(&c.headers, stream);
@@ -57,23 +61,25 @@ pub(super) async fn put_attachment(State(s): Svc, c: Call, body: Body) -> Answer
 }
 
 /// Forwards a request body to its job; ends without `End` if the body
-/// fails (the client went away), so the job's reader fails too.
-async fn feed_upload(stream: &mut BodyDataStream, tx: mpsc::Sender<Piece>) {
+/// fails (the client went away, or was too slow), so the job's reader
+/// fails too, and returns the answer that failure calls for.
+async fn feed_upload(stream: &mut BodyDataStream, tx: mpsc::Sender<Piece>) -> Result<(), ApiError> {
     while let Some(chunk) = stream.next().await {
         match chunk {
             Ok(data) if data.is_empty() => {}
             Ok(data) => {
                 if tx.send(Piece::Data(data)).await.is_err() {
-                    return;
+                    return Ok(());
                 }
             }
             Err(e) => {
                 tracing::info!("HTTP upload aborted: {e}");
-                return;
+                return Err(body_failed(e));
             }
         }
     }
     let _ = tx.send(Piece::End).await;
+    Ok(())
 }
 
 pub(super) async fn get_attachment(State(s): Svc, c: Call) -> Answer {

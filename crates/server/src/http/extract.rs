@@ -4,6 +4,7 @@
 //! A malformed request is refused here with a 400 and changes nothing.
 
 use super::answer::{bad, ApiError};
+use crate::http_conn::is_body_too_slow;
 use crate::service::{Caller, Service};
 use crate::stats::Op;
 use crate::{ServerError, ServerResult};
@@ -275,7 +276,7 @@ pub(super) async fn read_body(
     }
     let mut buf = BytesMut::new();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| bad(format!("the request body could not be read: {e}")))?;
+        let chunk = chunk.map_err(body_failed)?;
         if buf.len() + chunk.len() > max {
             let n = (buf.len() + chunk.len()) as u64;
             discard_rest(headers, stream);
@@ -284,6 +285,15 @@ pub(super) async fn read_body(
         buf.extend_from_slice(&chunk);
     }
     Ok(buf.freeze())
+}
+
+/// The answer to a request whose body failed to arrive: 408 if it came
+/// too slowly (`http_conn::TimedBody`), otherwise 400.
+pub(super) fn body_failed(e: axum::Error) -> ApiError {
+    if is_body_too_slow(&e) {
+        return ApiError::new(StatusCode::REQUEST_TIMEOUT, e.to_string());
+    }
+    bad(format!("the request body could not be read: {e}"))
 }
 
 /// Reads and drops what is left of a refused request's body, in the

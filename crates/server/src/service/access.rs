@@ -87,8 +87,10 @@ impl Service {
     /// see it at all. A database the caller may not see and one that does
     /// not exist get the same answer, so nobody can probe which databases
     /// exist: 401 for an anonymous caller, 404 for a signed-in one (a path
-    /// that is not canonical is refused as such either way, since that
-    /// says nothing about what exists). Administrators get the real error.
+    /// that is not canonical is refused as such either way, and so is
+    /// an open refused because the server is shutting down, since neither
+    /// says anything about what exists). Administrators get the real
+    /// error.
     pub(super) fn reach(
         &self,
         caller: &Caller,
@@ -101,7 +103,7 @@ impl Service {
         }
         let db = match opened {
             Ok(db) => db,
-            Err(e @ NsfError::BadPath { .. }) => return Err(nsf_err(e)),
+            Err(e @ (NsfError::BadPath { .. } | NsfError::EngineClosed)) => return Err(nsf_err(e)),
             Err(e) => {
                 tracing::debug!(db = path, error = %e, "open refused as unseen");
                 return Err(unseen(caller, path));
