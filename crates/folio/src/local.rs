@@ -267,10 +267,9 @@ impl Store for LocalStore {
     ) -> FolioResult<()> {
         let db = self.open_db(path)?;
         let unids: Vec<protocol::Unid> = unids.iter().copied().map(wire).collect();
-        let add = change == FolderChange::Add;
         Ok(self
             .service
-            .folder_change(&self.caller, &db, folder, &unids, add)?)
+            .folder_change(&self.caller, &db, folder, &unids, change)?)
     }
 
     fn search(

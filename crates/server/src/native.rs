@@ -36,9 +36,10 @@
 //! connection that ends before its upload's End frame makes the reader
 //! fail, so a truncated attachment is never committed.
 
+use crate::auth::Secret;
 use crate::guard::{Guarded, OwnReads};
 use crate::listener::{finish, Gate, Lifecycle, Listener};
-use crate::service::{Caller, DocWrite, Service, WriteDone};
+use crate::service::{Caller, DocWrite, FolderChange, Service, WriteDone};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader};
 use crate::{Busy, ServerError, ServerResult};
@@ -415,7 +416,7 @@ impl Conn {
                 tokio::task::spawn_blocking(move || {
                     let r = match credentials {
                         None => Ok(Caller::anonymous()),
-                        Some(c) => service.authenticate(&c.user, &c.password),
+                        Some(c) => service.authenticate(&c.user, &Secret::parse(c.password)),
                     };
                     service
                         .stats()
@@ -764,11 +765,11 @@ impl Job {
                 Response::Done
             }
             R::FolderAdd { db, folder, unids } => {
-                s.folder_change(caller, &self.db(db)?, &folder, &unids, true)?;
+                s.folder_change(caller, &self.db(db)?, &folder, &unids, FolderChange::Add)?;
                 Response::Done
             }
             R::FolderRemove { db, folder, unids } => {
-                s.folder_change(caller, &self.db(db)?, &folder, &unids, false)?;
+                s.folder_change(caller, &self.db(db)?, &folder, &unids, FolderChange::Remove)?;
                 Response::Done
             }
             R::Search { db, formula, since } => {

@@ -7,6 +7,7 @@ use super::answer::{
     bad, encode_segment, json_response, json_text, ok, with_header, Answer, ApiError,
 };
 use super::extract::{open_db, read_body, sign_in, Call, Credentials, Svc};
+use crate::auth::Secret;
 use crate::service::{DocWrite, Service, WriteDone};
 use crate::stats::Op;
 use crate::ServerError;
@@ -25,8 +26,8 @@ const DEFAULT_CHANGES: u32 = 100;
 impl Call {
     /// Runs a document write as the authenticated caller without a worker
     /// thread (`Service::write_then`): checked and queued on this task,
-    /// answered when durable. Basic credentials may need a password hash,
-    /// so those are checked, and the write queued, on the blocking pool.
+    /// answered when durable. A password may need hashing, so one is
+    /// checked, and the write queued, on the blocking pool.
     async fn write(
         &self,
         s: &Arc<Service>,
@@ -53,7 +54,14 @@ impl Call {
                 }
             }
         };
-        if matches!(self.credentials, Credentials::Basic { .. }) {
+        let password = matches!(
+            self.credentials,
+            Credentials::Basic {
+                secret: Secret::Password(_),
+                ..
+            }
+        );
+        if password {
             drop(tokio::task::spawn_blocking(begin));
         } else {
             begin();

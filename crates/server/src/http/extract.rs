@@ -4,6 +4,7 @@
 //! A malformed request is refused here with a 400 and changes nothing.
 
 use super::answer::{bad, ApiError};
+use crate::auth::Secret;
 use crate::http_conn::is_body_too_slow;
 use crate::service::{Caller, Service};
 use crate::stats::Op;
@@ -36,7 +37,7 @@ pub(super) enum Credentials {
     /// `Basic base64(user:secret)`; the secret is a password or a token.
     Basic {
         user: String,
-        secret: String,
+        secret: Secret,
     },
     Bearer(String),
 }
@@ -74,7 +75,7 @@ impl Credentials {
             .ok_or_else(|| malformed("Basic credentials lack the ':' between name and password"))?;
         Ok(Credentials::Basic {
             user: user.to_string(),
-            secret: secret.to_string(),
+            secret: Secret::parse(secret.to_string()),
         })
     }
 

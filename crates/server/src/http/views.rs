@@ -9,6 +9,7 @@ use super::extract::{
     only_keys, open_db, parse_object, parse_unid, read_body, string_field, Call, Svc,
 };
 use super::stream::{stream_job, streamed, DOWNLOAD_QUEUE};
+use crate::service::FolderChange;
 use crate::stats::Op;
 use crate::ServerError;
 use axum::body::{Body, Bytes};
@@ -181,14 +182,14 @@ pub(super) async fn update_view(State(s): Svc, c: Call) -> Answer {
 }
 
 pub(super) async fn folder_add(state: Svc, c: Call, body: Body) -> Answer {
-    folder_change(state, c, body, true).await
+    folder_change(state, c, body, FolderChange::Add).await
 }
 
 pub(super) async fn folder_remove(state: Svc, c: Call, body: Body) -> Answer {
-    folder_change(state, c, body, false).await
+    folder_change(state, c, body, FolderChange::Remove).await
 }
 
-async fn folder_change(State(s): Svc, c: Call, body: Body, add: bool) -> Answer {
+async fn folder_change(State(s): Svc, c: Call, body: Body, change: FolderChange) -> Answer {
     c.query.allow(&[])?;
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;
     let m = parse_object(&bytes, "the folder change")?;
@@ -206,7 +207,7 @@ async fn folder_change(State(s): Svc, c: Call, body: Body, add: bool) -> Answer 
     let (path, name) = (c.param("db"), c.param("name"));
     let n = unids.len();
     c.run(&s, Op::UpdateCollection, move |s, caller| {
-        s.folder_change(caller, &open_db(s, caller, &path)?, &name, &unids, add)
+        s.folder_change(caller, &open_db(s, caller, &path)?, &name, &unids, change)
     })
     .await?;
     Ok(ok(json!({"ok": true, "unids": n})))

@@ -7,6 +7,7 @@
 //! document the caller may not read as one that is missing ([`hidden`]).
 
 use super::Service;
+use crate::auth::Secret;
 use crate::error::nsf_err;
 use crate::{ServerError, ServerResult};
 use nsf::{Access, AccessLevel, Acl, Database, Note, NsfError};
@@ -41,18 +42,20 @@ impl Caller {
 
 impl Service {
     /// Checks a user's password, or an API or session token given in its
-    /// place (tokens start with `folio_`).
-    pub fn authenticate(&self, user: &str, secret: &str) -> ServerResult<Caller> {
-        let u = if secret.starts_with("folio_") {
-            let u = self.users.verify_token(secret)?;
-            if !user.is_empty() && u.name.to_lowercase() != user.to_lowercase() {
-                return Err(ServerError::Unauthenticated(
-                    "wrong user name or password".into(),
-                ));
+    /// place (a token names its user; a user name given with it must be
+    /// that one).
+    pub fn authenticate(&self, user: &str, secret: &Secret) -> ServerResult<Caller> {
+        let u = match secret {
+            Secret::Token(token) => {
+                let u = self.users.verify_token(token)?;
+                if !user.is_empty() && u.name.to_lowercase() != user.to_lowercase() {
+                    return Err(ServerError::Unauthenticated(
+                        "wrong user name or password".into(),
+                    ));
+                }
+                u
             }
-            u
-        } else {
-            self.users.verify_password(user, secret)?
+            Secret::Password(password) => self.users.verify_password(user, password)?,
         };
         Ok(Caller::user(&u.name, u.admin))
     }

@@ -5,7 +5,8 @@
 //! `max_attachment_bytes` is refused as it passes it and nothing is
 //! committed; at most `attachment_streams` uploads are written at once.
 
-use super::access::{denied, forbidden, hidden};
+use super::access::{denied, hidden};
+use super::documents::WriteRule;
 use super::{Caller, Service};
 use crate::error::nsf_err;
 use crate::{ServerError, ServerResult};
@@ -37,16 +38,7 @@ impl Service {
         let access = self.access(caller, db)?;
         if !caller.admin {
             let note = db.get(nsf::Unid(unid.0)).map_err(nsf_err)?;
-            if !access.can_read(&note) {
-                return Err(hidden(db, &note));
-            }
-            if !access.can_edit(&note) {
-                return Err(forbidden(
-                    caller,
-                    &format!("may not edit document {} in", note.oid.unid),
-                    db,
-                ));
-            }
+            WriteRule::Edit.check(caller, &access, db, &note)?;
         }
         let _turn = self.streams.take(self.limits.attachment_streams);
         let mut limited = Limited {

@@ -15,7 +15,8 @@ use super::{Caller, Service};
 use crate::error::nsf_err;
 use crate::{ServerError, ServerResult};
 use nsf::{
-    items_from_json, Access, AccessLevel, Database, Item, ItemUpdate, ItemValue, NsfError, Seq,
+    items_from_json, Access, AccessLevel, Database, Item, ItemUpdate, ItemValue, Note, NsfError,
+    Seq,
 };
 use protocol::{Cursor, DocRef, Document, NoteMeta, Unid};
 use std::sync::Arc;
@@ -210,7 +211,8 @@ impl Service {
                 doc,
             } => {
                 let updates = items_from_json(&doc.0).map_err(|e| bad(e.to_string()))?;
-                let version = self.checked_version(caller, &access, db, unid, based_on, "edit")?;
+                let version =
+                    self.checked_version(caller, &access, db, unid, based_on, WriteRule::Edit)?;
                 Checked::Update(
                     nsf::Unid(unid.0),
                     updates,
@@ -223,7 +225,7 @@ impl Service {
                 force,
             } => {
                 let version =
-                    self.checked_version(caller, &access, db, unid, based_on, "delete")?;
+                    self.checked_version(caller, &access, db, unid, based_on, WriteRule::Delete)?;
                 Checked::Delete(nsf::Unid(unid.0), version.unwrap_or((based_on, force)))
             }
         })
@@ -240,26 +242,13 @@ impl Service {
         db: &Database,
         unid: Unid,
         based_on: Option<u32>,
-        what: &str,
+        what: WriteRule,
     ) -> ServerResult<Option<(Option<u32>, bool)>> {
         if caller.admin {
             return Ok(None);
         }
         let note = db.get(nsf::Unid(unid.0)).map_err(nsf_err)?;
-        if !access.can_read(&note) {
-            return Err(hidden(db, &note));
-        }
-        let allowed = match what {
-            "delete" => access.can_delete(&note),
-            _ => access.can_edit(&note),
-        };
-        if !allowed {
-            return Err(forbidden(
-                caller,
-                &format!("may not {what} document {} in", note.oid.unid),
-                db,
-            ));
-        }
+        what.check(caller, access, db, &note)?;
         Ok(Some((Some(based_on.unwrap_or(note.oid.seq_num)), false)))
     }
 
@@ -348,20 +337,7 @@ impl Service {
         }
         for _ in 0..8 {
             let note = db.get(nsf::Unid(unid.0)).map_err(nsf_err)?;
-            if !access.can_read(&note) {
-                return Err(hidden(db, &note));
-            }
-            let allowed = match what {
-                WriteRule::Edit => access.can_edit(&note),
-                WriteRule::Delete => access.can_delete(&note),
-            };
-            if !allowed {
-                return Err(forbidden(
-                    caller,
-                    &format!("may not {} document {} in", what.verb(), note.oid.unid),
-                    db,
-                ));
-            }
+            what.check(caller, &access, db, &note)?;
             let current = note.oid.seq_num;
             let seq = match based_on {
                 Some(b) if !force => b,
@@ -404,9 +380,12 @@ impl Service {
     }
 }
 
-/// The write a [`Service::checked_write`] guards: each has its own rule.
-#[derive(Clone, Copy, Debug)]
-enum WriteRule {
+/// A write to an existing document, as its access rule sees it: each
+/// has its own rule (an Author edits, and deletes, only documents whose
+/// `$Authors` names them; deleting may need more than editing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WriteRule {
+    /// Changing items or attachments.
     Edit,
     Delete,
 }
@@ -417,6 +396,32 @@ impl WriteRule {
             WriteRule::Edit => "edit",
             WriteRule::Delete => "delete",
         }
+    }
+
+    /// Refuses unless `access` may write `note` this way; a document the
+    /// caller may not read is reported as missing.
+    pub(super) fn check(
+        self,
+        caller: &Caller,
+        access: &Access,
+        db: &Database,
+        note: &Note,
+    ) -> ServerResult<()> {
+        if !access.can_read(note) {
+            return Err(hidden(db, note));
+        }
+        let allowed = match self {
+            WriteRule::Edit => access.can_edit(note),
+            WriteRule::Delete => access.can_delete(note),
+        };
+        if !allowed {
+            return Err(forbidden(
+                caller,
+                &format!("may not {} document {} in", self.verb(), note.oid.unid),
+                db,
+            ));
+        }
+        Ok(())
     }
 }
 

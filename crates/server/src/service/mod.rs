@@ -51,7 +51,7 @@ mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
-pub use views::CollectionInfo;
+pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;
 
 use crate::auth::UserStore;

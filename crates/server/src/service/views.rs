@@ -16,6 +16,15 @@ use protocol::{Document, Found, ReadFlags, Row, Start, Unid};
 use std::sync::Arc;
 use views::{ViewDef, ViewError};
 
+/// Adding documents to a folder or taking them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FolderChange {
+    /// Put the documents in the folder.
+    Add,
+    /// Take them out.
+    Remove,
+}
+
 /// An open collection: what a later page read needs.
 #[derive(Clone, Debug)]
 pub struct CollectionInfo {
@@ -217,7 +226,7 @@ impl Service {
         db: &Arc<Database>,
         folder: &str,
         unids: &[Unid],
-        add: bool,
+        change: FolderChange,
     ) -> ServerResult<()> {
         let access = self.require(caller, db, AccessLevel::Author)?;
         let unids: Vec<nsf::Unid> = unids.iter().map(|u| nsf::Unid(u.0)).collect();
@@ -229,12 +238,11 @@ impl Service {
                 }
             }
         }
-        let r = if add {
-            self.views.folder_add(db, folder, &unids)
-        } else {
-            self.views.folder_remove(db, folder, &unids)
-        };
-        r.map_err(view_err)
+        match change {
+            FolderChange::Add => self.views.folder_add(db, folder, &unids),
+            FolderChange::Remove => self.views.folder_remove(db, folder, &unids),
+        }
+        .map_err(view_err)
     }
 
     /// A formula search; `emit` receives each readable hit as it is found.
