@@ -65,7 +65,9 @@ pub enum FolioError {
     /// A save conflict, or something of that name already exists.
     #[error("{0}")]
     Conflict(String),
-    /// Writes are refused for now (the transaction log is full); retry.
+    /// The server cannot take the request now (its log is full, it is
+    /// shutting down, it is at its connection limit; the message says
+    /// which); retry.
     #[error("{0}")]
     Busy(String),
     /// The settings (`folio.toml`, `FOLIO__` variables) are invalid.
@@ -179,7 +181,8 @@ mod tests {
             ServerError::Forbidden("not yours".into()),
             ServerError::NotFound("no document".into()),
             ServerError::SaveConflict("save conflict".into()),
-            ServerError::Busy("log full".into()),
+            ServerError::Busy(server::Busy::LogFull),
+            ServerError::Busy(server::Busy::ShuttingDown),
             ServerError::Internal("broken".into()),
         ];
         for e in refusals {

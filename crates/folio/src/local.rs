@@ -113,8 +113,10 @@ impl Store for LocalStore {
 
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {
         let db = self.open_db(path)?;
+        // Through the server's own parse, so its size limit holds here too.
         let json = serde_json::Value::Object(items.clone()).to_string();
-        Ok(self.service.create_document(&self.caller, &db, &json)?)
+        let doc = self.service.parse_document(json.as_bytes())?;
+        Ok(self.service.create_document(&self.caller, &db, &doc)?)
     }
 
     fn read_document(&self, path: &str, unid: Unid) -> FolioResult<Doc> {
@@ -135,9 +137,10 @@ impl Store for LocalStore {
     ) -> FolioResult<NoteMeta> {
         let db = self.open_db(path)?;
         let json = serde_json::Value::Object(changes.clone()).to_string();
+        let doc = self.service.parse_document(json.as_bytes())?;
         Ok(self
             .service
-            .update_document(&self.caller, &db, wire(unid), based_on, force, &json)?)
+            .update_document(&self.caller, &db, wire(unid), based_on, force, &doc)?)
     }
 
     fn delete_document(
@@ -192,9 +195,7 @@ impl Store for LocalStore {
 
     fn create_view(&self, path: &str, def: &ViewDef) -> FolioResult<()> {
         let db = self.open_db(path)?;
-        let json = serde_json::to_string(def)
-            .map_err(|e| FolioError::Internal(format!("view definition: {e}")))?;
-        Ok(self.service.create_view(&self.caller, &db, &json)?)
+        Ok(self.service.create_view(&self.caller, &db, def.clone())?)
     }
 
     fn list_views(&self, path: &str) -> FolioResult<Vec<ViewSummary>> {
@@ -266,10 +267,9 @@ impl Store for LocalStore {
     ) -> FolioResult<()> {
         let db = self.open_db(path)?;
         let unids: Vec<protocol::Unid> = unids.iter().copied().map(wire).collect();
-        let add = change == FolderChange::Add;
         Ok(self
             .service
-            .folder_change(&self.caller, &db, folder, &unids, add)?)
+            .folder_change(&self.caller, &db, folder, &unids, change)?)
     }
 
     fn search(

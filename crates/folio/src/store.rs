@@ -131,14 +131,9 @@ pub struct ViewSummary {
     pub kind: Kind,
 }
 
-/// Adding documents to a folder or taking them out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FolderChange {
-    /// Put the documents in the folder.
-    Add,
-    /// Take them out.
-    Remove,
-}
+/// Adding documents to a folder or taking them out: the server's own
+/// type, so the embedded store hands it on as it is.
+pub use server::service::FolderChange;
 
 /// Where documents are stored and views read: a data directory opened by
 /// this process, or a server (see the module docs). Every path is a

@@ -383,8 +383,8 @@ fn a_flood_of_half_open_connections_neither_starves_clients_nor_holds_shutdown()
 }
 
 /// A client that sends part of a header, nothing at all, nothing after
-/// its answer, a body too slowly, or half a handshake is closed after the
-/// configured time; a client-library connection left idle fails its next
+/// its answer, a body too slowly (answered 408), or half a handshake is
+/// closed after the configured time; a client-library connection left idle fails its next
 /// call with the reason (it does not hang); an answer the client stops
 /// reading is cut.
 #[test]
@@ -447,7 +447,7 @@ fn silent_and_slow_clients_are_closed_after_their_timeouts() {
     assert!(closed, "HTTP connection with a slow body still open");
     let answer = String::from_utf8_lossy(&answer);
     assert!(
-        answer.starts_with("HTTP/1.1 400") && answer.contains("too slowly"),
+        answer.starts_with("HTTP/1.1 408") && answer.contains("too slowly"),
         "{answer}"
     );
     let (frame, closed) = read_until_closed(&mut hello, Duration::from_secs(20));
@@ -617,6 +617,11 @@ fn out_of_descriptors_the_listener_waits_and_recovers() {
     };
     assert_eq!(1 + spare.len() + more.len(), 10, "{refused}");
     assert!(refused.contains("503"), "{refused}");
+    // The refusal names what is busy: connections, not the log.
+    assert!(
+        refused.contains("limit of 10 connections") && !refused.contains("log"),
+        "{refused}"
+    );
     drop(more);
     let mut created = 0;
     let full = loop {

@@ -182,7 +182,10 @@ pub enum ErrorCode {
     TooLarge,
     /// 500: the server failed for a reason of its own.
     ServerError,
-    /// 503: the server cannot take writes now (transaction log full); retry.
+    /// 503: the server cannot take the request now; retry later. The
+    /// message says why: the transaction log is full (writes wait for a
+    /// checkpoint, reads go on), the server is shutting down, or it is at
+    /// its connection limit.
     Busy,
     /// 1000: the peer broke the protocol; the connection closes.
     ProtocolViolation,
@@ -238,7 +241,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::SaveConflict => "save conflict",
             ErrorCode::TooLarge => "too large",
             ErrorCode::ServerError => "server error",
-            ErrorCode::Busy => "busy (transaction log full)",
+            ErrorCode::Busy => "busy",
             ErrorCode::ProtocolViolation => "protocol violation",
             ErrorCode::UnsupportedVersion => "unsupported protocol version",
             ErrorCode::Other(_) => "error",
@@ -250,6 +253,13 @@ impl std::fmt::Display for ErrorCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 503 is more than a full log (a server shutting down, a full
+    /// listener): the code's name claims no cause; the message names it.
+    #[test]
+    fn busy_names_no_cause() {
+        assert_eq!(ErrorCode::Busy.to_string(), "503 (busy)");
+    }
 
     #[test]
     fn codes_round_trip_through_their_numbers() {

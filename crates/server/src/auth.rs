@@ -96,6 +96,40 @@ use storage::{Backend, OpenMode};
 pub const USERS_FILE: &str = "users.json";
 /// Every token (API or session) starts with this.
 pub const TOKEN_PREFIX: &str = "folio_";
+/// What a client gives where a password goes, told apart once, where it
+/// comes in (a protocol Hello, an HTTP `Authorization: Basic` header): a
+/// password, or an API or session token in its place. Tokens start with
+/// [`TOKEN_PREFIX`], which no password may.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Secret {
+    /// A password, checked against the user's argon2 hash (slow on a
+    /// cache miss: run it on a worker thread).
+    Password(String),
+    /// A token, checked by its SHA-256 (fast).
+    Token(String),
+}
+
+impl Secret {
+    /// The secret `text` is.
+    pub fn parse(text: String) -> Secret {
+        if text.starts_with(TOKEN_PREFIX) {
+            Secret::Token(text)
+        } else {
+            Secret::Password(text)
+        }
+    }
+}
+
+/// Never shows the secret itself.
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Secret::Password(_) => "Password(…)",
+            Secret::Token(_) => "Token(…)",
+        })
+    }
+}
+
 /// Shortest password accepted, in characters.
 pub const MIN_PASSWORD_CHARS: usize = 8;
 /// Longest password accepted, in characters.
@@ -884,6 +918,21 @@ mod tests {
         match r {
             Err(ServerError::Unauthenticated(m)) => m,
             other => panic!("expected Unauthenticated, got {other:?}"),
+        }
+    }
+
+    /// A secret is told apart once, by its prefix, and never printed.
+    #[test]
+    fn a_secret_is_a_token_by_its_prefix_and_never_shown() {
+        let (_, store) = mem_store();
+        store.add_user("alice", PW, false).unwrap();
+        let token = store.login("alice", PW).unwrap();
+        let as_token = Secret::parse(token.clone());
+        assert_eq!(as_token, Secret::Token(token.clone()));
+        assert_eq!(Secret::parse(PW.into()), Secret::Password(PW.into()));
+        for s in [as_token, Secret::parse(PW.into())] {
+            let shown = format!("{s:?}");
+            assert!(!shown.contains(&token) && !shown.contains(PW), "{shown}");
         }
     }
 

@@ -2,9 +2,12 @@
 //!
 //! Every failure a client can cause or see maps to one protocol
 //! [`ErrorCode`] (and so to one HTTP status): the native driver and the
-//! HTTP API answer the same mistake the same way.
+//! HTTP API answer the same mistake the same way. The engine's errors
+//! (`nsf`, `views`) are mapped onto it here, once, for every operation.
 
+use nsf::NsfError;
 use protocol::ErrorCode;
+use views::ViewError;
 
 /// Result of server operations.
 pub type ServerResult<T> = Result<T, ServerError>;
@@ -31,9 +34,10 @@ pub enum ServerError {
     /// Something is larger than the server allows.
     #[error("{0}")]
     TooLarge(String),
-    /// Writes are refused for now (the transaction log is full).
+    /// The server cannot take the request now, for the reason named;
+    /// retrying later may succeed (503).
     #[error("{0}")]
-    Busy(String),
+    Busy(Busy),
     /// A server user already exists.
     #[error("user {0:?} already exists")]
     UserExists(String),
@@ -79,5 +83,114 @@ impl ServerError {
                 ErrorCode::ServerError
             }
         }
+    }
+}
+
+/// What keeps the server from taking a request now. Each is answered
+/// 503 (HTTP with `Retry-After`), and each answer says which it is: a
+/// client told "busy" should know whether to wait for a checkpoint, for
+/// a restart, or for a free connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Busy {
+    /// The transaction log is full until a checkpoint frees space
+    /// (`nsf::NsfError::LogFull`, from `translog::LogError::Full`):
+    /// writes are refused, reads go on.
+    #[error(
+        "the transaction log is full; writes are refused until a checkpoint frees \
+         space (reads go on); retry shortly"
+    )]
+    LogFull,
+    /// The server is shutting down: its engine writes and opens nothing
+    /// more (`nsf::NsfError::EngineClosed`, from
+    /// `translog::LogError::ShutDown`), and connections are closed.
+    #[error("the server is shutting down; nothing more is written; retry once it is back")]
+    ShuttingDown,
+    /// The native listener is at its connection limit.
+    #[error("the server is at its limit of {max} connections; try again later")]
+    NativeConnections {
+        /// The limit (`max_connections`).
+        max: usize,
+    },
+    /// The HTTP listener is at its connection limit.
+    #[error("the server is at its limit of {max} HTTP connections; try again later")]
+    HttpConnections {
+        /// The limit (`http_max_connections`).
+        max: usize,
+    },
+}
+
+/// Maps the document layer's errors onto the server's.
+pub(crate) fn nsf_err(e: NsfError) -> ServerError {
+    use NsfError as E;
+    let msg = e.to_string();
+    match e {
+        E::NoSuchDatabase(_)
+        | E::NoSuchDocument { .. }
+        | E::Deleted { .. }
+        | E::NoSuchAttachment { .. } => ServerError::NotFound(msg),
+        E::SaveConflict { .. } | E::DatabaseExists(_) => ServerError::SaveConflict(msg),
+        E::LogFull => ServerError::Busy(Busy::LogFull),
+        E::EngineClosed => ServerError::Busy(Busy::ShuttingDown),
+        E::Codec(nsf::CodecError::TooLarge { .. })
+        | E::Codec(nsf::CodecError::TooManyItems { .. }) => ServerError::TooLarge(msg),
+        E::Json(nsf::JsonError::Invalid(nsf::CodecError::TooLarge { .. })) => {
+            ServerError::TooLarge(msg)
+        }
+        E::BadPath { .. }
+        | E::SameFile { .. }
+        | E::Codec(_)
+        | E::Json(_)
+        | E::Invalid(_)
+        | E::Setting { .. } => ServerError::BadRequest(msg),
+        _ => ServerError::Internal(msg),
+    }
+}
+
+/// Maps the views layer's errors onto the server's.
+pub(crate) fn view_err(e: ViewError) -> ServerError {
+    match e {
+        ViewError::Nsf(e) => nsf_err(e),
+        e @ ViewError::NoSuchView { .. } => ServerError::NotFound(e.to_string()),
+        e @ (ViewError::Formula { .. }
+        | ViewError::NotAFolder { .. }
+        | ViewError::BadDefinition(_)
+        | ViewError::NotSorted { .. }
+        | ViewError::ViewExists { .. }) => ServerError::BadRequest(e.to_string()),
+        e => ServerError::Internal(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each reason to refuse for now is a 503 that names itself; only a
+    /// full log says the log is full.
+    #[test]
+    fn busy_answers_name_what_is_busy() {
+        let cases = [
+            (nsf_err(NsfError::LogFull), "transaction log is full"),
+            (nsf_err(NsfError::EngineClosed), "shutting down"),
+            (
+                ServerError::Busy(Busy::NativeConnections { max: 7 }),
+                "limit of 7 connections",
+            ),
+            (
+                ServerError::Busy(Busy::HttpConnections { max: 7 }),
+                "limit of 7 HTTP connections",
+            ),
+        ];
+        for (e, says) in cases {
+            assert_eq!(e.code(), ErrorCode::Busy, "{e}");
+            let text = e.to_string();
+            assert!(text.contains(says), "{text}");
+            let blames_the_log = text.contains("log");
+            assert_eq!(blames_the_log, says.contains("log"), "{text}");
+        }
+        let shutdown = nsf_err(NsfError::EngineClosed);
+        assert!(matches!(shutdown, ServerError::Busy(Busy::ShuttingDown)));
+        let in_a_view = view_err(ViewError::Nsf(NsfError::EngineClosed));
+        assert!(matches!(in_a_view, ServerError::Busy(Busy::ShuttingDown)));
     }
 }

@@ -1,6 +1,6 @@
 //! HTTP connections: accepting, the connection limit, every timeout a
 //! client could otherwise hold a connection open with, and shutdown;
-//! hyper serves the routes of `http.rs` on each connection.
+//! hyper serves the routes of `http/` on each connection.
 //!
 //! ```text
 //!   accept ─▶ Gate (http_max_connections; beyond it 503 and close)
@@ -22,7 +22,8 @@
 //! | `Busy` (a request is being answered) | none here: the body is timed by `TimedBody`, the answer by the write stall |
 //!
 //! A request body must arrive within `http_body_timeout_secs` plus one
-//! second per `http_body_min_rate` bytes received; only time spent
+//! second per `http_body_min_rate` bytes received (or it is answered
+//! 408, [`BodyTooSlow`]); only time spent
 //! waiting for the client counts, so a server slow to take an upload (a
 //! full upload queue, a busy disk) never fails the client for it. That
 //! bound, unlike a gap between reads, also stops a client that drips a
@@ -39,6 +40,7 @@ use crate::guard::{fires, Guarded, ReadDeadline};
 use crate::listener::{finish, Gate, Lifecycle, Listener};
 use crate::service::Service;
 use crate::stats::Stats;
+use crate::{Busy, ServerError};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::{BoxError, Router};
 use http_body::{Frame, SizeHint};
@@ -139,10 +141,11 @@ pub async fn serve(
 
 /// The 503 a client over the limit reads before the connection closes.
 fn busy_answer(max: usize) -> Bytes {
+    let busy = ServerError::Busy(Busy::HttpConnections { max });
     let body = serde_json::json!({
         "error": "busy",
-        "code": 503,
-        "reason": format!("the server is at its limit of {max} HTTP connections; try again later"),
+        "code": busy.code().as_u16(),
+        "reason": busy.to_string(),
     })
     .to_string();
     format!(
@@ -454,16 +457,43 @@ impl TimedBody {
     }
 
     fn too_slow(&self) -> BoxError {
-        format!(
-            "the request body came too slowly: {} bytes after waiting {:.1} s for it \
-             (http_body_timeout_secs {}, http_body_min_rate {} bytes a second)",
-            self.received,
-            self.waited.as_secs_f64(),
-            self.grace.as_secs_f64(),
-            self.min_rate
-        )
-        .into()
+        Box::new(BodyTooSlow {
+            received: self.received,
+            waited: self.waited,
+            grace: self.grace,
+            min_rate: self.min_rate,
+        })
     }
+}
+
+/// A request body that did not arrive in time: the handler reading it
+/// answers 408 Request Timeout ([`is_body_too_slow`]), not 400, since the
+/// request itself may have been fine.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the request body came too slowly: {received} bytes after waiting {:.1} s for it \
+     (http_body_timeout_secs {}, http_body_min_rate {min_rate} bytes a second)",
+    waited.as_secs_f64(),
+    grace.as_secs_f64()
+)]
+pub(crate) struct BodyTooSlow {
+    received: u64,
+    waited: Duration,
+    grace: Duration,
+    min_rate: u64,
+}
+
+/// Whether a body's read failed because [`TimedBody`] ran out of time
+/// (the error arrives wrapped by axum and hyper; its sources are walked).
+pub(crate) fn is_body_too_slow(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.is::<BodyTooSlow>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 impl HttpBody for TimedBody {

@@ -2,10 +2,11 @@
 //!
 //! ```text
 //!   native.rs  tokio connection tasks driving protocol::ServerConnection ─┐
-//!   http.rs    axum routes (JSON, streaming attachments) ─────────────────┤
+//!   http/      axum routes, a file per resource (JSON, streaming) ────────┤
 //!                                                                         ▼
-//!   service.rs one Service: every operation, with authentication, ACL checks
-//!              and Reader/Author filtering, run on the worker pool
+//!   service/   one Service: every operation, with authentication, ACL checks
+//!              and Reader/Author filtering, run on the worker pool; a file
+//!              per resource (databases, documents, attachments, views, admin)
 //!   auth.rs    server users (argon2 hashes) and tokens
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   stats.rs   per-operation response-time histograms and counters
@@ -41,7 +42,7 @@ pub mod tasks;
 pub mod tls;
 mod upload;
 
-pub use error::{ServerError, ServerResult};
+pub use error::{Busy, ServerError, ServerResult};
 pub use host::Host;
 pub use listener::Lifecycle;
 pub use run::{run, Bound, ServerSettings};

@@ -36,12 +36,13 @@
 //! connection that ends before its upload's End frame makes the reader
 //! fail, so a truncated attachment is never committed.
 
+use crate::auth::Secret;
 use crate::guard::{Guarded, OwnReads};
 use crate::listener::{finish, Gate, Lifecycle, Listener};
-use crate::service::{Caller, DocWrite, Service, WriteDone};
+use crate::service::{Caller, DocWrite, FolderChange, Service, WriteDone};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader};
-use crate::{ServerError, ServerResult};
+use crate::{Busy, ServerError, ServerResult};
 use bytes::Bytes;
 use nsf::Database;
 use parking_lot::Mutex;
@@ -166,13 +167,10 @@ fn protocol_config(settings: &NativeSettings) -> ServerConfig {
 /// What a client over the connection limit is told before it is closed.
 fn busy_frame(settings: &NativeSettings) -> Bytes {
     let mut conn = ServerConnection::new(protocol_config(settings));
-    conn.close(
-        ErrorCode::Busy,
-        &format!(
-            "the server is at its limit of {} connections; try again later",
-            settings.max_connections
-        ),
-    );
+    let busy = ServerError::Busy(Busy::NativeConnections {
+        max: settings.max_connections,
+    });
+    conn.close(busy.code(), &busy.to_string());
     conn.take_output().into()
 }
 
@@ -361,10 +359,8 @@ async fn connection<S>(
             break;
         }
         if stopping && c.jobs == 0 {
-            c.proto.close(
-                ErrorCode::Busy,
-                "the server is shutting down; reconnect later",
-            );
+            let busy = ServerError::Busy(Busy::ShuttingDown);
+            c.proto.close(busy.code(), &busy.to_string());
             let _ = wr.write_all(&c.proto.take_output()).await;
             break;
         }
@@ -420,7 +416,7 @@ impl Conn {
                 tokio::task::spawn_blocking(move || {
                     let r = match credentials {
                         None => Ok(Caller::anonymous()),
-                        Some(c) => service.authenticate(&c.user, &c.password),
+                        Some(c) => service.authenticate(&c.user, &Secret::parse(c.password)),
                     };
                     service
                         .stats()
@@ -550,8 +546,12 @@ impl Conn {
         started: Instant,
     ) -> Option<Request> {
         let op = op_of(&request);
+        // The document's text is parsed once, here, where it came in.
+        let parse = |json: String| self.service.parse_document(json.as_bytes());
         let (db, write) = match request {
-            Request::CreateDocument { db, json } => (db, DocWrite::Create { json }),
+            Request::CreateDocument { db, json } => {
+                (db, parse(json).map(|doc| DocWrite::Create { doc }))
+            }
             Request::UpdateDocument {
                 db,
                 unid,
@@ -560,12 +560,12 @@ impl Conn {
                 json,
             } => (
                 db,
-                DocWrite::Update {
+                parse(json).map(|doc| DocWrite::Update {
                     unid,
                     based_on,
                     force,
-                    json,
-                },
+                    doc,
+                }),
             ),
             Request::DeleteDocument {
                 db,
@@ -574,11 +574,11 @@ impl Conn {
                 force,
             } => (
                 db,
-                DocWrite::Delete {
+                Ok(DocWrite::Delete {
                     unid,
                     based_on,
                     force,
-                },
+                }),
             ),
             other => return Some(other),
         };
@@ -601,9 +601,9 @@ impl Conn {
             }
         });
         let database = self.handles.lock().db(db);
-        match database {
-            Ok(database) => self.service.write_then(caller, &database, write, done),
-            Err(e) => done(Err(e)),
+        match (database, write) {
+            (Ok(database), Ok(write)) => self.service.write_then(caller, &database, write, done),
+            (Err(e), _) | (_, Err(e)) => done(Err(e)),
         }
         None
     }
@@ -765,11 +765,11 @@ impl Job {
                 Response::Done
             }
             R::FolderAdd { db, folder, unids } => {
-                s.folder_change(caller, &self.db(db)?, &folder, &unids, true)?;
+                s.folder_change(caller, &self.db(db)?, &folder, &unids, FolderChange::Add)?;
                 Response::Done
             }
             R::FolderRemove { db, folder, unids } => {
-                s.folder_change(caller, &self.db(db)?, &folder, &unids, false)?;
+                s.folder_change(caller, &self.db(db)?, &folder, &unids, FolderChange::Remove)?;
                 Response::Done
             }
             R::Search { db, formula, since } => {
@@ -787,7 +787,7 @@ impl Job {
                 Response::Done
             }
             R::CreateView { db, json } => {
-                s.create_view(caller, &self.db(db)?, &json)?;
+                s.create_view(caller, &self.db(db)?, s.parse_view(json.as_bytes())?)?;
                 Response::Done
             }
             R::MyAccess { path } => {

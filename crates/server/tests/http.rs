@@ -104,15 +104,32 @@ impl Server {
     }
 
     fn launch(limits: Limits, tls: bool) -> Server {
-        Server::launch_with(limits, tls, EngineConfig::new("").max_open_databases)
+        let max_open = EngineConfig::new("").max_open_databases;
+        Server::launch_with(limits, tls, max_open, http::HttpSettings::default())
     }
 
     /// A server whose open-database cache keeps `max_open` databases.
     fn with_open_limit(max_open: usize) -> Server {
-        Server::launch_with(Limits::default(), false, max_open)
+        Server::launch_with(
+            Limits::default(),
+            false,
+            max_open,
+            http::HttpSettings::default(),
+        )
     }
 
-    fn launch_with(limits: Limits, tls: bool, max_open: usize) -> Server {
+    /// A server whose HTTP connections have `settings`.
+    fn with_http(settings: http::HttpSettings) -> Server {
+        let max_open = EngineConfig::new("").max_open_databases;
+        Server::launch_with(Limits::default(), false, max_open, settings)
+    }
+
+    fn launch_with(
+        limits: Limits,
+        tls: bool,
+        max_open: usize,
+        settings: http::HttpSettings,
+    ) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let mut cfg = EngineConfig::new(&data);
@@ -166,7 +183,7 @@ impl Server {
             listener,
             acceptor,
             service.clone(),
-            http::HttpSettings::default(),
+            settings,
             life,
         ));
         Server {
@@ -842,6 +859,133 @@ fn oversized_documents_and_attachments_are_413() {
     let ok = noise(1 << 20, 2);
     s.call("PUT", &att, ADMIN, Some(&ok)).expect(201);
     assert_eq!(s.get(&att, ADMIN).expect(200).body, ok);
+}
+
+/// A body is parsed once, as it comes in, and the parse is what the
+/// write uses: a document of exactly the limit is stored as sent, one
+/// byte more is 413, and malformed JSON is a 400 naming the problem and
+/// where, with nothing created.
+#[test]
+fn a_body_at_the_limit_is_stored_and_malformed_json_creates_nothing() {
+    let max = 64 << 10;
+    let s = Server::with_limits(Limits {
+        max_document_bytes: max,
+        ..Limits::default()
+    });
+    let db = "edge.fdb";
+    s.create_db(db);
+    let docs = format!("{}/docs", db_url(db));
+    // `{"Body":"xx…x"}` of exactly `len` bytes.
+    let body_of = |len: usize| format!(r#"{{"Body":"{}"}}"#, "x".repeat(len - 11));
+    let at_limit = body_of(max);
+    assert_eq!(at_limit.len(), max);
+    let created = s
+        .call("POST", &docs, ADMIN, Some(at_limit.as_bytes()))
+        .expect(201)
+        .json();
+    let unid = created["unid"].as_str().unwrap().to_string();
+    let stored = s.get(&doc_url(db, &unid), ADMIN).expect(200).json();
+    assert_eq!(stored["Body"].as_str().map(str::len), Some(max - 11));
+    let edit = body_of(max).replacen('x', "y", 1);
+    s.call("PUT", &doc_url(db, &unid), ADMIN, Some(edit.as_bytes()))
+        .expect(200);
+    let stored = s.get(&doc_url(db, &unid), ADMIN).expect(200).json();
+    assert!(stored["Body"].as_str().unwrap().starts_with('y'));
+    s.call("POST", &docs, ADMIN, Some(body_of(max + 1).as_bytes()))
+        .expect(413);
+
+    let before = s.db_state(db);
+    let malformed = [
+        // Cut short at the limit: the parse fails at its very end.
+        at_limit[..max - 1].to_string(),
+        format!(r#"{{"Body":"{}",}}"#, "x".repeat(max - 20)),
+        "{\"Body\": tru}".to_string(),
+    ];
+    for body in &malformed {
+        let r = s
+            .call("POST", &docs, ADMIN, Some(body.as_bytes()))
+            .expect(400)
+            .json();
+        let reason = r["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("malformed JSON document:") && reason.contains("line 1 column"),
+            "{reason}"
+        );
+        s.call("PUT", &doc_url(db, &unid), ADMIN, Some(body.as_bytes()))
+            .expect(400);
+    }
+    let view = r#"{"name":"V","kind":"view","selection":"SELECT @All","columns":[]"#;
+    let r = s
+        .call(
+            "POST",
+            &format!("{}/views", db_url(db)),
+            ADMIN,
+            Some(view.as_bytes()),
+        )
+        .expect(400)
+        .json();
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad view definition:"),
+        "{r}"
+    );
+    assert_eq!(
+        s.db_state(db),
+        before,
+        "a refused body changed the database"
+    );
+    s.get(&format!("{}/views/V", db_url(db)), ADMIN).expect(404);
+}
+
+/// A body that comes too slowly is answered 408 Request Timeout, not
+/// 400 (the request may have been fine; the client or its link was
+/// slow), for a document and for an attachment alike, and nothing of it
+/// is stored.
+#[test]
+fn a_body_that_comes_too_slowly_is_408() {
+    let s = Server::with_http(http::HttpSettings {
+        body_timeout: Duration::from_millis(300),
+        body_min_rate: 0,
+        ..http::HttpSettings::default()
+    });
+    let db = "slow.fdb";
+    s.create_db(db);
+    let unid = s.create_doc(db, ADMIN, &json!({"Subject": "kept"}));
+    let before = s.db_state(db);
+    let att = format!("{}/attachments/slow.bin", doc_url(db, &unid));
+    for (method, path, part) in [
+        (
+            "POST",
+            format!("{}/docs", db_url(db)),
+            &b"{\"Subject\":"[..],
+        ),
+        ("PUT", att.clone(), &b"half of the bytes"[..]),
+    ] {
+        let mut conn = TcpStream::connect(s.addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\n\
+             Content-Length: 1000\r\n\r\n",
+            basic("admin", PW)
+        );
+        conn.write_all(head.as_bytes()).unwrap();
+        conn.write_all(part).unwrap();
+        // The rest never comes; the answer does, and the connection ends.
+        let mut answer = Vec::new();
+        let _ = conn.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{method}: {answer}");
+        let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+        let e: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(e["code"], 408, "{e}");
+        assert_eq!(e["error"], "request_timeout", "{e}");
+        assert!(e["reason"].as_str().unwrap().contains("too slowly"), "{e}");
+    }
+    assert_eq!(s.db_state(db), before);
+    s.get(&att, ADMIN).expect(404);
 }
 
 #[test]

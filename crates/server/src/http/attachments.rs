@@ -1,0 +1,106 @@
+//! Attachments stream both ways (see the module docs of `http`): an
+//! upload's body is forwarded chunk by chunk to the job storing it, a
+//! download is read a chunk at a time into the response body.
+
+use super::answer::{bad, json_response, Answer, ApiError};
+use super::extract::{body_failed, content_length, discard_rest, open_db, Call, Svc};
+use super::stream::{stream_job, streamed, DOWNLOAD_QUEUE};
+use crate::stats::Op;
+use crate::upload::{Piece, UploadReader, UPLOAD_QUEUE};
+use crate::ServerError;
+use axum::body::{Body, BodyDataStream, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+/// Bytes of an attachment read from storage per body chunk.
+const DOWNLOAD_CHUNK: usize = 256 << 10;
+
+pub(super) async fn put_attachment(State(s): Svc, c: Call, body: Body) -> Answer {
+    c.query.allow(&[])?;
+    let unid = c.unid()?;
+    let name = c.param("name");
+    if name.is_empty() {
+        return Err(bad("an attachment needs a name"));
+    }
+    let size = content_length(&c.headers)?;
+    let mime = match c.headers.get(header::CONTENT_TYPE) {
+        None => "application/octet-stream".to_string(),
+        Some(v) => v
+            .to_str()
+            .map_err(|_| bad("malformed Content-Type header"))?
+            .to_string(),
+    };
+    let path = c.param("db");
+    let (tx, rx) = mpsc::channel(UPLOAD_QUEUE);
+    let job = c.run(&s, Op::PutAttachment, move |s, caller| {
+        let db = open_db(s, caller, &path)?;
+        let mut content = UploadReader::new(rx);
+        s.put_attachment(caller, &db, unid, &name, &mime, size, &mut content)
+    });
+    tokio::pin!(job);
+    let mut stream = body.into_data_stream();
+    // The job may answer before the body ends (413, 404): stop feeding it.
+    // A body that fails fails the job too; the answer says why it failed.
+    let stored = tokio::select! {
+        r = &mut job => r,
+        fed = feed_upload(&mut stream, tx) => match (fed, job.await) {
+            (Err(cut), Err(_)) => Err(cut),
+            (_, stored) => stored,
+        },
+    };
+    if stored.is_err() {
+        discard_rest(&c.headers, stream);
+    }
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"size": stored?}),
+    ))
+}
+
+/// Forwards a request body to its job; ends without `End` if the body
+/// fails (the client went away, or was too slow), so the job's reader
+/// fails too, and returns the answer that failure calls for.
+async fn feed_upload(stream: &mut BodyDataStream, tx: mpsc::Sender<Piece>) -> Result<(), ApiError> {
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(data) if data.is_empty() => {}
+            Ok(data) => {
+                if tx.send(Piece::Data(data)).await.is_err() {
+                    return Ok(());
+                }
+            }
+            Err(e) => {
+                tracing::info!("HTTP upload aborted: {e}");
+                return Err(body_failed(e));
+            }
+        }
+    }
+    let _ = tx.send(Piece::End).await;
+    Ok(())
+}
+
+pub(super) async fn get_attachment(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let unid = c.unid()?;
+    let (path, name) = (c.param("db"), c.param("name"));
+    let (tx, rx) = mpsc::channel(DOWNLOAD_QUEUE);
+    stream_job(&s, &c, Op::GetAttachment, tx, move |s, caller, out| {
+        let db = open_db(s, caller, &path)?;
+        let mut r = s.open_attachment(caller, &db, unid, &name)?;
+        let a = r.attachment().clone();
+        out.start(a.mime.clone(), Some(a.size))?;
+        let mut buf = vec![0u8; DOWNLOAD_CHUNK];
+        loop {
+            let n = nsf::read_full(&mut r, &mut buf)
+                .map_err(|e| ServerError::Internal(format!("reading attachment {name:?}: {e}")))?;
+            if n == 0 {
+                return Ok(());
+            }
+            out.data(Bytes::copy_from_slice(&buf[..n]))?;
+        }
+    });
+    streamed(rx, |e| Err(std::io::Error::other(e.to_string()))).await
+}

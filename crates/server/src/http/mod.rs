@@ -1,0 +1,132 @@
+//! The HTTP/JSON API: axum routes over the same [`Service`] as the native
+//! protocol (docs/http.md lists every route). The connections they are
+//! served on (limit, timeouts, shutdown) are `http_conn.rs`'s.
+//!
+//! ```text
+//!  request ─▶ count_request ─▶ route ─▶ handler (async: parse path, query, body)
+//!                                          │ spawn_blocking(job)
+//!                                          ▼
+//!                          authenticate (argon2 / token) ─▶ Service call
+//!                                          │
+//!  response ◀── JSON, or a body streamed from a bounded channel ◀─┘
+//! ```
+//!
+//! Why this shape:
+//!
+//! - **Handlers never block.** Authentication (argon2, slow on purpose)
+//!   and every `Service` call (a commit waits for the group fsync) run in
+//!   one job on the runtime's blocking pool, the same worker pool the
+//!   native listener uses; the handler only translates bytes to arguments
+//!   and answers to JSON.
+//! - **A malformed request changes nothing.** Path, query and body are
+//!   parsed and checked before the job runs; every mistake is a 400 with
+//!   the same JSON error body as every other failure. Bodies are read as
+//!   bytes and parsed with serde_json here (axum's `Json` extractor would
+//!   answer 415/422 with a text body), and read through a limit of
+//!   `max_document_bytes`: a body is refused with 413 as soon as its
+//!   declared length, or its bytes so far, pass it. What is left of a
+//!   refused body is read off and dropped (within bounds), because
+//!   closing a socket with unread input resets it, and a client that
+//!   writes its whole body before reading would see the reset instead of
+//!   the answer.
+//! - **Attachments stream both ways.** An upload's body is forwarded chunk
+//!   by chunk over a small bounded channel to the job, which reads it as a
+//!   `std::io::Read`; a full channel stops the handler reading the socket,
+//!   so TCP flow control slows the client down instead of the server
+//!   buffering a file. A body that ends early (the client went away)
+//!   makes the reader fail, so a truncated attachment is never committed.
+//!   A download is read a chunk at a time by the job and sent over a
+//!   bounded channel into the response body. Searches stream the same way,
+//!   as NDJSON.
+//! - **Errors before streaming are real statuses.** A streaming job
+//!   reports its first event before the response starts: a failure there
+//!   (no access, bad formula, missing attachment) is an ordinary error
+//!   answer; only a failure after the first byte is reported in-band (a
+//!   last NDJSON line) or by cutting the body short.
+//! - **One error vocabulary.** `ServerError::code()` is the status: the
+//!   codes below 1000 are HTTP statuses, so the native protocol and this
+//!   API answer the same mistake the same way. An anonymous caller refused
+//!   for lack of rights gets 401 with `WWW-Authenticate`, since signing in
+//!   may help; a named one gets 403.
+//!
+//! ```text
+//!   mod.rs          the routes table
+//!   extract.rs      what a handler starts from: credentials, path, query, body
+//!   answer.rs       error answers and JSON responses
+//!   stream.rs       answers fed by a job as it goes (downloads, searches)
+//!   databases.rs    list, create, describe
+//!   documents.rs    create, read, update, delete, changes
+//!   attachments.rs  streamed upload and download
+//!   views.rs        views, folders, searches
+//!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
+//! ```
+
+mod admin;
+mod answer;
+mod attachments;
+mod databases;
+mod documents;
+mod extract;
+mod stream;
+mod views;
+
+use crate::service::Service;
+use answer::{no_route, wrong_method};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use std::sync::Arc;
+
+pub use crate::http_conn::{serve, HttpSettings};
+
+/// The routes of the API, over `service`.
+pub fn router(service: Arc<Service>) -> Router {
+    Router::new()
+        .route("/", get(admin::root))
+        .route("/_session", post(admin::login))
+        .route("/stats", get(admin::statistics))
+        .route("/dbs", get(databases::list_databases))
+        .route(
+            "/db/{db}",
+            get(databases::database_info).put(databases::create_database),
+        )
+        .route("/db/{db}/_access", get(admin::my_access))
+        .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
+        .route(
+            "/db/{db}/docs",
+            get(documents::changes).post(documents::create_document),
+        )
+        .route(
+            "/db/{db}/docs/{unid}",
+            get(documents::read_document)
+                .put(documents::update_document)
+                .delete(documents::delete_document),
+        )
+        .route(
+            "/db/{db}/docs/{unid}/attachments/{name}",
+            get(attachments::get_attachment).put(attachments::put_attachment),
+        )
+        .route("/db/{db}/views", post(views::create_view))
+        .route("/db/{db}/views/{name}", get(views::read_view))
+        .route("/db/{db}/views/{name}/find", get(views::find_in_view))
+        .route("/db/{db}/views/{name}/update", post(views::update_view))
+        .route("/db/{db}/folders/{name}", get(views::read_view))
+        .route("/db/{db}/folders/{name}/add", post(views::folder_add))
+        .route("/db/{db}/folders/{name}/remove", post(views::folder_remove))
+        .route("/db/{db}/search", post(views::search))
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            service.clone(),
+            count_request,
+        ))
+        .with_state(service)
+}
+
+/// Counts every request, routed or not.
+async fn count_request(State(s): State<Arc<Service>>, req: Request, next: Next) -> Response {
+    s.stats().http_request();
+    next.run(req).await
+}
