@@ -253,6 +253,10 @@ impl Session {
                 }
                 Mode::AwaitingVerdict(_) | Mode::AwaitingStore | Mode::AwaitingTls => break,
             };
+            if step == 0 {
+                // An incomplete command line: wait for more input.
+                break;
+            }
             used += step;
         }
         input.drain(..used);
