@@ -14,7 +14,8 @@
 //!
 //! ```text
 //!   body_text    every inline text part in reading order, joined by a
-//!                blank line (an HTML-only message: its text rendering)
+//!                blank line, line ends as LF (an HTML-only message: its
+//!                text rendering)
 //!   body_html    the inline HTML parts, if the message has any
 //!   attachments  every other part: files, inline images, text parts
 //!                that are not the body, nested messages (.eml),
@@ -47,7 +48,8 @@ pub struct InboundMessage {
     pub date: Option<MessageDate>,
     /// `Message-ID:` without its angle brackets.
     pub message_id: Option<String>,
-    /// The text body (empty when the message has none).
+    /// The text body, lines ending in `\n` (empty when the message has
+    /// none).
     pub body_text: String,
     pub body_html: Option<String>,
     pub attachments: Vec<Attachment>,
@@ -115,7 +117,7 @@ pub fn to_document(raw: &[u8]) -> MailResult<InboundMessage> {
     let Some(message) = MessageParser::default().parse(raw) else {
         return refuse(NotAMessage::NoHeaders);
     };
-    if message.headers().is_empty() {
+    if !message.headers().iter().any(|h| is_field_name(h.name())) {
         return refuse(NotAMessage::NoHeaders);
     }
     let count = message.attachment_count();
@@ -139,6 +141,13 @@ pub fn to_document(raw: &[u8]) -> MailResult<InboundMessage> {
         body_html: body_html(&message),
         attachments: attachments(&message),
     })
+}
+
+/// RFC 5322 §3.6.8 field name: printable ASCII except the colon. The
+/// parser reads any first line as a header; text with no real header is
+/// not a message.
+fn is_field_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':')
 }
 
 fn offset_minutes(before_gmt: bool, hours: u8, minutes: u8) -> i32 {
@@ -172,7 +181,7 @@ fn addresses(header: &ParsedAddress<'_>) -> Vec<Address> {
 fn body_text(message: &Message<'_>) -> String {
     let texts: Vec<String> = (0..message.text_body_count())
         .filter_map(|i| message.body_text(i))
-        .map(|text| text.into_owned())
+        .map(|text| text.replace("\r\n", "\n"))
         .collect();
     texts.join("\n\n")
 }
