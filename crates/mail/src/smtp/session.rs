@@ -1,14 +1,17 @@
 //! One inbound SMTP connection, as a state machine with no I/O.
 //!
 //! ```text
-//!                 EHLO/HELO            MAIL             RCPT ─▶ (verdict) ─┐
-//!   greeted? no ───────────▶ yes, no ──────▶ transaction ◀─────────────────┘
-//!                            transaction ◀──────┐   │ DATA (≥ 1 recipient)
-//!                               ▲  RSET, EHLO   │   ▼  354
-//!                               │               │  Data ── CRLF.CRLF ─▶ (stored) ─▶ 250 / 4xx / 5xx
-//!                               └───────────────┴──────────────────────────────────┘
-//!   STARTTLS ─▶ 220 ─▶ (tls_started) ─▶ not greeted, no transaction   QUIT ─▶ 221, closed
+//!             EHLO/HELO              MAIL                 DATA (≥ 1 recipient)
+//!   fresh ──────────────▶ greeted ───────────▶ transaction ─────────────────▶ Data
+//!                          ▲  ▲  RSET, EHLO, HELO  │  ▲                       │ CRLF.CRLF
+//!                          │  └────────────────────┘  └─ RCPT ⇄ AwaitingVerdict ▼
+//!                          └─────── 250 / 451 / 452 / 552 / 554 ◀─────── AwaitingStore
+//!   STARTTLS (no transaction) ─▶ 220 ─▶ AwaitingTls ─▶ tls_started ─▶ fresh
+//!   QUIT, too many errors, timeout ─▶ Closed
 //! ```
+//!
+//! (The greeting and the transaction are fields; `Mode` is what the
+//! session is doing with its input.)
 //!
 //! The driver feeds whatever it reads to [`Session::input`] and performs
 //! the [`Action`]s it pulls with [`Session::next_action`]. Input is
@@ -115,7 +118,10 @@ impl Session {
         Ok(session)
     }
 
-    /// Feeds bytes received from the client.
+    /// Feeds bytes received from the client. While the session waits on
+    /// the driver (a verdict, a store, a handshake) bytes are only
+    /// buffered, so the driver should not read the socket then
+    /// ([`Session::waiting_for`]); that keeps the buffer to one read.
     pub fn input(&mut self, bytes: &[u8]) {
         if matches!(self.mode, Mode::Closed) {
             return;
