@@ -322,6 +322,18 @@ fn what_cannot_be_a_document() {
     );
 }
 
+/// Found by the `to_document` fuzz target: a nested message/rfc822 in a
+/// broken multipart reaches a `debug_assert!(false)` in mail-parser. The
+/// workspace turns that crate's debug assertions off; this keeps the case.
+#[test]
+fn a_broken_nested_multipart_is_not_a_panic() {
+    let raw =
+        b"Fm: a@b.c\r\nContent-Type: multipart/m%xed; boundary=\"b\"\r\n--\r\n-\r\n\r\nhi\r\n\
+--b\r\nContent-Type:message/rfc822\n\r\nContent-Type:message/rfc822\n\r\n\nType:mes\r\n--b--\r\n";
+    assert_eq!(raw.len(), 152);
+    assert!(to_document(raw).is_ok());
+}
+
 #[test]
 fn headers_only_message_has_an_empty_body() {
     let m = convert("From: a@example.com\nSubject: nothing else\n");
