@@ -7,6 +7,8 @@
 //! router as one of its background tasks.
 
 mod error;
+pub mod mime;
+pub mod smtp;
 mod template;
 
 pub use error::{MailError, MailResult};

@@ -1,0 +1,481 @@
+//! One inbound SMTP connection, as a state machine with no I/O.
+//!
+//! ```text
+//!             EHLO/HELO              MAIL                 DATA (≥ 1 recipient)
+//!   fresh ──────────────▶ greeted ───────────▶ transaction ─────────────────▶ Data
+//!                          ▲  ▲  RSET, EHLO, HELO  │  ▲                       │ CRLF.CRLF
+//!                          │  └────────────────────┘  └─ RCPT ⇄ AwaitingVerdict ▼
+//!                          └─────── 250 / 451 / 452 / 552 / 554 ◀─────── AwaitingStore
+//!   STARTTLS (no transaction) ─▶ 220 ─▶ AwaitingTls ─▶ tls_started ─▶ fresh
+//!   QUIT, too many errors, timeout ─▶ Closed
+//! ```
+//!
+//! (The greeting and the transaction are fields; `Mode` is what the
+//! session is doing with its input.)
+//!
+//! The driver feeds whatever it reads to [`Session::input`] and performs
+//! the [`Action`]s it pulls with [`Session::next_action`]. Input is
+//! processed strictly in order, one command at a time, so pipelined
+//! commands (RFC 2920) get their replies in order, and a command that
+//! needs the driver (RCPT's directory lookup, storing a message, the TLS
+//! handshake) pauses the session: bytes that arrive meanwhile wait in its
+//! buffer. The replies do not depend on how the input was split into
+//! reads; a property test holds the session to that.
+//!
+//! Line ends: a command line must end in CRLF; one ending in a bare LF
+//! gets 500 and is not executed. A message with a bare CR or LF is read
+//! to its CRLF.CRLF and refused with 554 (see `data.rs`). This is RFC
+//! 5321 §2.3.8 read strictly, and it leaves no room for a line end this
+//! server and another would read differently.
+//!
+//! Nothing here keeps time: [`Session::waiting_for`] says what the
+//! session waits for, and the driver calls [`Session::timed_out`] when
+//! its own limit passes.
+
+use super::action::{Action, Delivery, DeliveryId, Envelope, StoreFailure, Verdict, Waiting};
+use super::address::{Mailbox, Recipient};
+use super::command::{self, BodyType, Command, CommandError};
+use super::data::{DataEnd, DataReceiver};
+use super::limits::SessionLimits;
+use super::reply::{text, Reply};
+use crate::{MailError, MailResult};
+use std::collections::VecDeque;
+
+/// Where the session is in its lifecycle.
+enum Mode {
+    /// Reading command lines.
+    Command,
+    /// Reading a message after 354.
+    Data(DataReceiver),
+    /// Asked the driver about this recipient.
+    AwaitingVerdict(Recipient),
+    /// Asked the driver to store a message.
+    AwaitingStore,
+    /// Said 220 to STARTTLS; the driver runs the handshake.
+    AwaitingTls,
+    /// After QUIT, 421, or a timeout. Input is ignored.
+    Closed,
+}
+
+/// The client's greeting, forgotten at STARTTLS.
+struct Hello {
+    domain: String,
+    esmtp: bool,
+}
+
+/// A mail transaction, from MAIL to the end of DATA or RSET.
+struct Transaction {
+    sender: Option<Mailbox>,
+    body: BodyType,
+    declared_size: Option<u64>,
+    recipients: Vec<Recipient>,
+}
+
+/// An inbound SMTP session (RFC 5321 server side, with SIZE, 8BITMIME,
+/// PIPELINING and optionally STARTTLS).
+pub struct Session {
+    server_name: String,
+    limits: SessionLimits,
+    mode: Mode,
+    hello: Option<Hello>,
+    tls: bool,
+    transaction: Option<Transaction>,
+    /// Received bytes not yet consumed: a partial command line, or
+    /// pipelined input waiting while the session is paused, or (while
+    /// awaiting TLS) bytes sent in the clear after STARTTLS.
+    pending: Vec<u8>,
+    /// Skipping the rest of a command line already answered as too long.
+    skipping_long_line: bool,
+    bad_commands: u32,
+    actions: VecDeque<Action>,
+}
+
+impl Session {
+    /// A session for a newly accepted connection; the 220 greeting is
+    /// queued. `server_name` (this host's name, as in the greeting and
+    /// EHLO reply) must be printable ASCII without spaces.
+    pub fn new(server_name: &str, limits: SessionLimits) -> MailResult<Session> {
+        limits.validate()?;
+        let printable = server_name.bytes().all(|b| b.is_ascii_graphic());
+        if server_name.is_empty() || server_name.len() > 255 || !printable {
+            return Err(MailError::SmtpSetting(format!(
+                "server name {server_name:?} must be 1 to 255 printable ASCII characters without spaces"
+            )));
+        }
+        let mut session = Session {
+            server_name: server_name.to_string(),
+            limits,
+            mode: Mode::Command,
+            hello: None,
+            tls: false,
+            transaction: None,
+            pending: Vec::new(),
+            skipping_long_line: false,
+            bad_commands: 0,
+            actions: VecDeque::new(),
+        };
+        session.reply(Reply::new(220, format!("{server_name} ESMTP Folio ready")));
+        Ok(session)
+    }
+
+    /// Feeds bytes received from the client. While the session waits on
+    /// the driver (a verdict, a store, a handshake) bytes are only
+    /// buffered, so the driver should not read the socket then
+    /// ([`Session::waiting_for`]); that keeps the buffer to one read.
+    pub fn input(&mut self, bytes: &[u8]) {
+        if matches!(self.mode, Mode::Closed) {
+            return;
+        }
+        self.pending.extend_from_slice(bytes);
+        self.run();
+    }
+
+    /// The next action for the driver, in order.
+    pub fn next_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// What the session is waiting for.
+    pub fn waiting_for(&self) -> Waiting {
+        match self.mode {
+            Mode::Command => Waiting::Command,
+            Mode::Data(_) => Waiting::MessageData,
+            Mode::AwaitingVerdict(_) => Waiting::RecipientVerdict,
+            Mode::AwaitingStore => Waiting::StoreResult,
+            Mode::AwaitingTls => Waiting::TlsHandshake,
+            Mode::Closed => Waiting::Closed,
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self.mode, Mode::Closed)
+    }
+
+    /// The driver's answer to [`Action::VerifyRecipient`]; processing of
+    /// buffered input resumes.
+    pub fn recipient_verdict(&mut self, verdict: Verdict) -> MailResult<()> {
+        let Mode::AwaitingVerdict(recipient) = std::mem::replace(&mut self.mode, Mode::Command)
+        else {
+            return self.not_waiting("a recipient verdict");
+        };
+        let reply = match verdict {
+            Verdict::Accept => {
+                if let Some(transaction) = &mut self.transaction {
+                    transaction.recipients.push(recipient);
+                }
+                Reply::new(250, text::RECIPIENT_OK)
+            }
+            Verdict::NoSuchUser => Reply::new(550, text::NO_SUCH_USER),
+            Verdict::NoRelay => Reply::new(550, text::NO_RELAY),
+            Verdict::TryLater => Reply::new(450, text::TRY_LATER),
+        };
+        self.reply(reply);
+        self.run();
+        Ok(())
+    }
+
+    /// The driver's answer to [`Action::Store`]: `Ok` only once the
+    /// message is durable. Processing of buffered input resumes.
+    pub fn stored(&mut self, result: Result<DeliveryId, StoreFailure>) -> MailResult<()> {
+        if !matches!(self.mode, Mode::AwaitingStore) {
+            return self.not_waiting("a store result");
+        }
+        self.mode = Mode::Command;
+        let reply = match result {
+            Ok(id) => Reply::new(250, format!("OK queued as {id}")),
+            Err(StoreFailure::Transient) => Reply::new(451, text::LOCAL_ERROR),
+            Err(StoreFailure::InsufficientStorage) => Reply::new(452, text::NO_STORAGE),
+            Err(StoreFailure::ExceedsStorage) => Reply::new(552, text::STORAGE_EXCEEDED),
+            Err(StoreFailure::Rejected) => Reply::new(554, text::REFUSED),
+        };
+        self.reply(reply);
+        self.run();
+        Ok(())
+    }
+
+    /// The driver finished the TLS handshake after [`Action::StartTls`].
+    /// The session forgets the greeting and any transaction (RFC 3207
+    /// §4.2). Bytes that reached the session after the STARTTLS line were
+    /// sent in the clear and could have been injected by anyone on the
+    /// path (CVE-2011-0411): they are discarded, and the session answers
+    /// 421 and closes rather than act on them.
+    pub fn tls_started(&mut self) -> MailResult<()> {
+        if !matches!(self.mode, Mode::AwaitingTls) {
+            return self.not_waiting("a TLS handshake");
+        }
+        self.mode = Mode::Command;
+        if !self.pending.is_empty() {
+            let name = &self.server_name;
+            let reply = Reply::new(
+                421,
+                format!("{name} Commands were pipelined after STARTTLS, closing connection"),
+            );
+            self.reply(reply);
+            self.close();
+            return Ok(());
+        }
+        self.tls = true;
+        self.hello = None;
+        self.transaction = None;
+        Ok(())
+    }
+
+    /// The driver's time limit for [`Session::waiting_for`] passed: 421
+    /// and close. Nothing of an unfinished message is stored.
+    pub fn timed_out(&mut self) {
+        if self.is_closed() {
+            return;
+        }
+        let reply = Reply::new(
+            421,
+            format!("{} Timeout, closing connection", self.server_name),
+        );
+        self.reply(reply);
+        self.close();
+    }
+
+    fn not_waiting(&self, what: &'static str) -> MailResult<()> {
+        Err(MailError::SmtpNotWaiting(what))
+    }
+
+    /// Consumes pending input until it runs out or the session pauses.
+    fn run(&mut self) {
+        let mut input = std::mem::take(&mut self.pending);
+        let mut used = 0;
+        while used < input.len() {
+            let rest = &input[used..];
+            let step = match &mut self.mode {
+                Mode::Command => self.command_input(rest),
+                Mode::Data(receiver) => {
+                    let (step, end) = receiver.feed(rest);
+                    if let Some(end) = end {
+                        self.end_of_data(end);
+                    }
+                    step
+                }
+                Mode::Closed => {
+                    used = input.len();
+                    break;
+                }
+                Mode::AwaitingVerdict(_) | Mode::AwaitingStore | Mode::AwaitingTls => break,
+            };
+            if step == 0 {
+                // An incomplete command line: wait for more input.
+                break;
+            }
+            used += step;
+        }
+        input.drain(..used);
+        self.pending = input;
+    }
+
+    /// Takes at most one command line from `input`; returns the bytes
+    /// consumed (0 when the line is not complete yet).
+    fn command_input(&mut self, input: &[u8]) -> usize {
+        let max = self.limits.max_line_length;
+        let newline = input.iter().position(|&b| b == b'\n');
+        if self.skipping_long_line {
+            return match newline {
+                Some(at) => {
+                    self.skipping_long_line = false;
+                    at + 1
+                }
+                None => input.len(),
+            };
+        }
+        match newline {
+            // The line, LF included, is longer than the limit.
+            Some(at) if at >= max => {
+                self.reply(Reply::new(500, text::LINE_TOO_LONG));
+                at + 1
+            }
+            Some(at) => {
+                match input[..at].strip_suffix(b"\r") {
+                    Some(line) => self.command(line),
+                    None => self.reply(Reply::new(500, text::BARE_LF_COMMAND)),
+                }
+                at + 1
+            }
+            // No LF within the limit: too long, whatever follows.
+            None if input.len() >= max => {
+                self.reply(Reply::new(500, text::LINE_TOO_LONG));
+                self.skipping_long_line = true;
+                input.len()
+            }
+            None => 0,
+        }
+    }
+
+    fn command(&mut self, line: &[u8]) {
+        match command::parse(line) {
+            Ok(command) => self.execute(command),
+            Err(CommandError::Unrecognized) => self.reply(Reply::new(500, text::UNRECOGNIZED)),
+            Err(CommandError::Syntax(why)) => {
+                self.reply(Reply::new(501, format!("Syntax error in arguments: {why}")))
+            }
+            Err(CommandError::UnknownParameter) => {
+                self.reply(Reply::new(555, text::UNKNOWN_PARAMETER))
+            }
+        }
+    }
+
+    fn execute(&mut self, command: Command) {
+        match command {
+            Command::Ehlo(domain) => self.hello(domain, true),
+            Command::Helo(domain) => self.hello(domain, false),
+            Command::Mail { sender, size, body } => self.mail(sender, size, body),
+            Command::Rcpt(recipient) => self.rcpt(recipient),
+            Command::Data => self.data(),
+            Command::Rset => {
+                self.transaction = None;
+                self.reply(Reply::new(250, text::RESET));
+            }
+            Command::Noop => self.reply(Reply::new(250, text::OK)),
+            Command::Quit => {
+                let name = &self.server_name;
+                self.reply(Reply::new(221, format!("{name} closing connection")));
+                self.close();
+            }
+            Command::StartTls => self.starttls(),
+            Command::Vrfy => self.reply(Reply::new(252, text::CANNOT_VRFY)),
+            Command::Expn => self.reply(Reply::new(502, text::NOT_IMPLEMENTED)),
+            Command::Help => self.reply(Reply::new(214, text::HELP)),
+        }
+    }
+
+    /// EHLO or HELO: a new greeting ends any transaction (RFC 5321
+    /// §4.1.4).
+    fn hello(&mut self, domain: String, esmtp: bool) {
+        self.transaction = None;
+        self.hello = Some(Hello { domain, esmtp });
+        let name = self.server_name.clone();
+        if !esmtp {
+            return self.reply(Reply::new(250, name));
+        }
+        let mut lines = vec![
+            name,
+            "PIPELINING".to_string(),
+            format!("SIZE {}", self.limits.max_message_size),
+            "8BITMIME".to_string(),
+        ];
+        if self.limits.starttls && !self.tls {
+            lines.push("STARTTLS".to_string());
+        }
+        self.reply(Reply::multiline(250, lines));
+    }
+
+    fn mail(&mut self, sender: Option<Mailbox>, size: Option<u64>, body: BodyType) {
+        if self.hello.is_none() {
+            return self.reply(Reply::new(503, text::NEED_HELLO));
+        }
+        if self.transaction.is_some() {
+            return self.reply(Reply::new(503, text::NESTED_MAIL));
+        }
+        if size.is_some_and(|size| size > self.limits.max_message_size) {
+            return self.reply(Reply::new(552, text::MESSAGE_TOO_BIG));
+        }
+        self.transaction = Some(Transaction {
+            sender,
+            body,
+            declared_size: size,
+            recipients: Vec::new(),
+        });
+        self.reply(Reply::new(250, text::SENDER_OK));
+    }
+
+    fn rcpt(&mut self, recipient: Recipient) {
+        let Some(transaction) = &self.transaction else {
+            return self.reply(Reply::new(503, text::NEED_MAIL));
+        };
+        if transaction.recipients.len() >= self.limits.max_recipients {
+            return self.reply(Reply::new(452, text::TOO_MANY_RECIPIENTS));
+        }
+        self.mode = Mode::AwaitingVerdict(recipient.clone());
+        self.actions.push_back(Action::VerifyRecipient(recipient));
+    }
+
+    fn data(&mut self) {
+        let Some(transaction) = &self.transaction else {
+            return self.reply(Reply::new(503, text::NEED_MAIL));
+        };
+        if transaction.recipients.is_empty() {
+            return self.reply(Reply::new(554, text::NO_VALID_RECIPIENTS));
+        }
+        self.reply(Reply::new(354, text::START_DATA));
+        self.mode = Mode::Data(DataReceiver::new(self.limits.max_message_size));
+    }
+
+    /// After the final dot the transaction is over, whatever happens to
+    /// the message (RFC 5321 §4.1.1.4).
+    fn end_of_data(&mut self, end: DataEnd) {
+        self.mode = Mode::Command;
+        let transaction = self.transaction.take();
+        match end {
+            DataEnd::TooBig => self.reply(Reply::new(552, text::MESSAGE_TOO_BIG)),
+            DataEnd::BareNewline => self.reply(Reply::new(554, text::BARE_LF_DATA)),
+            DataEnd::Complete(data) => {
+                let (Some(transaction), Some(hello)) = (transaction, &self.hello) else {
+                    // DATA is accepted only in a transaction, which needs
+                    // a greeting; nothing to store otherwise.
+                    return self.reply(Reply::new(503, text::NEED_MAIL));
+                };
+                let envelope = Envelope {
+                    client_domain: hello.domain.clone(),
+                    esmtp: hello.esmtp,
+                    tls: self.tls,
+                    sender: transaction.sender,
+                    recipients: transaction.recipients,
+                    body: transaction.body,
+                    declared_size: transaction.declared_size,
+                };
+                self.mode = Mode::AwaitingStore;
+                self.actions
+                    .push_back(Action::Store(Delivery { envelope, data }));
+            }
+        }
+    }
+
+    fn starttls(&mut self) {
+        if !self.limits.starttls {
+            return self.reply(Reply::new(502, text::NOT_IMPLEMENTED));
+        }
+        if self.tls {
+            return self.reply(Reply::new(503, text::TLS_ACTIVE));
+        }
+        if self.transaction.is_some() {
+            return self.reply(Reply::new(503, text::IN_TRANSACTION));
+        }
+        self.reply(Reply::new(220, text::READY_FOR_TLS));
+        self.mode = Mode::AwaitingTls;
+        self.actions.push_back(Action::StartTls);
+    }
+
+    /// Queues a reply, joining it to a write already at the end of the
+    /// queue, and closes after too many bad commands.
+    fn reply(&mut self, reply: Reply) {
+        match self.actions.back_mut() {
+            Some(Action::Write(bytes)) => reply.write_to(bytes),
+            _ => {
+                let mut bytes = Vec::new();
+                reply.write_to(&mut bytes);
+                self.actions.push_back(Action::Write(bytes));
+            }
+        }
+        if reply.is_bad_command() {
+            self.bad_commands += 1;
+            if self.bad_commands >= self.limits.max_bad_commands {
+                let name = &self.server_name;
+                let reply = Reply::new(421, format!("{name} Too many errors, closing connection"));
+                self.reply(reply);
+                self.close();
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.mode = Mode::Closed;
+        self.transaction = None;
+        self.pending.clear();
+        self.actions.push_back(Action::Close);
+    }
+}
