@@ -1,10 +1,12 @@
 //! Runs sessions between model replicas: the drivers, in miniature.
 //!
 //! A [`Cluster`] holds replicas of one database. [`Cluster::run`] drives
-//! any number of sessions at once in lockstep: in each step every machine's
-//! queued actions are carried out (local reads and writes on the model
-//! databases, packets onto the session's [`Link`](super::net)), then every
-//! packet in flight is delivered. A step that delivers something on a
+//! any number of sessions at once in lockstep: in each step the write
+//! batches handed over in the step before become durable and are
+//! acknowledged (a commit takes time; the machines go on meanwhile), every
+//! machine's queued actions are carried out (local reads and history saves
+//! on the model databases, packets onto the session's
+//! [`Link`](super::net)), then every packet in flight is delivered. A step that delivers something on a
 //! session is one *flight* of it, so two flights make a round trip. When
 //! nothing is in flight and some machine still waits, the clock jumps past
 //! the idle timeout, which is how a lost message ends a session here.
@@ -16,7 +18,9 @@ use crate::ids::{Opening, Peer, SessionId};
 use crate::msg::ErrorCode;
 use crate::puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
 use crate::source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};
+use crate::WriteBatch;
 use nsf::{DbInstanceId, ReplicaId, Timestamp};
+use std::collections::VecDeque;
 
 /// The replica id every model replica shares.
 pub const MODEL_REPLICA: ReplicaId = ReplicaId(0x0F01_10DB);
@@ -144,6 +148,8 @@ struct Running {
     puller: Option<Puller<ModelVersion, Body>>,
     source: Option<Source<ModelVersion, Body>>,
     link: Link<ModelVersion, Body>,
+    /// Write batches handed over and not yet durable.
+    writing: VecDeque<WriteBatch<ModelVersion, Body>>,
     target_actions: u32,
     source_actions: u32,
     told_cut: bool,
@@ -154,6 +160,20 @@ struct Running {
 }
 
 impl Running {
+    /// Counts one local action of the target, crashing it instead if the
+    /// faults say so: the puller and every write not yet applied are lost.
+    fn crash_target(&mut self) -> bool {
+        if self.link.faults().crash_target_after != Some(self.target_actions) {
+            self.target_actions += 1;
+            return false;
+        }
+        self.pull_at_crash = self.puller.as_ref().map(|p| p.report().clone());
+        self.puller = None;
+        self.writing.clear();
+        self.link.cut = true;
+        true
+    }
+
     fn over(&self) -> bool {
         let puller_over = self
             .puller
@@ -163,7 +183,7 @@ impl Running {
             .source
             .as_ref()
             .is_none_or(|s| matches!(s.phase(), SourcePhase::Finished | SourcePhase::Failed));
-        puller_over && source_over
+        puller_over && source_over && self.writing.is_empty()
     }
 
     fn tick(&mut self, now: i64) {
@@ -304,6 +324,7 @@ impl Cluster {
         let mut sessions: Vec<Running> = specs.into_iter().map(|s| self.start(s)).collect();
         for _ in 0..MAX_STEPS {
             for s in sessions.iter_mut() {
+                self.finish_writes(s);
                 self.pump(s);
                 if s.link.cut && !s.told_cut {
                     s.told_cut = true;
@@ -316,7 +337,10 @@ impl Cluster {
                     self.pump(s);
                 }
             }
-            if !sessions.iter().any(|s| s.link.has_ready()) {
+            let busy = sessions
+                .iter()
+                .any(|s| s.link.has_ready() || !s.writing.is_empty());
+            if !busy {
                 let mut released = false;
                 for s in sessions.iter_mut() {
                     released |= s.link.release_held();
@@ -365,6 +389,7 @@ impl Cluster {
             puller: Some(Puller::new(pull, target.histories().to_vec(), now)),
             source: Some(Source::new(send, source.last_change(), now)),
             link: Link::new(spec.faults.clone()),
+            writing: VecDeque::new(),
             spec,
             target_actions: 0,
             source_actions: 0,
@@ -388,43 +413,52 @@ impl Cluster {
     }
 
     fn pump_target(&mut self, s: &mut Running) -> bool {
-        let Some(puller) = s.puller.as_mut() else {
-            return false;
-        };
         let db = &mut self.dbs[s.spec.target];
         let mut did = false;
-        while let Some(action) = puller.next_action() {
+        while let Some(action) = s.puller.as_mut().and_then(|p| p.next_action()) {
             did = true;
-            if let PullAction::Send(packet) = action {
-                s.link.send_to_source(packet);
-                continue;
-            }
-            if s.link.faults().crash_target_after == Some(s.target_actions) {
-                s.pull_at_crash = Some(puller.report().clone());
-                s.puller = None;
-                s.link.cut = true;
-                return true;
-            }
-            s.target_actions += 1;
-            let answered = match action {
-                PullAction::Send(_) => Ok(()),
-                PullAction::QueryLocal { query, unids } => {
-                    puller.local_versions(query, db.held(&unids))
+            let query = match action {
+                PullAction::Send(packet) => {
+                    s.link.send_to_source(packet);
+                    continue;
                 }
-                PullAction::Write(batch) => match batch.apply(db) {
-                    Ok(results) => puller.written(batch.id, results),
-                    Err(never) => match never {},
-                },
+                PullAction::Write(batch) => {
+                    s.writing.push_back(batch);
+                    continue;
+                }
+                _ if s.crash_target() => return true,
                 PullAction::SaveHistory(entry) => {
                     db.save_history(entry);
-                    Ok(())
+                    continue;
                 }
+                PullAction::QueryLocal { query, unids } => (query, db.held(&unids)),
             };
-            if let Err(e) = answered {
-                s.driver_errors.push(e);
+            if let Some(puller) = s.puller.as_mut() {
+                if let Err(e) = puller.local_versions(query.0, query.1) {
+                    s.driver_errors.push(e);
+                }
             }
         }
         did
+    }
+
+    /// Completes the write batches handed over in an earlier step (the
+    /// model's commits are durable when applied), and acknowledges them.
+    fn finish_writes(&mut self, s: &mut Running) {
+        while let Some(batch) = s.writing.pop_front() {
+            if s.crash_target() {
+                return;
+            }
+            let results = match batch.apply(&mut self.dbs[s.spec.target]) {
+                Ok(results) => results,
+                Err(never) => match never {},
+            };
+            if let Some(puller) = s.puller.as_mut() {
+                if let Err(e) = puller.written(batch.id, results) {
+                    s.driver_errors.push(e);
+                }
+            }
+        }
     }
 
     fn pump_source(&mut self, s: &mut Running) -> bool {

@@ -55,3 +55,39 @@ pub fn assert_converged(cluster: &Cluster) {
         assert_eq!(db.docs(), first, "replica {i} differs from replica 0");
     }
 }
+
+/// I21, checked from outside: for every history entry `target` keeps for
+/// `source` (without a selection), every document of the source changed
+/// at or before the checkpoint is held by the target at that version or a
+/// higher one.
+pub fn assert_history_covered(target: &ModelDb, source: &ModelDb) {
+    for h in target
+        .histories()
+        .iter()
+        .filter(|h| h.peer == source.peer() && h.selection.is_none())
+    {
+        for (unid, doc) in source.docs() {
+            let Some(change) = source.change_of(unid) else {
+                continue;
+            };
+            if change <= h.seen_upto {
+                let held = target.doc(unid).map(|d| d.version);
+                assert!(
+                    held >= Some(doc.version),
+                    "history at {:?} claims {unid} (change {change:?}) but the target holds {held:?}",
+                    h.seen_upto
+                );
+            }
+        }
+    }
+}
+
+/// How many of `source`'s documents `target` does not hold at the same
+/// version: what a resumed session must send, and all it may send.
+pub fn missing(target: &ModelDb, source: &ModelDb) -> u64 {
+    source
+        .docs()
+        .iter()
+        .filter(|(u, d)| target.doc(**u).map(|t| t.version) != Some(d.version))
+        .count() as u64
+}
