@@ -155,7 +155,7 @@ fn concurrent(
     for &(from, to) in order {
         assert!(c.replicate(from, to).finished());
     }
-    c.sync_all(4);
+    c.sync_all(4).expect("clean pulls finish");
     assert_converged(&c);
     c
 }
@@ -264,7 +264,7 @@ fn a_deletion_of_the_replicated_edit_is_a_plain_deletion() {
     set_subject(&mut c.dbs[0], 0, "v2");
     assert!(c.replicate(0, 1).finished());
     c.dbs[1].delete(unid(0));
-    c.sync_all(4);
+    c.sync_all(4).expect("clean pulls finish");
     assert_converged(&c);
     assert!(c.dbs[0].doc(unid(0)).expect("stub").deleted);
     assert!(conflict_docs(&c.dbs[0]).is_empty());
@@ -313,7 +313,7 @@ fn replicas_that_meet_the_same_conflict_make_the_same_conflict_document() {
         between.sent.notes, 0,
         "the copy made elsewhere is already here"
     );
-    c.sync_all(4);
+    c.sync_all(4).expect("clean pulls finish");
     assert_converged(&c);
     assert_eq!(conflict_docs(&c.dbs[1]).len(), 1);
 }
