@@ -94,7 +94,9 @@ fn a_rerun_with_nothing_changed_costs_the_same_whatever_the_size() {
     }
     let small = small_a.bytes + small_b.bytes;
     let large = large_a.bytes + large_b.bytes;
-    assert!(large <= 2048, "{large} bytes on the wire");
+    // The target is 2 KiB on the wire; the message bodies take a tenth of
+    // that, leaving room for the protocol's frame headers.
+    assert!(large <= 200, "{large} bytes of messages");
     // Only the change numbers grow (varints): a byte or two per field.
     assert!(large - small <= 16, "{small} vs {large} bytes");
 }
