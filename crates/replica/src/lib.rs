@@ -26,7 +26,8 @@
 //! ```
 //!
 //! What the machines decide, and where: which documents to fetch and
-//! which version wins ([`conflict`]'s rule, with [`Version`]'s order), when
+//! which version wins (the conflict rule: [`decide`], [`resolve`], with
+//! [`Version`]'s order), when
 //! the history may move ([`history`], I21), and which conflict documents a
 //! write batch makes ([`WriteBatch::apply`], I22). docs/design.md §10 is
 //! the specification.
@@ -37,7 +38,7 @@
 #![warn(missing_docs)]
 
 mod apply;
-pub mod conflict;
+mod conflict;
 mod error;
 pub mod history;
 mod ids;

@@ -544,7 +544,7 @@ impl<V: Version, N: Clone> Puller<V, N> {
             return Err(ReplicaError::Unwanted { unid: note.unid });
         }
         self.report.received += 1;
-        self.report.received_bytes += note.size;
+        self.report.received_bytes = self.report.received_bytes.saturating_add(note.size);
         r.buffered_bytes = r.buffered_bytes.saturating_add(note.size);
         r.buffer.push(note);
         if r.buffer.len() >= self.config.batch_notes || r.buffered_bytes >= self.config.batch_bytes
@@ -651,6 +651,7 @@ impl<V: Version, N: Clone> Puller<V, N> {
         let upto = stream.checkpoint;
         // I21: every page up to `upto` is complete, i.e. each of its
         // batches was acknowledged durable, before the history names it.
+        debug_assert!(self.batches.values().all(|(page, _)| *page > upto));
         self.out.push(PullAction::SaveHistory(History {
             peer: stream.source,
             selection: self.config.selection.clone(),

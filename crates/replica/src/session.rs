@@ -87,7 +87,7 @@ impl Session {
                 got: n,
             });
         }
-        self.next_in += 1;
+        self.next_in = self.next_in.saturating_add(1);
         self.progress();
         Ok(Admit::Next)
     }

@@ -310,7 +310,7 @@ impl<V: Version, N: Clone> Source<V, N> {
         for note in notes {
             reading.unsent.remove(&note.unid);
             self.report.notes += 1;
-            self.report.note_bytes += note.size;
+            self.report.note_bytes = self.report.note_bytes.saturating_add(note.size);
             self.out.send(ToTarget::Note(note));
         }
         if complete {
