@@ -130,8 +130,8 @@ pub enum DbCmd {
         path: String,
         #[arg(long, default_value = "")]
         title: String,
-        /// Give it a mail file's design: an Inbox folder and an
-        /// All Documents view.
+        /// Give it the mail template's design: an Inbox folder and the
+        /// All Documents, Drafts, Sent and Calendar views.
         #[arg(long)]
         mail: bool,
     },

@@ -221,6 +221,7 @@ impl<'v> Directory<'v> {
         then: impl FnOnce(&Person) -> MailResult<()>,
     ) -> MailResult<Person> {
         let mut person = checked(new)?;
+        // One lock per database instance, and one instance per file (I18).
         let writes = self.db.extension(Writes::default);
         let _one_at_a_time = writes.0.lock();
         for name in person.names() {

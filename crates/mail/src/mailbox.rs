@@ -27,7 +27,7 @@
 //! document after filing the copy, and recognise a copy it filed before a
 //! crash by its `MessageID`.
 //!
-//! `Deposited` is the commit point of a deposit. A message without
+//! `Deposited` is the commit point of a deposit (I21). A message without
 //! attachments is one commit carrying it. A message with attachments
 //! needs more (an attachment is stored against an existing document), so
 //! the document is created without it, each attachment stored, and
@@ -186,6 +186,7 @@ pub fn deposit(
     let mut state = delivery_items(&pending(&msg));
     state.push(datetime(item::DEPOSITED, now));
     let unid = if files.is_empty() {
+        // I21: the message and its `Deposited` in one commit.
         let mut items = msg.to_items();
         items.extend(state);
         db.create(items)?.unid
@@ -196,6 +197,7 @@ pub fn deposit(
             let _ = db.delete(unid, None, true);
             return Err(e);
         }
+        // I21: `Deposited` only once every attachment is durable.
         let updates = state.into_iter().map(ItemUpdate::Set).collect();
         db.update(unid, updates, None, true)?;
         unid
