@@ -11,6 +11,7 @@
 
 use crate::error::{FolioError, FolioResult};
 use crate::local::LocalStore;
+use crate::mailcli::MailCmd;
 use crate::remote::RemoteStore;
 use crate::store::Store;
 use crate::viewcli::{FolderCmd, ViewCmd};
@@ -93,6 +94,9 @@ pub enum Cmd {
     /// A database's access-control list.
     #[command(subcommand)]
     Acl(AclCmd),
+    /// Mail: the directory of people, mail files, sending.
+    #[command(subcommand)]
+    Mail(crate::mailcli::MailCmd),
     /// Server users and API tokens (works while the server runs).
     #[command(subcommand)]
     User(crate::usercli::UserCmd),
@@ -126,8 +130,8 @@ pub enum DbCmd {
         path: String,
         #[arg(long, default_value = "")]
         title: String,
-        /// Give it a mail file's design: an Inbox folder and an
-        /// All Documents view.
+        /// Give it the mail template's design: an Inbox folder and the
+        /// All Documents, Drafts, Sent and Calendar views.
         #[arg(long)]
         mail: bool,
     },
@@ -315,6 +319,12 @@ fn check_options(args: &Args) -> FolioResult<()> {
             &[&data, &config],
             "does not apply to show stats: it asks a running server (--server HOST:PORT, default 127.0.0.1:1352)",
         ),
+        Cmd::Mail(MailCmd::Send { from, .. }) if server.is_some() && from.is_some() => Err(
+            FolioError::Usage("--from does not apply with --server: the sender is the signed-in user".into()),
+        ),
+        Cmd::Mail(MailCmd::Send { from: None, .. }) if server.is_none() => Err(FolioError::Usage(
+            "mail send needs --from NAME (a person in the directory): embedded, nobody is signed in".into(),
+        )),
         _ if server.is_some() => refuse(
             &[&data, &config],
             "does not apply with --server: the command runs on the server, against its own data directory",

@@ -1,6 +1,7 @@
 //! The database, document, attachment, access-control, log and
 //! statistics commands, each written once over a [`Store`] (the view,
-//! folder and search commands are in `viewcli.rs`).
+//! folder and search commands are in `viewcli.rs`, the mail commands in
+//! `mailcli.rs`).
 //!
 //! A command checks its input first (stdin's JSON, UNIDs, files), so bad
 //! input fails the same way whichever store it would have gone to and
@@ -11,7 +12,7 @@ use crate::cli::{AclCmd, AttachCmd, Cmd, DbCmd, DocCmd, LogCmd, ShowCmd};
 use crate::error::{FolioError, FolioResult};
 use crate::output;
 use crate::store::{JsonObject, Store};
-use crate::viewcli;
+use crate::{mailcli, viewcli};
 use protocol::Cursor;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -39,6 +40,7 @@ pub fn run(
             since,
         } => viewcli::search(store, path, formula, since.as_deref(), out),
         Cmd::Acl(c) => acl(store, c, input, out),
+        Cmd::Mail(c) => mailcli::mail(store, c, input, out),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
         Cmd::Serve(_) | Cmd::User(_) | Cmd::Load(_) | Cmd::Debug(_) => Err(FolioError::Internal(
@@ -202,7 +204,7 @@ fn based_on(changes: &JsonObject) -> FolioResult<Option<u32>> {
 }
 
 /// The name an attached file gets when `--name` is not given.
-fn file_name(p: &Path) -> FolioResult<String> {
+pub(crate) fn file_name(p: &Path) -> FolioResult<String> {
     p.file_name()
         .and_then(|n| n.to_str())
         .map(str::to_string)

@@ -70,6 +70,17 @@ pub struct FileConfig {
     pub max_open_databases: Option<usize>,
     #[serde(default)]
     pub tls: TlsSection,
+    #[serde(default)]
+    pub mail: MailSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailSection {
+    /// How many mail.box databases new messages are spread over.
+    pub boxes: Option<u32>,
+    /// Largest message accepted for sending (body and attachments).
+    pub max_message_size: Option<Size>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -293,6 +304,18 @@ impl FileConfig {
             cfg.max_open_databases = n;
         }
         Ok(cfg)
+    }
+}
+
+impl FileConfig {
+    /// The mail settings (`[mail]`), validated.
+    pub fn mail_config(&self) -> Result<mail::MailConfig, String> {
+        let boxes = self.mail.boxes.unwrap_or(mail::MailConfig::DEFAULT_BOXES);
+        let max = self
+            .mail
+            .max_message_size
+            .map_or(mail::MailConfig::DEFAULT_MAX_MESSAGE_BYTES, |Size(n)| n);
+        mail::MailConfig::new(boxes, max).map_err(|e| e.to_string())
     }
 }
 
@@ -546,6 +569,27 @@ mod tests {
             .engine_config(Path::new("/d"))
             .unwrap();
         assert!(off.log.is_none());
+    }
+
+    #[test]
+    fn mail_settings() {
+        let c = parse("").unwrap().mail_config().unwrap();
+        assert_eq!((c.boxes(), c.max_message_bytes()), (4, 32 << 20));
+        let c = parse("[mail]\nboxes = 1\nmax_message_size = \"1MiB\"")
+            .unwrap()
+            .mail_config()
+            .unwrap();
+        assert_eq!((c.boxes(), c.max_message_bytes()), (1, 1 << 20));
+        let e = parse("[mail]\nboxes = 0")
+            .unwrap()
+            .mail_config()
+            .unwrap_err();
+        assert!(e.contains("mail.boxes"), "{e}");
+        let e = parse("[mail]\nbox = 2").unwrap_err();
+        assert!(e.contains("box"), "{e}");
+        let env = [("FOLIO__MAIL__BOXES".to_string(), "2".to_string())];
+        let c = parse_with_env("", env.into_iter()).unwrap();
+        assert_eq!(c.mail_config().unwrap().boxes(), 2);
     }
 
     #[test]

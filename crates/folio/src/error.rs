@@ -43,6 +43,13 @@ pub enum FolioError {
         /// The command, as typed (`db check`).
         command: &'static str,
     },
+    /// The command has no server side yet (the mail commands until the
+    /// server has mail endpoints).
+    #[error("{command} is not yet supported over --server: run it on the data directory (without --server, with the server stopped)")]
+    NotYetOverServer {
+        /// The command, as typed (`mail send`).
+        command: &'static str,
+    },
     /// The command asks a running server, and was run on a data directory.
     #[error("{command} asks a running server: give --server HOST:PORT")]
     NeedsServer {
@@ -145,6 +152,22 @@ impl FolioError {
 impl From<ServerError> for FolioError {
     fn from(e: ServerError) -> FolioError {
         FolioError::answer(e.code(), e.to_string())
+    }
+}
+
+impl From<mail::MailError> for FolioError {
+    fn from(e: mail::MailError) -> FolioError {
+        use mail::MailError as M;
+        match e {
+            M::View(e) => FolioError::Views(e),
+            M::Nsf(e) => FolioError::Engine(e),
+            M::UnknownPerson(_) => FolioError::NotFound(e.to_string()),
+            M::NameTaken { .. } | M::MailFileExists { .. } => FolioError::Conflict(e.to_string()),
+            M::ForgedSender { .. } => FolioError::Access(e.to_string()),
+            M::Setting { .. } => FolioError::Settings(e.to_string()),
+            M::BadStored { .. } => FolioError::Internal(e.to_string()),
+            _ => FolioError::BadInput(e.to_string()),
+        }
     }
 }
 

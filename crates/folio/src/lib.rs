@@ -13,6 +13,7 @@ pub mod docsload;
 pub mod error;
 pub mod load;
 pub mod local;
+pub mod mailcli;
 pub mod output;
 pub mod progress;
 pub mod remote;

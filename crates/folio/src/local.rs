@@ -14,13 +14,24 @@
 //!
 //! The operations on the files themselves (`db check`, `view list`,
 //! `view rebuild`, `log info`) are here only; `show stats` is a server's.
+//!
+//! The mail commands (`mail create-user`, `list-users`, `remove-user`,
+//! `send`) call the `mail` crate on the same engine and views. With no
+//! signed-in user, `mail send` sends as the person `--from` names. A mail
+//! file `remove-user --delete-file` gives up is deleted when the store
+//! closes, after the engine's final checkpoint: then no log record still
+//! to be replayed names it and no instance of it is open (the engine has
+//! no way to delete an open database), and the next start's walk of the
+//! data directory drops it from the catalog (I20).
 
 use crate::datadir;
 use crate::error::{FolioError, FolioResult};
 use crate::store::{
-    Changes, Doc, FolderChange, JsonObject, Store, ViewPage, ViewSummary, ViewUpdate,
+    Changes, Doc, FolderChange, JsonObject, MailFileFate, RemovedUser, Sent, Store, ViewPage,
+    ViewSummary, ViewUpdate,
 };
-use nsf::{Acl, CheckReport, Database, Unid};
+use mail::{Attachment, Directory, MailConfig, Message, NewPerson, Person};
+use nsf::{Acl, CheckReport, Database, DbPath, Unid};
 use protocol::{
     Cursor, DatabaseInfo, DatabaseSummary, DocRef, Found, NoteMeta, ReadFlags, Start, Statistic,
     Timestamp,
@@ -28,17 +39,22 @@ use protocol::{
 use server::auth::UserStore;
 use server::stats::Stats;
 use server::{Caller, Service};
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::MemBackend;
+use storage::Backend;
 use views::{RebuildReport, ViewDef};
 
 /// A data directory, locked and open, behind the server's `Service`.
 pub struct LocalStore {
     service: Service,
     caller: Caller,
+    mail: MailConfig,
+    /// Mail files to delete once the engine is closed.
+    doomed: RefCell<Vec<DbPath>>,
     /// Held until the engine is closed: the directory is this process's.
     lock: File,
 }
@@ -50,6 +66,7 @@ impl LocalStore {
     pub fn open(data_dir: &Path, config: Option<&Path>) -> FolioResult<LocalStore> {
         let file = crate::config::load(data_dir, config).map_err(FolioError::Settings)?;
         let limits = file.limits().map_err(FolioError::Settings)?;
+        let mail = file.mail_config().map_err(FolioError::Settings)?;
         let settings = datadir::settings_of(&file, data_dir)?;
         // Nobody signs in to an embedded store, so it needs no users: an
         // empty store in memory, leaving `users.json` alone.
@@ -68,26 +85,60 @@ impl LocalStore {
                 user: None,
                 admin: true,
             },
+            mail,
+            doomed: RefCell::new(Vec::new()),
             lock,
         })
     }
 
     /// Closes the engine (its databases' close hooks mark unlogged view
-    /// indexes clean; then flush and checkpoint), then releases the
+    /// indexes clean; then flush and checkpoint), deletes the mail files
+    /// given up meanwhile (see the module docs), then releases the
     /// directory.
     pub fn close(self) -> FolioResult<()> {
-        let LocalStore { service, lock, .. } = self;
+        let LocalStore {
+            service,
+            lock,
+            doomed,
+            ..
+        } = self;
         let engine = service.engine().clone();
         drop(service);
         let closed = engine.shutdown().map_err(FolioError::from);
+        let (backend, data_dir) = (engine.backend(), engine.data_dir().to_path_buf());
         drop(engine);
+        let result = closed.and_then(|()| delete_files(&*backend, &data_dir, &doomed.into_inner()));
         drop(lock);
-        closed
+        result
+    }
+
+    fn directory(&self) -> FolioResult<Directory<'_>> {
+        Ok(Directory::open(
+            self.service.engine(),
+            self.service.views(),
+        )?)
     }
 
     fn open_db(&self, path: &str) -> FolioResult<Arc<Database>> {
         Ok(self.service.open_database(&self.caller, path)?.0)
     }
+}
+
+/// Deletes database files of a closed engine, each removal made durable
+/// by syncing its folder.
+fn delete_files(backend: &dyn Backend, data_dir: &Path, paths: &[DbPath]) -> FolioResult<()> {
+    for p in paths {
+        let full = data_dir.join(p.as_str());
+        let what = || format!("deleting mail file {p}");
+        backend
+            .remove_file(&full)
+            .map_err(|e| FolioError::io(what(), e))?;
+        let folder = full.parent().unwrap_or(data_dir);
+        backend
+            .sync_dir(folder)
+            .map_err(|e| FolioError::io(what(), e))?;
+    }
+    Ok(())
 }
 
 fn wire(unid: Unid) -> protocol::Unid {
@@ -303,6 +354,71 @@ impl Store for LocalStore {
 
     fn set_acl(&self, path: &str, acl: &Acl) -> FolioResult<()> {
         Ok(self.service.set_acl(&self.caller, path, &acl.to_json())?)
+    }
+
+    fn create_mail_user(&self, new: &NewPerson) -> FolioResult<Person> {
+        let (engine, views) = (self.service.engine(), self.service.views());
+        Ok(mail::create_user(engine, views, &self.directory()?, new)?)
+    }
+
+    fn list_mail_users(&self) -> FolioResult<Vec<Person>> {
+        Ok(self.directory()?.list()?)
+    }
+
+    fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser> {
+        let dir = self.directory()?;
+        if delete_file {
+            let person = dir.person(name)?;
+            let sharing = dir
+                .list()?
+                .into_iter()
+                .find(|p| p.unid != person.unid && p.mail_file == person.mail_file);
+            if let Some(other) = sharing {
+                return Err(FolioError::Conflict(format!(
+                    "{} is also the mail file of {:?}: nothing was removed",
+                    person.mail_file, other.full_name
+                )));
+            }
+        }
+        let person = dir.remove_person(name)?;
+        let file = if !delete_file {
+            MailFileFate::Kept
+        } else if self.service.engine().backend().exists(
+            &self
+                .service
+                .engine()
+                .data_dir()
+                .join(person.mail_file.as_str()),
+        ) {
+            self.doomed.borrow_mut().push(person.mail_file.clone());
+            MailFileFate::Deleted
+        } else {
+            MailFileFate::Absent
+        };
+        Ok(RemovedUser { person, file })
+    }
+
+    fn send_mail(
+        &self,
+        sender: Option<&str>,
+        msg: Message,
+        files: &mut [Attachment<'_>],
+        draft: bool,
+    ) -> FolioResult<Sent> {
+        let sender = sender.ok_or_else(|| {
+            FolioError::Usage("mail send needs --from NAME: embedded, nobody is signed in".into())
+        })?;
+        let person = self.directory()?.person(sender)?;
+        let (engine, views) = (self.service.engine(), self.service.views());
+        Ok(if draft {
+            Sent::Draft(mail::save_draft(
+                engine, views, &self.mail, &person, msg, files,
+            )?)
+        } else {
+            Sent::Deposited(mail::deposit(
+                engine, views, &self.mail, &person, msg, files,
+            )?)
+        })
     }
 
     fn statistics(&self) -> FolioResult<Vec<Statistic>> {

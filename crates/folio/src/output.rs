@@ -8,7 +8,7 @@
 //! times RFC 3339 in UTC, as in the HTTP API (docs/http.md).
 
 use crate::error::{FolioError, FolioResult};
-use crate::store::{Doc, ViewSummary, ViewUpdate};
+use crate::store::{Doc, MailFileFate, RemovedUser, Sent, ViewSummary, ViewUpdate};
 use protocol::{DatabaseInfo, Found, NoteMeta, Row, StatValue, Statistic};
 use serde_json::{json, Value as Json};
 use std::io::Write;
@@ -38,6 +38,47 @@ pub fn write_failed(e: std::io::Error) -> FolioError {
 /// A value that serializes as JSON (a report with plain fields).
 pub fn serialized(v: &impl serde::Serialize) -> FolioResult<Json> {
     serde_json::to_value(v).map_err(|e| FolioError::Internal(format!("printing a report: {e}")))
+}
+
+/// A person of the mail directory.
+pub fn person(p: &mail::Person) -> Json {
+    json!({
+        "name": p.full_name,
+        "short_name": p.short_name,
+        "aliases": p.aliases,
+        "mail_file": p.mail_file.as_str(),
+        "server_user": p.server_user,
+        "unid": p.unid.to_string(),
+    })
+}
+
+/// A person taken out of the directory, and what became of their file.
+pub fn removed_user(r: &RemovedUser) -> Json {
+    let file = match r.file {
+        MailFileFate::Kept => "kept",
+        MailFileFate::Deleted => "deleted",
+        MailFileFate::Absent => "absent",
+    };
+    json!({
+        "removed": r.person.full_name,
+        "mail_file": r.person.mail_file.as_str(),
+        "file": file,
+    })
+}
+
+/// Where a message went.
+pub fn sent(s: &Sent) -> Json {
+    match s {
+        Sent::Deposited(d) => json!({
+            "message_id": d.message_id.as_str(),
+            "mail_box": d.mail_box.as_str(),
+            "unid": d.unid.to_string(),
+        }),
+        Sent::Draft(d) => json!({
+            "draft": d.unid.to_string(),
+            "mail_file": d.mail_file.as_str(),
+        }),
+    }
 }
 
 /// A database's description (the HTTP API's form).

@@ -8,12 +8,14 @@
 //! in-process. The server's refusals come back as error codes and become
 //! the same [`FolioError`] variants, with the same messages, as embedded.
 //! What needs the data directory's files (`db check`, `view list`, `view
-//! rebuild`, `log info`) says so instead of guessing.
+//! rebuild`, `log info`) says so instead of guessing, and so do the mail
+//! commands, which the server does not offer yet.
 
 use crate::cli::Args;
 use crate::error::{FolioError, FolioResult};
 use crate::store::{
-    Changes, Doc, FolderChange, JsonObject, Store, ViewPage, ViewSummary, ViewUpdate,
+    Changes, Doc, FolderChange, JsonObject, RemovedUser, Sent, Store, ViewPage, ViewSummary,
+    ViewUpdate,
 };
 use client::blocking::Client;
 use client::{ClientOptions, DbHandle, TlsOptions};
@@ -326,6 +328,36 @@ impl Store for RemoteStore {
 
     fn set_acl(&self, path: &str, acl: &Acl) -> FolioResult<()> {
         Ok(self.client.set_acl(path, &acl.to_json())?)
+    }
+
+    fn create_mail_user(&self, _new: &mail::NewPerson) -> FolioResult<mail::Person> {
+        Err(FolioError::NotYetOverServer {
+            command: "mail create-user",
+        })
+    }
+
+    fn list_mail_users(&self) -> FolioResult<Vec<mail::Person>> {
+        Err(FolioError::NotYetOverServer {
+            command: "mail list-users",
+        })
+    }
+
+    fn remove_mail_user(&self, _name: &str, _delete_file: bool) -> FolioResult<RemovedUser> {
+        Err(FolioError::NotYetOverServer {
+            command: "mail remove-user",
+        })
+    }
+
+    fn send_mail(
+        &self,
+        _sender: Option<&str>,
+        _msg: mail::Message,
+        _files: &mut [mail::Attachment<'_>],
+        _draft: bool,
+    ) -> FolioResult<Sent> {
+        Err(FolioError::NotYetOverServer {
+            command: "mail send",
+        })
     }
 
     fn statistics(&self) -> FolioResult<Vec<Statistic>> {

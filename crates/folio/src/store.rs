@@ -29,9 +29,13 @@
 //! list`, `view rebuild`, `log info`) and one needs a server (`show
 //! stats`); the store that cannot do one refuses it with
 //! [`FolioError::NeedsDataDirectory`] or [`FolioError::NeedsServer`].
+//! The mail operations (directory, mail files, sending) run embedded
+//! only until the server has mail endpoints; the networked store refuses
+//! them with [`FolioError::NotYetOverServer`].
 //!
 //! [`FolioError::NeedsDataDirectory`]: crate::error::FolioError::NeedsDataDirectory
 //! [`FolioError::NeedsServer`]: crate::error::FolioError::NeedsServer
+//! [`FolioError::NotYetOverServer`]: crate::error::FolioError::NotYetOverServer
 
 use crate::error::{FolioError, FolioResult};
 use nsf::{Acl, CheckReport, Unid};
@@ -134,6 +138,33 @@ pub struct ViewSummary {
 /// Adding documents to a folder or taking them out: the server's own
 /// type, so the embedded store hands it on as it is.
 pub use server::service::FolderChange;
+
+/// What became of a removed person's mail file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MailFileFate {
+    /// Left where it is (the default).
+    Kept,
+    /// Deleted (`--delete-file`).
+    Deleted,
+    /// There was none to delete.
+    Absent,
+}
+
+/// A person taken out of the directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemovedUser {
+    pub person: mail::Person,
+    pub file: MailFileFate,
+}
+
+/// Where a message went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Into a mail box, for the router to deliver.
+    Deposited(mail::DepositId),
+    /// Into the sender's mail file, as a draft.
+    Draft(mail::Draft),
+}
 
 /// Where documents are stored and views read: a data directory opened by
 /// this process, or a server (see the module docs). Every path is a
@@ -260,6 +291,32 @@ pub trait Store {
     /// Replaces a database's access-control list (Manager access); it must
     /// keep a Manager.
     fn set_acl(&self, path: &str, acl: &Acl) -> FolioResult<()>;
+
+    // ------------------------------------------------------------------ mail
+
+    /// Adds a person to the directory (`names.fdb`) and makes their mail
+    /// file from the mail template; both are durable when this returns.
+    fn create_mail_user(&self, new: &mail::NewPerson) -> FolioResult<mail::Person>;
+    /// Every person in the directory, by full name.
+    fn list_mail_users(&self) -> FolioResult<Vec<mail::Person>>;
+    /// Takes the person `name` names out of the directory (durable when
+    /// this returns). Their mail file is kept, unless `delete_file`: then
+    /// it is deleted once nothing can write it any more (embedded: when
+    /// the store closes, after the engine's final checkpoint; the command
+    /// fails if that fails).
+    fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser>;
+    /// Sends `msg` with `files` attached from `sender` (embedded: the
+    /// person `--from` names; over a server it will be the signed-in
+    /// user, `None`): deposited in a mail box for the router, or with
+    /// `draft` saved in the sender's own mail file. Durable when this
+    /// returns.
+    fn send_mail(
+        &self,
+        sender: Option<&str>,
+        msg: mail::Message,
+        files: &mut [mail::Attachment<'_>],
+        draft: bool,
+    ) -> FolioResult<Sent>;
 
     // ---------------------------------------------------- server and log
 

@@ -126,7 +126,11 @@ fn views_folders_and_search_from_the_command_line() {
     ));
     assert_eq!(all.len(), 4, "design notes are not documents");
     let listed = ok(d, &["view", "list", "m.fdb"], "");
-    assert_eq!(listed.lines().count(), 3);
+    assert_eq!(
+        listed.lines().count(),
+        6,
+        "the five of the mail design and BySubject"
+    );
     // Search streams matching documents.
     let hits = lines(&ok(d, &["search", "m.fdb", "SELECT From = \"bob\""], ""));
     assert_eq!(hits.len(), 2);

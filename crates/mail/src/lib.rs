@@ -1,15 +1,50 @@
-//! Mail and calendar: the mail template, and (to come) the directory of
-//! people, the router that delivers deposited messages exactly once, and
-//! meeting invitations.
+//! Mail and calendar: the mail template, the message model, the
+//! directory of people, mail files and sending (deposit into a mail
+//! box); to come, the router that delivers deposited messages exactly
+//! once, and meeting invitations.
 //!
 //! This crate sits above `views` (a mail file's Inbox is a folder, its
-//! Sent and Calendar are views) and below `server`, which will run the
-//! router as one of its background tasks.
+//! Sent and Calendar are views; the directory is looked up through a
+//! view) and below `server`, which will run the router as one of its
+//! background tasks. It names databases only by `nsf::DbPath` (I18).
+//! docs/mail.md describes the databases and the items of each form.
+//!
+//! ```text
+//!   message.rs    forms as typed values ⇄ items; addresses; limits
+//!   directory.rs  names.fdb: person documents, resolve, unique names
+//!   mailfile.rs   mail/<short name>.fdb from the template; drafts
+//!   mailbox.rs    mail.box databases: deposit, delivery state
+//!   attach.rs     files sent with a message, within its size limit
+//!   sysdb.rs      making a database with its design and ACL, crash-safely
+//!   template.rs   the mail file design
+//! ```
 
+mod attach;
+mod config;
+mod directory;
 mod error;
 pub mod mime;
 pub mod smtp;
+mod mailbox;
+mod mailfile;
+mod message;
+mod sysdb;
 mod template;
 
+pub use attach::{Attachment, MAX_ATTACHMENTS};
+pub use config::MailConfig;
+pub use directory::{
+    Directory, NewPerson, Person, Resolved, DIRECTORY_PATH, MAIL_FOLDER, MAX_ALIASES,
+    MAX_NAME_BYTES, NAMES_VIEW, PEOPLE_VIEW,
+};
 pub use error::{MailError, MailResult};
+pub use mailbox::{
+    box_for, box_path, deposit, item as box_item, open_box, read_deposit, Delivery, DeliveryState,
+    Deposit, DepositId, PENDING_VIEW,
+};
+pub use mailfile::{create_mail_file, create_user, open_mail_file, save_draft, Draft};
+pub use message::{
+    item, Address, Appointment, Form, Header, Memo, Message, MessageId, Notice, NoticeType, Reply,
+    MAX_ADDRESS_BYTES, MAX_BODY_BYTES, MAX_MESSAGE_ID_BYTES, MAX_RECIPIENTS, MAX_SUBJECT_BYTES,
+};
 pub use template::{create_design, design};

@@ -1,9 +1,19 @@
 //! The mail template: the design every mail file gets at creation.
 //!
-//! Today an `Inbox` folder (newest first, with sender and subject) and an
-//! `All Documents` view. Definitions are plain data (`views::ViewDef`), so
-//! the same template serves a mail file created embedded, over the
-//! network (the client sends each definition) and by the load tools.
+//! ```text
+//!   Inbox          folder  Date=@Created:desc, From, Subject            (the router files delivered mail here)
+//!   All Documents  view    SELECT @All
+//!   Drafts         view    memos and replies never posted               (no PostedDate)
+//!   Sent           view    what the owner sent                          (PostedDate, no DeliveredDate)
+//!   Calendar       view    SELECT Form = "Appointment", by start time
+//! ```
+//!
+//! The forms (Memo, Reply, Appointment, Notice) are the message model in
+//! `message.rs`; docs/mail.md lists the items each uses. Definitions are
+//! plain data (`views::ViewDef`), so the same template serves a mail file
+//! created embedded, over the network (the client sends each definition)
+//! and by the load tools. Every view is built on first use, so a new mail
+//! file costs one write per view and no index work.
 
 use crate::MailResult;
 use nsf::Database;
@@ -38,7 +48,35 @@ pub fn design() -> Vec<ViewDef> {
             column("Subject", "Subject", Sort::None),
         ],
     );
-    vec![inbox, all]
+    let drafts = ViewDef::view(
+        "Drafts",
+        "SELECT (Form = \"Memo\" | Form = \"Reply\") & !@IsAvailable(PostedDate)",
+        vec![
+            column("Date", "@Modified", Sort::Desc),
+            column("To", "SendTo", Sort::None),
+            column("Subject", "Subject", Sort::None),
+        ],
+    );
+    let sent = ViewDef::view(
+        "Sent",
+        "SELECT @IsAvailable(PostedDate) & !@IsAvailable(DeliveredDate)",
+        vec![
+            column("Date", "PostedDate", Sort::Desc),
+            column("To", "SendTo", Sort::None),
+            column("Subject", "Subject", Sort::None),
+        ],
+    );
+    let calendar = ViewDef::view(
+        "Calendar",
+        "SELECT Form = \"Appointment\"",
+        vec![
+            column("Start", "StartDateTime", Sort::Asc),
+            column("End", "EndDateTime", Sort::None),
+            column("Subject", "Subject", Sort::None),
+            column("Location", "Location", Sort::None),
+        ],
+    );
+    vec![inbox, all, drafts, sent, calendar]
 }
 
 /// Gives a new mail file the template's design.
@@ -68,6 +106,11 @@ mod tests {
         assert_eq!(
             d[1].columns,
             vec![parsed("Date=@Modified:desc"), parsed("Subject=Subject")]
+        );
+        let names: Vec<&str> = d.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Inbox", "All Documents", "Drafts", "Sent", "Calendar"]
         );
         for def in &d {
             def.check_new().unwrap();
