@@ -75,7 +75,7 @@ fn num(v: &Value, digits: usize) -> String {
 
 /// The disk and the two variants side by side.
 fn summary(result: &Value, dd: f64) -> Table {
-    let mut s = Table::new("Summary", &["figure", "value"]);
+    let mut s = Table::new("The disk and the two variants", &["figure", "value"]);
     s.row(vec!["dd bandwidth, MB/s".into(), format!("{dd:.0}")]);
     if let Some(f) = result["network_attach_fraction_of_dd"].as_f64() {
         s.row(vec![
@@ -207,7 +207,10 @@ pub(super) fn write_pool(
             Series::new("p99", points("p99_ms")),
         ],
     ));
-    let names: Vec<String> = hists.iter().map(|(n, _)| format!("{n} clients")).collect();
+    let names: Vec<String> = hists
+        .iter()
+        .map(|(n, _)| report::count_of(*n, "client"))
+        .collect();
     let series: Vec<(&str, &Histogram<u64>)> = names
         .iter()
         .zip(hists)

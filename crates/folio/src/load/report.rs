@@ -57,7 +57,10 @@ pub(super) fn write(
             .zip(&l.hists)
             .collect();
         page.chart(report::percentile_curves(
-            &format!("Commit latency at {} clients (median round)", l.clients),
+            &format!(
+                "Commit latency at {} (median round)",
+                report::count_of(l.clients, "client")
+            ),
             Unit::Microseconds,
             &series,
         ));
@@ -101,7 +104,7 @@ fn by_variant(rows: &[Value], variants: &[(&str, &str)], metric: &str, scale: f6
 /// The figures: rates and latencies, against PostgreSQL, the disk.
 fn tables(result: &Value, variants: &[(&str, &str)]) -> Vec<Table> {
     let rows = result["results"].as_array().map_or(&[][..], Vec::as_slice);
-    let mut t = Table::new(
+    let mut rate = Table::new(
         "Commit rate and latency (median round)",
         &[
             "clients",
@@ -111,6 +114,13 @@ fn tables(result: &Value, variants: &[(&str, &str)]) -> Vec<Table> {
             "p95 ms",
             "p99 ms",
             "max ms",
+        ],
+    );
+    let mut costs = Table::new(
+        "Log, locks and machine per commit (same rounds)",
+        &[
+            "clients",
+            "variant",
             "fsyncs/s",
             "commits per fsync",
             "log bytes/commit",
@@ -123,7 +133,7 @@ fn tables(result: &Value, variants: &[(&str, &str)]) -> Vec<Table> {
         for (key, name) in variants {
             let m = &r[*key]["median"];
             let ms = |k: &str| report::ms(f(m, k) / 1e3);
-            t.row(vec![
+            rate.row(vec![
                 r["clients"].to_string(),
                 name.to_string(),
                 format!("{:.0}", f(m, "commits_per_sec")),
@@ -131,6 +141,10 @@ fn tables(result: &Value, variants: &[(&str, &str)]) -> Vec<Table> {
                 ms("p95_us"),
                 ms("p99_us"),
                 ms("max_us"),
+            ]);
+            costs.row(vec![
+                r["clients"].to_string(),
+                name.to_string(),
                 format!("{:.0}", f(m, "fsyncs_per_sec")),
                 format!("{:.1}", f(m, "commits_per_fsync")),
                 format!("{:.0}", f(m, "log_bytes_per_commit")),
@@ -140,7 +154,7 @@ fn tables(result: &Value, variants: &[(&str, &str)]) -> Vec<Table> {
             ]);
         }
     }
-    let mut tables = vec![t];
+    let mut tables = vec![rate, costs];
     let pg = pgbench(result);
     if !pg.is_empty() {
         let mut header = vec!["clients".to_string(), "PostgreSQL inserts/s".to_string()];

@@ -121,6 +121,7 @@ pub fn percentile_curves(title: &str, unit: Unit, series: &[(&str, &Histogram<u6
             color: i,
             points,
             dots: h.len() == 1,
+            max_step: None,
         });
     }
     let y = Axis::linear_from_zero(
@@ -183,7 +184,7 @@ pub fn lines_over_x(title: &str, axes: Axes<'_>, series: &[Series]) -> Chart {
 /// Figures over the run (x: seconds since it started), with `markers` as
 /// labelled vertical lines.
 pub fn per_second(title: &str, y_label: &str, series: &[Series], markers: &[Marker]) -> Chart {
-    let lines = drawable(series, Scale::Linear, Scale::Linear, false);
+    let lines = drawable_with(series, Scale::Linear, Scale::Linear, false, gap);
     let markers: Vec<PlotMarker> = markers
         .iter()
         .filter(|m| m.at_s.is_finite())
@@ -214,9 +215,32 @@ pub fn per_second(title: &str, y_label: &str, series: &[Series], markers: &[Mark
     finish(plot, None)
 }
 
+/// Steps in time more than three times the usual one are gaps in the
+/// measurement (a restart, a stall of the sampler), not joined.
+fn gap(points: &[(f64, f64)]) -> Option<f64> {
+    let mut steps: Vec<f64> = points.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    if steps.len() < 3 {
+        return None;
+    }
+    steps.sort_by(f64::total_cmp);
+    let usual = steps[steps.len() / 2];
+    (usual > 0.0).then_some(usual * 3.0)
+}
+
 /// The series as drawn lines: coordinates on the given scales, points
 /// that cannot be drawn left out. A lone point is always marked.
 fn drawable(series: &[Series], x: Scale, y: Scale, dots: bool) -> Vec<Line> {
+    drawable_with(series, x, y, dots, |_| None)
+}
+
+/// [`drawable`], with the largest x step of each line to join.
+fn drawable_with(
+    series: &[Series],
+    x: Scale,
+    y: Scale,
+    dots: bool,
+    max_step: impl Fn(&[(f64, f64)]) -> Option<f64>,
+) -> Vec<Line> {
     series
         .iter()
         .enumerate()
@@ -230,6 +254,7 @@ fn drawable(series: &[Series], x: Scale, y: Scale, dots: bool) -> Vec<Line> {
                 name: s.name.clone(),
                 color: i,
                 dots: dots || points.len() == 1,
+                max_step: max_step(&points),
                 points,
             }
         })
@@ -405,6 +430,35 @@ mod tests {
             c.caption(),
             Some("Marked but not labelled for want of room: checkpoint.")
         );
+    }
+
+    #[test]
+    fn per_second_lines_break_where_nothing_was_measured() {
+        let points: Vec<(f64, f64)> = [0.0, 1.0, 2.0, 3.0, 10.0, 11.0, 12.0]
+            .iter()
+            .map(|&t| (t, 5.0))
+            .collect();
+        let series = [Series::new("rss", points)];
+        // The first colour's data lines, 2 px wide (axes are 1 px, grey).
+        let lines = |c: &Chart| {
+            c.svg()
+                .matches(r##"stroke="#0072B2" stroke-width="2""##)
+                .count()
+        };
+        assert_eq!(lines(&per_second("t", "y", &series, &[])), 2);
+        // A point cut off on its own still shows, as a dot.
+        let mut lone = series.clone();
+        lone[0].points.push((30.0, 5.0));
+        let c = per_second("t", "y", &lone, &[]);
+        assert_eq!(check(c.svg()).expect("well formed").count("circle"), 1);
+        let axes = Axes {
+            x_label: "x",
+            y_label: "y",
+            x: Scale::Linear,
+            y: Scale::Linear,
+        };
+        assert_eq!(lines(&lines_over_x("t", axes, &series)), 1);
+        assert_eq!(gap(&[(0.0, 1.0), (1.0, 1.0)]), None);
     }
 
     proptest! {

@@ -40,6 +40,19 @@ pub(crate) struct Line {
     pub points: Vec<(f64, f64)>,
     /// Mark each point with a dot.
     pub dots: bool,
+    /// Points further apart than this in x are not joined: the line
+    /// breaks where nothing was measured.
+    pub max_step: Option<f64>,
+}
+
+impl Line {
+    /// The runs of points to join.
+    fn segments(&self) -> Vec<&[(f64, f64)]> {
+        let Some(step) = self.max_step else {
+            return vec![&self.points];
+        };
+        self.points.chunk_by(|a, b| b.0 - a.0 <= step).collect()
+    }
 }
 
 pub(crate) struct PlotMarker {
@@ -151,9 +164,17 @@ fn draw(plot: &Plot<'_>, svg: &mut String, unlabelled: &mut Vec<String>) -> Draw
     }
     for line in &plot.lines {
         let c = color(line.color);
-        chart
-            .draw_series(LineSeries::new(line.points.clone(), c.stroke_width(2)))
-            .map_err(err)?;
+        for segment in line.segments() {
+            chart
+                .draw_series(LineSeries::new(segment.to_vec(), c.stroke_width(2)))
+                .map_err(err)?;
+            // A point joined to nothing would not show: it gets a dot.
+            if let ([alone], false) = (segment, line.dots) {
+                chart
+                    .draw_series(std::iter::once(Circle::new(*alone, 3, c.filled())))
+                    .map_err(err)?;
+            }
+        }
         if line.dots {
             chart
                 .draw_series(line.points.iter().map(|&p| Circle::new(p, 4, c.filled())))

@@ -20,4 +20,4 @@ mod xmlcheck;
 pub use axis::{number, Scale};
 pub use chart::{lines_over_x, per_second, percentile_curves, Axes, Chart, Marker, Series, Unit};
 pub use page::{escape, write, Page};
-pub use table::{ms, percentile_table, settings_table, Table};
+pub use table::{count_of, ms, percentile_table, settings_table, Table};

@@ -23,7 +23,7 @@ pub struct Page {
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:1000px;color:#222}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 p.raw{margin-top:0;color:#444}\
-table{border-collapse:collapse;margin:1em 0;font-size:14px}caption{text-align:left;font-weight:bold;padding:.3em 0}\
+h3{font-size:1em;margin:1.2em 0 .4em}table{border-collapse:collapse;margin:0 0 1em;font-size:14px}\
 th,td{border:1px solid #ccc;padding:.25em .6em}th{background:#f0f0f0}\
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 figure{margin:1.2em 0}figcaption{color:#444;font-size:14px;max-width:960px}\
@@ -186,6 +186,7 @@ mod tests {
         let html = page().html();
         let body = &html[html.find("<body>").expect("body")..];
         let body = &body[..body.find("</body>").expect("end") + "</body>".len()];
+        assert!(body.contains("<h3>figures &amp; &lt;things&gt;</h3><table>"));
         let seen = check(body).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((seen.count("table"), seen.count("svg")), (1, 1));
         // Numbers right-aligned, text not.

@@ -32,8 +32,9 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table as HTML; columns whose every cell is a number are set
-    /// right-aligned.
+    /// The table as HTML, its caption a heading above it (a `<caption>`
+    /// would wrap to the table's width); columns whose every cell is a
+    /// number are set right-aligned.
     pub(crate) fn html(&self) -> String {
         let numeric: Vec<bool> = (0..self.header.len())
             .map(|i| {
@@ -41,7 +42,7 @@ impl Table {
                 cells.peek().is_some() && cells.all(|c| looks_numeric(c))
             })
             .collect();
-        let mut s = format!("<table><caption>{}</caption><tr>", escape(&self.caption));
+        let mut s = format!("<h3>{}</h3><table><tr>", escape(&self.caption));
         for h in &self.header {
             let _ = write!(s, "<th>{}</th>", escape(h));
         }
@@ -145,6 +146,14 @@ pub fn percentile_table(caption: &str, unit: Unit, rows: &[(&str, &Histogram<u64
     t
 }
 
+/// "1 client", "8 clients".
+pub fn count_of(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// Milliseconds with three significant decimals below 10 ms, one above.
 pub fn ms(v: f64) -> String {
     if v < 10.0 {
@@ -179,6 +188,13 @@ mod tests {
             ]
         );
         assert!(settings_table(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count_of(1, "client"), "1 client");
+        assert_eq!(count_of(0, "client"), "0 clients");
+        assert_eq!(count_of(32, "client"), "32 clients");
     }
 
     #[test]
