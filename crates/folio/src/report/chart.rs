@@ -119,8 +119,9 @@ pub fn percentile_curves(title: &str, unit: Unit, series: &[(&str, &Histogram<u6
         lines.push(Line {
             name: (*name).to_string(),
             color: i,
+            // One sample, or all alike: a point that needs a dot to show.
+            dots: draw::collapsed(&points),
             points,
-            dots: h.len() == 1,
             max_step: None,
         });
     }
@@ -253,7 +254,7 @@ fn drawable_with(
             Line {
                 name: s.name.clone(),
                 color: i,
-                dots: dots || points.len() == 1,
+                dots: dots || draw::collapsed(&points),
                 max_step: max_step(&points),
                 points,
             }
@@ -346,6 +347,16 @@ mod tests {
         let one = hist(&[42]);
         let c = percentile_curves("one sample", Unit::Microseconds, &[("x", &one)]);
         assert!(well_formed(&c).count("circle") >= 1);
+        // Many samples of one value: a flat line from 0% to 99%.
+        let alike = hist(&[42; 100]);
+        let points = percentile_points(&alike, Unit::Microseconds);
+        assert!(
+            points.iter().all(|p| (p.1 - 0.042).abs() < 1e-3),
+            "{points:?}"
+        );
+        assert_eq!((points[0].0, points[points.len() - 1].0), (0.0, 2.0));
+        let c = percentile_curves("alike", Unit::Microseconds, &[("x", &alike)]);
+        assert_eq!(well_formed(&c).count("circle"), 0);
     }
 
     #[test]

@@ -169,9 +169,9 @@ fn draw(plot: &Plot<'_>, svg: &mut String, unlabelled: &mut Vec<String>) -> Draw
                 .draw_series(LineSeries::new(segment.to_vec(), c.stroke_width(2)))
                 .map_err(err)?;
             // A point joined to nothing would not show: it gets a dot.
-            if let ([alone], false) = (segment, line.dots) {
+            if let (Some(&alone), true, false) = (segment.first(), collapsed(segment), line.dots) {
                 chart
-                    .draw_series(std::iter::once(Circle::new(*alone, 3, c.filled())))
+                    .draw_series(std::iter::once(Circle::new(alone, 3, c.filled())))
                     .map_err(err)?;
             }
         }
@@ -228,6 +228,12 @@ impl Ranged for Axis {
     fn range(&self) -> std::ops::Range<f64> {
         self.lo..self.hi
     }
+}
+
+/// Whether the points are all one point (or none): a line through them
+/// would draw nothing.
+pub(crate) fn collapsed(points: &[(f64, f64)]) -> bool {
+    points.windows(2).all(|w| w[0] == w[1])
 }
 
 /// The legend column: a swatch and the (wrapped) name of each line.

@@ -17,7 +17,7 @@ mod table;
 #[cfg(test)]
 mod xmlcheck;
 
-pub use axis::{number, Scale};
+pub use axis::Scale;
 pub use chart::{lines_over_x, per_second, percentile_curves, Axes, Chart, Marker, Series, Unit};
-pub use page::{escape, write, Page};
+pub use page::{write, Page};
 pub use table::{count_of, ms, percentile_table, settings_table, Table};
