@@ -22,7 +22,7 @@
 //! ```
 
 use crate::cli::Args;
-use crate::report::{self, Series};
+use crate::report::{self, Marker, Series};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
@@ -78,7 +78,7 @@ fn hist() -> Histogram<u64> {
 
 fn percentiles(h: &Histogram<u64>) -> Value {
     let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-    json!({"count": h.len(), "p50_ms": ms(0.5), "p90_ms": ms(0.9), "p99_ms": ms(0.99),
+    json!({"count": h.len(), "p50_ms": ms(0.5), "p90_ms": ms(0.9), "p95_ms": ms(0.95), "p99_ms": ms(0.99),
            "max_ms": h.max() as f64 / 1000.0})
 }
 
@@ -723,62 +723,76 @@ pub fn run(a: &DbsArgs, args: &Args) -> Result<(), String> {
     write_outputs(&a.out, &result)
 }
 
+/// Writes `result.json` and `report.html`: the tables, then the server's
+/// memory, descriptors and open databases over each run, with the start
+/// of each phase marked in the run's colour.
 fn write_outputs(out: &Path, result: &Value) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join("result.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(result).unwrap_or_default(),
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    let runs = result["runs"].as_array().cloned().unwrap_or_default();
-    let longest = runs
-        .iter()
-        .flat_map(|r| r["samples"].as_array().cloned().unwrap_or_default())
-        .filter_map(|s| s["t_s"].as_f64())
-        .fold(0.0, f64::max);
-    let width = bucket_width(longest);
+    let runs = result["runs"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut page = report::Page::new("Folio: databases on one server");
+    page.table(report::settings_table(result));
+    for t in summary_tables(runs) {
+        page.table(t);
+    }
+    let markers = phase_markers(runs);
     let chart = |title: &str, y: &str, field: &str| {
         let series: Vec<Series> = runs
             .iter()
-            .map(|r| Series {
-                name: r["label"].as_str().unwrap_or("").to_string(),
-                points: bucketed(
-                    r["samples"].as_array().map_or(&[][..], Vec::as_slice),
-                    field,
-                    width,
-                ),
+            .map(|r| {
+                Series::new(
+                    r["label"].as_str().unwrap_or(""),
+                    sampled(
+                        r["samples"].as_array().map_or(&[][..], Vec::as_slice),
+                        field,
+                    ),
+                )
             })
             .collect();
-        report::line_chart(title, "seconds since the server started", y, &series, false)
+        report::per_second(title, y, &series, &markers)
     };
-    let charts = [
-        chart(
-            "Server resident memory",
-            "RSS MiB (highest in each interval)",
-            "rss_mib",
-        ),
-        chart(
-            "Server open descriptors",
-            "descriptors (highest in each interval)",
-            "fds",
-        ),
-        chart(
-            "Open databases (db.open)",
-            "databases (highest in each interval)",
-            "db_open",
-        ),
-    ];
-    let html = report::page(
-        "Folio: databases on one server",
-        &summary_tables(&runs),
-        &charts,
-        &report::notes(result),
+    page.chart(chart("Server resident memory", "RSS, MiB", "rss_mib"));
+    page.chart(chart("Server open descriptors", "descriptors", "fds"));
+    page.chart(chart(
+        "Open databases (db.open, read once a second)",
+        "databases",
+        "db_open",
+    ));
+    page.note(
+        "Samples every 250 ms from /proc/PID (resident memory, descriptors) and GET /stats \
+         (open databases); the clock of each run starts with its server. While the server \
+         restarts there is nothing to sample.",
     );
-    let hpath = out.join("report.html");
-    std::fs::write(&hpath, html).map_err(|e| format!("{}: {e}", hpath.display()))?;
-    println!("wrote {} and {}", path.display(), hpath.display());
-    Ok(())
+    report::write(out, result, &page)
+}
+
+/// The (time, value) of every sample that has `field`.
+fn sampled(samples: &[Value], field: &str) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|s| Some((s["t_s"].as_f64()?, s[field].as_f64()?)))
+        .collect()
+}
+
+/// The first sample of each phase of each run, as a marker in the run's
+/// colour (the sampler's initial "start" is not a phase of the work).
+fn phase_markers(runs: &[Value]) -> Vec<Marker> {
+    let mut out = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let mut last = "start";
+        for s in r["samples"].as_array().into_iter().flatten() {
+            let (Some(phase), Some(t)) = (s["phase"].as_str(), s["t_s"].as_f64()) else {
+                continue;
+            };
+            if phase != last {
+                out.push(Marker {
+                    label: phase.to_string(),
+                    at_s: t,
+                    series: Some(i),
+                });
+                last = phase;
+            }
+        }
+    }
+    out
 }
 
 /// The report's summary: one row per run (per `max_open_databases`).
@@ -799,6 +813,18 @@ fn summary_tables(runs: &[Value]) -> Vec<report::Table> {
             "GET /dbs median ms",
             "restart s",
             "503 retried",
+        ],
+    );
+    let mut ops = report::Table::new(
+        "Response times per operation (client-observed)",
+        &[
+            "run",
+            "operation",
+            "count",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
         ],
     );
     let mut bounds = report::Table::new(
@@ -822,6 +848,26 @@ fn summary_tables(runs: &[Value]) -> Vec<report::Table> {
             num(&r["restart_s"], 2),
             r["busy_retries"].to_string(),
         ]);
+        for (op, p) in [
+            ("create database + document", &r["create"]["per_database"]),
+            ("create database", &r["create"]["create_database"]),
+            ("create document", &r["create"]["create_document"]),
+            ("set ACL", &r["create"]["set_acl"]),
+            ("read", &r["read"]["read"]),
+            ("read after restart", &r["read_after_restart"]["read"]),
+        ] {
+            if p.is_object() {
+                ops.row(vec![
+                    label.clone(),
+                    op.into(),
+                    num(&p["count"], 0),
+                    num(&p["p50_ms"], 2),
+                    num(&p["p95_ms"], 2),
+                    num(&p["p99_ms"], 2),
+                    num(&p["max_ms"], 2),
+                ]);
+            }
+        }
         if let Some(phases) = r["peaks"].as_object() {
             for (phase, p) in phases {
                 bounds.row(vec![
@@ -834,31 +880,7 @@ fn summary_tables(runs: &[Value]) -> Vec<report::Table> {
             }
         }
     }
-    vec![work, bounds]
-}
-
-/// An interval for about 30 points over `longest` seconds, a round number.
-fn bucket_width(longest: f64) -> f64 {
-    [1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0]
-        .into_iter()
-        .find(|w| longest / w <= 30.0)
-        .unwrap_or(1200.0)
-}
-
-/// The highest value of `field` in each interval of `width` seconds.
-fn bucketed(samples: &[Value], field: &str, width: f64) -> Vec<(f64, f64)> {
-    let mut out: Vec<(f64, f64)> = Vec::new();
-    for s in samples {
-        let (Some(t), Some(v)) = (s["t_s"].as_f64(), s[field].as_f64()) else {
-            continue;
-        };
-        let x = (t / width).floor() * width;
-        match out.last_mut() {
-            Some((lx, lv)) if *lx == x => *lv = lv.max(v),
-            _ => out.push((x, v)),
-        }
-    }
-    out
+    vec![work, ops, bounds]
 }
 
 #[cfg(test)]
@@ -866,16 +888,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn samples_are_bucketed_to_their_interval_maximum() {
-        let s: Vec<Value> = [(0.1, 3.0), (0.9, 5.0), (1.2, 1.0), (3.5, 2.0)]
+    fn samples_become_points_and_phases_become_markers() {
+        let s: Vec<Value> = [
+            (0.1, "start", Some(3)),
+            (0.4, "create", None),
+            (0.9, "create", Some(5)),
+            (1.2, "read", Some(1)),
+        ]
+        .iter()
+        .map(|(t, p, v)| json!({"t_s": t, "phase": p, "db_open": v}))
+        .collect();
+        assert_eq!(sampled(&s, "db_open"), [(0.1, 3.0), (0.9, 5.0), (1.2, 1.0)]);
+        let runs = [json!({"samples": s}), json!({"error": "failed"})];
+        let m = phase_markers(&runs);
+        let got: Vec<(&str, f64, Option<usize>)> = m
             .iter()
-            .map(|(t, v)| json!({"t_s": t, "fds": v}))
+            .map(|m| (m.label.as_str(), m.at_s, m.series))
             .collect();
-        assert_eq!(
-            bucketed(&s, "fds", 1.0),
-            [(0.0, 5.0), (1.0, 1.0), (3.0, 2.0)]
-        );
-        assert_eq!(bucket_width(100.0), 5.0);
+        assert_eq!(got, [("create", 0.4, Some(0)), ("read", 1.2, Some(0))]);
         assert_eq!(db_path(12345), "load/45/db12345.fdb");
         assert_eq!(db_url(7), "/db/load%2F07%2Fdb00007.fdb");
     }

@@ -15,6 +15,8 @@
 
 use crate::cli::Args;
 use hdrhistogram::Histogram;
+
+mod report;
 use nsf::{Engine, Item};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -609,6 +611,8 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
     ));
     let mut embedded = Vec::new();
     let mut network = Vec::new();
+    // Every round's response times together, per variant, for the report.
+    let (mut embedded_times, mut network_times) = (Times::new(), Times::new());
     for round in 0..a.rounds {
         if !a.no_embedded {
             progress.step(&format!("round {}: embedded", round + 1));
@@ -624,6 +628,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
             let r = summarize("embedded", &t, el, total_docs, total_bytes);
             print_run(&r);
             embedded.push(r);
+            embedded_times.merge(&t);
             let Embedded { engine, views } =
                 Arc::try_unwrap(target).map_err(|_| "engine still in use")?;
             drop(views);
@@ -636,7 +641,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
         }
         progress.step(&format!("round {}: network", round + 1));
         let run_id = rand::random::<u64>() >> 16;
-        let r = match &args.server {
+        let (r, t) = match &args.server {
             Some(server) => {
                 let endpoint = crate::remote::Endpoint::from_args(args, server)?;
                 let connect = move || endpoint.connect("folio-load").map_err(|e| e.to_string());
@@ -645,7 +650,7 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                     run_id,
                 });
                 let (t, el) = run_variant(target, a, &attach)?;
-                summarize("network", &t, el, total_docs, total_bytes)
+                (summarize("network", &t, el, total_docs, total_bytes), t)
             }
             None => {
                 let dir = base.path().join(format!("network-{round}"));
@@ -668,14 +673,16 @@ pub fn run(a: &DocsArgs, args: &Args) -> Result<(), String> {
                 let (t, el) = res?;
                 let mut r = summarize("network", &t, el, total_docs, total_bytes);
                 r.server_create_ms = Some(server_times?);
-                r
+                (r, t)
             }
         };
         print_run(&r);
         network.push(r);
+        network_times.merge(&t);
     }
     progress.finish();
-    report(a, (dd_mib, dd), attach_size, &embedded, &network)
+    let times = [("embedded", &embedded_times), ("network", &network_times)];
+    report(a, (dd_mib, dd), attach_size, (&embedded, &network), &times)
 }
 
 fn print_run(r: &RunResult) {
@@ -692,12 +699,14 @@ fn print_run(r: &RunResult) {
     }
 }
 
+/// Sums up the runs, then writes `result.json` and `report.html`;
+/// `times` are each variant's response times, all rounds together.
 fn report(
     a: &DocsArgs,
     (dd_mib, dd): (u64, f64),
     attach_size: u64,
-    embedded: &[RunResult],
-    network: &[RunResult],
+    (embedded, network): (&[RunResult], &[RunResult]),
+    times: &[(&str, &Times)],
 ) -> Result<(), String> {
     let net_mb = median_by(network, |r| r.attach_mb_per_s);
     let net_el = median_by(network, |r| r.elapsed_s);
@@ -729,83 +738,7 @@ fn report(
         "network_over_embedded_elapsed": ratio,
         "network_attach_fraction_of_dd": net_mb / dd,
     });
-    let series = |rs: &[RunResult], name: &str| crate::report::Series {
-        name: name.into(),
-        points: rs
-            .first()
-            .map(|r| {
-                ["p50_ms", "p95_ms", "p99_ms"]
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, q)| {
-                        r.ops
-                            .get("create")
-                            .and_then(|o| o.get(q))
-                            .and_then(|v| v.as_f64())
-                            .map(|v| (i as f64 + 1.0, v))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    let chart = crate::report::line_chart(
-        "create document response time (1 = p50, 2 = p95, 3 = p99)",
-        "percentile",
-        "ms",
-        &[series(embedded, "embedded"), series(network, "network")],
-        false,
-    );
-    let html = crate::report::page(
-        "Folio docs workload",
-        &docs_tables(&result, dd),
-        &[chart],
-        &crate::report::notes(&result),
-    );
-    crate::report::write(&a.out, &result, &html)
-}
-
-/// Each run's figures against the disk, and the two variants' ratio.
-fn docs_tables(result: &serde_json::Value, dd: f64) -> Vec<crate::report::Table> {
-    let mut t = crate::report::Table::new(
-        "Runs (attachment throughput against dd in the same run)",
-        &[
-            "variant",
-            "elapsed s",
-            "documents/s",
-            "attachments MB/s",
-            "% of dd",
-            "small ops p50 ms",
-            "small ops p99 ms",
-            "create p50 ms",
-            "create p99 ms",
-        ],
-    );
-    for variant in ["embedded", "network"] {
-        for r in result[variant].as_array().into_iter().flatten() {
-            let f =
-                |v: &serde_json::Value, d: usize| format!("{:.*}", d, v.as_f64().unwrap_or(0.0));
-            t.row(vec![
-                variant.into(),
-                f(&r["elapsed_s"], 1),
-                f(&r["docs_per_s"], 1),
-                f(&r["attach_mb_per_s"], 0),
-                format!(
-                    "{:.0}%",
-                    100.0 * r["attach_mb_per_s"].as_f64().unwrap_or(0.0) / dd.max(1e-9)
-                ),
-                f(&r["small_p50_ms"], 2),
-                f(&r["small_p99_ms"], 2),
-                f(&r["ops"]["create"]["p50_ms"], 2),
-                f(&r["ops"]["create"]["p99_ms"], 2),
-            ]);
-        }
-    }
-    let mut s = crate::report::Table::new("Summary", &["figure", "value"]);
-    s.row(vec!["dd bandwidth, MB/s".into(), format!("{dd:.0}")]);
-    if let Some(r) = result["network_over_embedded_elapsed"].as_f64() {
-        s.row(vec!["network / embedded elapsed".into(), format!("{r:.2}")]);
-    }
-    vec![s, t]
+    report::write_docs(&a.out, &result, dd, times)
 }
 
 #[derive(clap::Args, Debug)]
@@ -870,6 +803,7 @@ pub fn pool(a: &PoolArgs, args: &Args) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
+    let mut hists = Vec::new();
     crate::progress::line(&format!(
         "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "clients", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms"
@@ -931,62 +865,15 @@ pub fn pool(a: &PoolArgs, args: &Args) -> Result<(), String> {
             hh.max() as f64 / 1000.0
         ));
         rows.push(json!({"clients": n, "ops_per_s": total as f64 / secs, "p50_ms": ms(&hh, 0.5), "p95_ms": ms(&hh, 0.95), "p99_ms": ms(&hh, 0.99), "max_ms": hh.max() as f64 / 1000.0}));
+        hists.push((n, hh));
     }
     drop(setup);
     if let Some(srv) = srv {
         srv.stop()?;
     }
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     progress.finish();
     let result = json!({"workload": "pool", "settings": {"clients": a.clients, "seconds": a.seconds, "writes_per_mille": a.writes_per_mille, "server": args.server}, "machine": crate::load::machine(), "rows": rows});
-    let mut t = crate::report::Table::new(
-        "Small operations against clients (ms)",
-        &["clients", "operations/s", "p50", "p95", "p99", "max"],
-    );
-    for r in &rows {
-        let f = |k: &str, d: usize| format!("{:.*}", d, r[k].as_f64().unwrap_or(0.0));
-        t.row(vec![
-            r["clients"].to_string(),
-            f("ops_per_s", 0),
-            f("p50_ms", 3),
-            f("p95_ms", 3),
-            f("p99_ms", 3),
-            f("max_ms", 3),
-        ]);
-    }
-    let points = |k: &str| -> Vec<(f64, f64)> {
-        rows.iter()
-            .map(|r| {
-                (
-                    r["clients"].as_f64().unwrap_or(0.0),
-                    r[k].as_f64().unwrap_or(0.0),
-                )
-            })
-            .collect()
-    };
-    let chart = crate::report::line_chart(
-        "Response time against clients",
-        "clients (log scale)",
-        "ms",
-        &[
-            crate::report::Series {
-                name: "p50".into(),
-                points: points("p50_ms"),
-            },
-            crate::report::Series {
-                name: "p99".into(),
-                points: points("p99_ms"),
-            },
-        ],
-        true,
-    );
-    let html = crate::report::page(
-        "Folio pool workload",
-        &[t],
-        &[chart],
-        &crate::report::notes(&result),
-    );
-    crate::report::write(&a.out, &result, &html)
+    report::write_pool(&a.out, &result, &hists)
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 
 use crate::cli::Args;
 use crate::progress::Progress;
+
+mod report;
 use crate::remote::Endpoint;
 use hdrhistogram::Histogram;
 use nsf::{Engine, EngineConfig, Item, ItemUpdate, ItemValue};
@@ -102,6 +104,7 @@ pub(crate) struct Measured {
     fsyncs_per_sec: f64,
     commits_per_fsync: f64,
     p50_us: u64,
+    p95_us: u64,
     p99_us: u64,
     max_us: u64,
     log_bytes_per_commit: f64,
@@ -198,12 +201,13 @@ fn commit(a: &CommitArgs, args: &Args) -> Result<(), String> {
     ));
     let run_id = rand::random::<u32>();
     let mut rows = Vec::new();
+    let mut latencies = Vec::new();
     for &c in &a.clients {
-        let mut rounds: Vec<Vec<Measured>> = vec![Vec::new(); variants.len()];
+        let mut rounds: Vec<Vec<(Measured, Histogram<u64>)>> = vec![Vec::new(); variants.len()];
         for round in 0..a.rounds {
             for (i, v) in variants.iter().enumerate() {
                 progress.step(&format!("{c} clients, {}, round {}", v.name(), round + 1));
-                let m = match v {
+                let measured = match v {
                     Variant::Embedded { logged } => {
                         run_embedded(base.path(), a, c, *logged, round)?
                     }
@@ -216,13 +220,16 @@ fn commit(a: &CommitArgs, args: &Args) -> Result<(), String> {
                         run_remote(h, a, c, &tag)?
                     }
                 };
-                rounds[i].push(m);
+                rounds[i].push(measured);
             }
         }
         let mut row = serde_json::Map::new();
         row.insert("clients".into(), json!(c));
-        for (v, ms) in variants.iter().zip(&rounds) {
-            let m = median(ms);
+        let mut hists = Vec::new();
+        for (v, rs) in variants.iter().zip(&rounds) {
+            let ms: Vec<Measured> = rs.iter().map(|r| r.0.clone()).collect();
+            let mid = median_round(&ms);
+            let m = &ms[mid];
             progress.line(&format!(
                 "{:>7} {:>18} {:>10.0} {:>9.0} {:>8.1} {:>8} {:>8} {:>9.0} {:>10.0}% {:>9.1} {:>9.0}",
                 c,
@@ -238,8 +245,10 @@ fn commit(a: &CommitArgs, args: &Args) -> Result<(), String> {
                 m.cpu_us_per_commit
             ));
             row.insert(v.key().into(), json!({"median": m, "rounds": ms}));
+            hists.push(rs[mid].1.clone());
         }
         rows.push(serde_json::Value::Object(row));
+        latencies.push(report::Latencies { clients: c, hists });
     }
     let pg = if a.pgbench {
         progress.step("PostgreSQL pgbench");
@@ -263,20 +272,23 @@ fn commit(a: &CommitArgs, args: &Args) -> Result<(), String> {
         "disk": {"write4k_fdatasync_per_sec": disk4, "write64k_fdatasync_per_sec": disk64},
         "results": rows,
     });
-    crate::report::write_commit(
+    report::write(
         &a.out,
         &result,
         &variants
             .iter()
             .map(|v| (v.key(), v.name()))
             .collect::<Vec<_>>(),
+        &latencies,
     )
 }
 
-fn median(ms: &[Measured]) -> Measured {
-    let mut v = ms.to_vec();
-    v.sort_by(|a, b| a.commits_per_sec.total_cmp(&b.commits_per_sec));
-    v[v.len() / 2].clone()
+/// The index of the median round by commit rate (rounds is never empty:
+/// `--rounds` is at least 1).
+fn median_round(ms: &[Measured]) -> usize {
+    let mut order: Vec<usize> = (0..ms.len()).collect();
+    order.sort_by(|&a, &b| ms[a].commits_per_sec.total_cmp(&ms[b].commits_per_sec));
+    order[order.len() / 2]
 }
 
 pub(crate) fn machine() -> serde_json::Value {
@@ -435,6 +447,7 @@ fn measured(
     let mut m = Measured {
         commits_per_sec: total as f64 / elapsed,
         p50_us: h.value_at_quantile(0.5),
+        p95_us: h.value_at_quantile(0.95),
         p99_us: h.value_at_quantile(0.99),
         max_us: h.max(),
         context_switches_per_commit,
@@ -498,7 +511,7 @@ fn run_embedded(
     clients: usize,
     logged: bool,
     round: usize,
-) -> Result<Measured, String> {
+) -> Result<(Measured, Histogram<u64>), String> {
     let dir = base.join(format!(
         "c{clients}-{}-{round}",
         if logged { "on" } else { "off" }
@@ -568,7 +581,7 @@ fn run_embedded(
         e.close().map_err(|e| e.to_string())?;
     }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(m)
+    Ok((m, h))
 }
 
 /// A server the clients reach over the network: one connection per
@@ -592,7 +605,7 @@ fn run_remote(
     a: &CommitArgs,
     clients: usize,
     tag: &str,
-) -> Result<Measured, String> {
+) -> Result<(Measured, Histogram<u64>), String> {
     let names: Vec<String> = (0..a.databases)
         .map(|d| format!("load-commit/{tag}-d{d}.fdb"))
         .collect();
@@ -611,7 +624,7 @@ fn run_remote(
     let per_commit = MachineCounters::per_commit(machine, total);
     let after = target.counters()?;
     let m = measured(total, &h, elapsed, per_commit, (before, after));
-    Ok(m)
+    Ok((m, h))
 }
 
 /// The server's counters, asked over the native protocol.
@@ -638,7 +651,12 @@ const LOAD_THREADS: usize = 2;
 /// small event loop (the async client on a runtime of [`LOAD_THREADS`]),
 /// not a thread per client, so the load generator leaves the cores to the
 /// server as wrk does for HTTP.
-fn run_native(e: &Endpoint, a: &CommitArgs, clients: usize, tag: &str) -> Result<Measured, String> {
+fn run_native(
+    e: &Endpoint,
+    a: &CommitArgs,
+    clients: usize,
+    tag: &str,
+) -> Result<(Measured, Histogram<u64>), String> {
     let setup = e.connect("folio-load")?;
     let names: Vec<String> = (0..a.databases)
         .map(|d| format!("load-commit/{tag}-d{d}.fdb"))
@@ -709,7 +727,7 @@ fn run_native(e: &Endpoint, a: &CommitArgs, clients: usize, tag: &str) -> Result
     let per_commit = MachineCounters::per_commit(machine, total);
     let after = native_counters(e)?;
     let m = measured(total, &h, elapsed, per_commit, (before, after));
-    Ok(m)
+    Ok((m, h))
 }
 
 /// The HTTP API: one keep-alive connection per client.
