@@ -23,11 +23,11 @@ mod attach;
 mod config;
 mod directory;
 mod error;
-pub mod mime;
-pub mod smtp;
 mod mailbox;
 mod mailfile;
 mod message;
+pub mod mime;
+pub mod smtp;
 mod sysdb;
 mod template;
 
