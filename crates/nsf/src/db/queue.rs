@@ -137,6 +137,7 @@ impl Slot {
 fn replicate(e: &NsfError) -> NsfError {
     match e {
         NsfError::LogFull => NsfError::LogFull,
+        NsfError::EngineClosed => NsfError::EngineClosed,
         NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
         NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {
             path: path.clone(),
