@@ -253,6 +253,37 @@ fn decode(s: &impl PageStore, id: PageId, page: &PageBuf) -> StorageResult<Node>
     Ok(Node::Internal(out))
 }
 
+/// What a dump shows of one node page ([`describe_node`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeSummary {
+    Leaf {
+        entries: u32,
+        /// Body bytes not used by slots and cells.
+        free_bytes: u32,
+    },
+    Internal {
+        /// Child pages, leftmost first, with the entries under each.
+        children: Vec<(PageId, u64)>,
+        free_bytes: u32,
+    },
+}
+
+/// Decodes one node page with every check a read makes (slots inside the
+/// page, cells within it and within the size limits, no overlap), for
+/// `folio dump page`; a bad node is `Corrupt` naming the page.
+pub fn describe_node(s: &impl PageStore, id: PageId, page: &PageBuf) -> StorageResult<NodeSummary> {
+    Ok(match decode(s, id, page)? {
+        Node::Leaf(entries) => NodeSummary::Leaf {
+            entries: entries.len() as u32,
+            free_bytes: (PAGE_BODY - leaf_size(&entries)) as u32,
+        },
+        Node::Internal(children) => NodeSummary::Internal {
+            free_bytes: (PAGE_BODY - int_size(&children)) as u32,
+            children: children.iter().map(|c| (c.page, c.count)).collect(),
+        },
+    })
+}
+
 fn leaf_size(entries: &[Entry]) -> usize {
     LEAF_HDR
         + entries

@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod btree;
 pub mod bulk;
+pub mod describe;
 mod error;
 pub mod extsort;
 pub mod freelist;
