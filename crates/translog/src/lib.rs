@@ -13,7 +13,8 @@
 //!
 //! Module map, bottom-up: `geometry` (LSN arithmetic), `record`
 //! (framing), `control` and `extent` (on-disk metadata), `reader` (the
-//! I10 scan rules), `recovery` (the phases), `space` (capacity and
+//! I10 scan rules), `describe` (read-only dumps for `folio dump log`),
+//! `recovery` (the phases), `space` (capacity and
 //! checkpoint policy), `shared` and `writer` (append, group commit,
 //! poisoning), `log` and `open` (the public face). The invariants cited in
 //! comments (I1..I11) are those of the project's design spec.
@@ -21,6 +22,7 @@
 mod batch;
 mod config;
 mod control;
+mod describe;
 mod error;
 mod extent;
 mod geometry;
@@ -38,6 +40,9 @@ pub use batch::{Appended, Batch, PageChange, TxnId};
 pub use config::{
     LogConfig, LogStyle, Tuning, CIRCULAR_MAX_SIZE, DEFAULT_EXTENT_SIZE, DEFAULT_MAX_SIZE,
     LINEAR_MAX_SIZE, MAX_EXTENT_SIZE, MAX_FULL_WAIT, MIN_EXTENT_SIZE,
+};
+pub use describe::{
+    describe_log, ControlSummary, ExtentSummary, LogDump, RecordDetail, RecordSummary,
 };
 pub use error::LogError;
 pub use info::LogInfo;

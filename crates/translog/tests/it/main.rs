@@ -3,6 +3,7 @@
 
 mod common;
 mod control;
+mod describe;
 mod fs_backend;
 mod full;
 mod fuzz;
