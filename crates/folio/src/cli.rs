@@ -88,6 +88,10 @@ pub enum Cmd {
     /// The transaction log.
     #[command(subcommand)]
     Log(LogCmd),
+    /// Look inside database and log files (read only; opens no data
+    /// directory, so it works beside a running server).
+    #[command(subcommand)]
+    Dump(crate::dumpcli::DumpCmd),
     /// Live information from a running server.
     #[command(subcommand)]
     Show(ShowCmd),
@@ -234,6 +238,11 @@ pub fn run(args: Args) -> FolioResult<()> {
     match &args.cmd {
         Cmd::Serve(sa) => serve(&args, sa),
         Cmd::User(cmd) => crate::usercli::run(cmd, &args),
+        Cmd::Dump(cmd) => {
+            let mut out = BufWriter::new(io::stdout().lock());
+            let result = crate::dumpcli::run(cmd, &mut out);
+            result.and(out.flush().map_err(output::write_failed))
+        }
         Cmd::Load(cmd) => load::run(cmd, &args).map_err(FolioError::Workload),
         Cmd::Debug(DebugCmd::CrashWorkload(c)) => {
             crashtest::run_child(c, &args).map_err(FolioError::Workload)
@@ -295,6 +304,10 @@ fn check_options(args: &Args) -> FolioResult<()> {
             "does not apply to user commands: they change <data>/users.json directly",
         ),
         Cmd::Debug(_) => Ok(()),
+        Cmd::Dump(_) => refuse(
+            &[&server, &user, &tls_ca, &data, &config],
+            "does not apply to dump: it reads the file or directory it is given, and nothing else",
+        ),
         Cmd::Load(l) => {
             refuse(
                 &[&data, &config],

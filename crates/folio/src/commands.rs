@@ -43,9 +43,11 @@ pub fn run(
         Cmd::Mail(c) => mailcli::mail(store, c, input, out),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
-        Cmd::Serve(_) | Cmd::User(_) | Cmd::Load(_) | Cmd::Debug(_) => Err(FolioError::Internal(
-            "serve, user, load and debug commands do not run over a store".into(),
-        )),
+        Cmd::Serve(_) | Cmd::User(_) | Cmd::Load(_) | Cmd::Debug(_) | Cmd::Dump(_) => {
+            Err(FolioError::Internal(
+                "serve, user, load, dump and debug commands do not run over a store".into(),
+            ))
+        }
     }
 }
 

@@ -97,6 +97,10 @@ pub enum FolioError {
     /// database, closing.
     #[error(transparent)]
     Engine(#[from] nsf::NsfError),
+    /// The transaction log could not be read (`dump log`: a bad control
+    /// file, a corrupt record naming its LSN).
+    #[error(transparent)]
+    Log(#[from] translog::LogError),
     /// The views layer failed (listing or rebuilding views, closing).
     #[error(transparent)]
     Views(#[from] views::ViewError),

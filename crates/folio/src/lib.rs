@@ -10,6 +10,7 @@ pub mod crashtest;
 pub mod datadir;
 pub mod dbsload;
 pub mod docsload;
+pub mod dumpcli;
 pub mod error;
 pub mod load;
 pub mod local;
