@@ -47,8 +47,11 @@
 //!   `folio-sort-<pid>-<sorter>-<run>.tmp`, are unique within the process
 //!   and created with `CreateNew`, and they are removed as soon as they have
 //!   been merged, when the sorted output is exhausted, and when the sorter
-//!   or its output is dropped, on error too. A crash leaves them behind; the
-//!   owner of the temporary directory clears it at startup.
+//!   or its output is dropped, on error too. A crash leaves them behind;
+//!   [`remove_stale_runs`], run at start-up by the owner of the temporary
+//!   directory, removes those of processes that no longer exist (the
+//!   directory may be shared: the system's temporary directory, or one
+//!   used by a second server).
 //!
 //! The temporary-file format is specified in design.md §8.2.
 
@@ -963,6 +966,56 @@ impl Iterator for Sorted {
     }
 }
 
+/// Removes the run files a crashed process left in `dir`: every
+/// `folio-sort-<pid>-*.tmp` whose process no longer exists. Files of live
+/// processes (this one, another server sharing the directory) are left
+/// alone. Returns how many were removed; a missing directory has none.
+pub fn remove_stale_runs(backend: &dyn Backend, dir: &Path) -> io::Result<usize> {
+    if !backend.is_dir(dir) {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    for path in backend.read_dir(dir)? {
+        let stale = run_file_pid(&path).is_some_and(|pid| !process_exists(pid));
+        if stale {
+            match backend.remove_file(&path) {
+                Ok(()) => removed += 1,
+                // Another process cleaning the same directory got there first.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// The pid in a run file's name, or `None` for any other file.
+fn run_file_pid(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix("folio-sort-")?.strip_suffix(".tmp")?;
+    let parts: Vec<&str> = rest.split('-').collect();
+    let [pid, sorter, run] = parts[..] else {
+        return None;
+    };
+    let numbered = sorter.parse::<u64>().is_ok() && run.parse::<u64>().is_ok();
+    numbered.then(|| pid.parse().ok()).flatten()
+}
+
+/// Whether a process with this pid exists (signal 0 checks without
+/// sending; EPERM means it exists but belongs to someone else).
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for the process; it has no
+    // memory-safety preconditions.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1363,5 +1416,36 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn stale_runs_of_dead_processes_are_removed_and_live_ones_kept() {
+        let m = crate::backend::MemBackend::new();
+        let dir = Path::new("/sort");
+        m.create_dir_all(dir).unwrap();
+        let dead = i32::MAX as u32; // above any pid_max: never a process
+        let mine = std::process::id();
+        let names = [
+            format!("folio-sort-{dead}-1-0.tmp"),
+            format!("folio-sort-{dead}-2-13.tmp"),
+            format!("folio-sort-{mine}-1-0.tmp"),
+            format!("folio-sort-{dead}-1.tmp"),
+            "folio-sort-x-1-0.tmp".to_string(),
+            "notes.txt".to_string(),
+        ];
+        for n in &names {
+            m.open(&dir.join(n), OpenMode::CreateNew).unwrap();
+        }
+        assert_eq!(remove_stale_runs(&m, dir).unwrap(), 2);
+        let left: Vec<String> = m
+            .read_dir(dir)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+            .collect();
+        let mut want: Vec<String> = names[2..].to_vec();
+        want.sort();
+        assert_eq!(left, want);
+        assert_eq!(remove_stale_runs(&m, Path::new("/none")).unwrap(), 0);
     }
 }

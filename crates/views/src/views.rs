@@ -117,7 +117,20 @@ pub struct UpdateReport {
 }
 
 impl Views {
+    /// The views layer of a process. Removes the temporary sort files
+    /// that rebuilds of crashed processes left in `rebuild_dir`
+    /// (`storage::extsort::remove_stale_runs`; design.md §8.2); failing
+    /// to is logged, never fatal: stale files waste space, nothing more.
     pub fn new(backend: Arc<dyn Backend>, config: ViewConfig) -> Views {
+        match storage::extsort::remove_stale_runs(backend.as_ref(), &config.rebuild_dir) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(dir = %config.rebuild_dir.display(), "removed {n} temporary sort files left by a crash")
+            }
+            Err(e) => {
+                tracing::warn!(dir = %config.rebuild_dir.display(), "cannot remove temporary sort files left by a crash: {e}")
+            }
+        }
         Views {
             backend,
             config,
