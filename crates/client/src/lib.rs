@@ -81,6 +81,7 @@ pub use search::SearchHits;
 
 pub use protocol::{
     CollectionHandle, Compression, Cursor, DatabaseInfo, DatabaseSummary, DbHandle, DocRef,
-    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailUser, NoteId, NoteMeta, ProtocolError, ReadFlags, Request, Response, Row,
-    SessionId, Start, StatValue, Statistic, Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
+    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailUser, NoteId, NoteMeta,
+    ProtocolError, ReadFlags, Request, Response, Row, SessionId, Start, StatValue, Statistic,
+    Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
 };

@@ -63,8 +63,5 @@ impl Client {
 }
 
 fn unexpected(expected: &str, got: MailAdminAnswer) -> ClientError {
-    ClientError::unexpected(
-        &format!("MailAdmin({expected})"),
-        &Response::MailAdmin(got),
-    )
+    ClientError::unexpected(&format!("MailAdmin({expected})"), &Response::MailAdmin(got))
 }

@@ -353,11 +353,9 @@ impl Store for RemoteStore {
     }
 
     fn create_mail_user(&self, new: &mail::NewPerson) -> FolioResult<mail::Person> {
-        let user = self.client.create_mail_user(
-            &new.name,
-            &new.aliases,
-            new.server_user.as_deref(),
-        )?;
+        let user =
+            self.client
+                .create_mail_user(&new.name, &new.aliases, new.server_user.as_deref())?;
         person(user)
     }
 
