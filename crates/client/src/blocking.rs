@@ -300,6 +300,30 @@ impl Client {
     pub fn my_access(&self, path: &str) -> Result<crate::Access, ClientError> {
         self.wait(self.inner.my_access(path))
     }
+
+    /// See [`crate::Client::create_mail_user`].
+    pub fn create_mail_user(
+        &self,
+        name: &str,
+        aliases: &[String],
+        server_user: Option<&str>,
+    ) -> Result<crate::MailUser, ClientError> {
+        self.wait(self.inner.create_mail_user(name, aliases, server_user))
+    }
+
+    /// See [`crate::Client::list_mail_users`].
+    pub fn list_mail_users(&self) -> Result<Vec<crate::MailUser>, ClientError> {
+        self.wait(self.inner.list_mail_users())
+    }
+
+    /// See [`crate::Client::remove_mail_user`].
+    pub fn remove_mail_user(
+        &self,
+        name: &str,
+        delete_file: bool,
+    ) -> Result<crate::MailUser, ClientError> {
+        self.wait(self.inner.remove_mail_user(name, delete_file))
+    }
 }
 
 /// The hits of a running search as an iterator; after the last hit,

@@ -66,6 +66,7 @@ pub mod blocking;
 mod client;
 mod driver;
 mod error;
+mod mailadmin;
 mod options;
 mod requests;
 mod search;
@@ -80,6 +81,7 @@ pub use search::SearchHits;
 
 pub use protocol::{
     CollectionHandle, Compression, Cursor, DatabaseInfo, DatabaseSummary, DbHandle, DocRef,
-    Document, ErrorCode, Found, NoteId, NoteMeta, ProtocolError, ReadFlags, Request, Response, Row,
-    SessionId, Start, StatValue, Statistic, Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
+    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailUser, NoteId, NoteMeta,
+    ProtocolError, ReadFlags, Request, Response, Row, SessionId, Start, StatValue, Statistic,
+    Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
 };

@@ -43,8 +43,8 @@ pub enum FolioError {
         /// The command, as typed (`db check`).
         command: &'static str,
     },
-    /// The command has no server side yet (the mail commands until the
-    /// server has mail endpoints).
+    /// The command has no server side yet (`mail send` until the server
+    /// has a send door).
     #[error("{command} is not yet supported over --server: run it on the data directory (without --server, with the server stopped)")]
     NotYetOverServer {
         /// The command, as typed (`mail send`).

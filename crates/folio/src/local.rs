@@ -15,8 +15,9 @@
 //! The operations on the files themselves (`db check`, `view list`,
 //! `view rebuild`, `log info`) are here only; `show stats` is a server's.
 //!
-//! The mail commands (`mail create-user`, `list-users`, `remove-user`,
-//! `send`) call the `mail` crate on the same engine and views. With no
+//! The mail user commands (`mail create-user`, `list-users`,
+//! `remove-user`) go through the service like every other; `mail send`
+//! calls the `mail` crate on the same engine and views. With no
 //! signed-in user, `mail send` sends as the person `--from` names. A mail
 //! file `remove-user --delete-file` gives up is deleted when the store
 //! closes, after the engine's final checkpoint: then no log record still
@@ -357,17 +358,16 @@ impl Store for LocalStore {
     }
 
     fn create_mail_user(&self, new: &NewPerson) -> FolioResult<Person> {
-        let (engine, views) = (self.service.engine(), self.service.views());
-        Ok(mail::create_user(engine, views, &self.directory()?, new)?)
+        Ok(self.service.create_mail_user(&self.caller, new)?)
     }
 
     fn list_mail_users(&self) -> FolioResult<Vec<Person>> {
-        Ok(self.directory()?.list()?)
+        Ok(self.service.list_mail_users(&self.caller)?)
     }
 
     fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser> {
-        let dir = self.directory()?;
         if delete_file {
+            let dir = self.directory()?;
             let person = dir.person(name)?;
             let sharing = dir
                 .list()?
@@ -380,7 +380,9 @@ impl Store for LocalStore {
                 )));
             }
         }
-        let person = dir.remove_person(name)?;
+        // The file is this store's to delete, after the engine's shutdown;
+        // the service keeps it (a running server cannot delete it).
+        let person = self.service.remove_mail_user(&self.caller, name, false)?;
         let file = if !delete_file {
             MailFileFate::Kept
         } else if self.service.engine().backend().exists(

@@ -4,8 +4,10 @@
 //!
 //! Input is checked before the store is asked: addresses parse, the body
 //! on stdin is UTF-8 and within the body limit (stdin is read no further
-//! than that), each file to attach opens. Over `--server` these commands
-//! are refused until the server has mail endpoints.
+//! than that), each file to attach opens. Over `--server` the user
+//! commands run on the server (for server administrators; `remove-user
+//! --delete-file` is refused there), and `send` is refused until the
+//! server has a send door.
 
 use crate::error::{FolioError, FolioResult};
 use crate::output;
@@ -39,7 +41,8 @@ pub enum MailCmd {
     RemoveUser {
         /// Any of the person's names.
         name: String,
-        /// Delete the mail file too.
+        /// Delete the mail file too (embedded only: a running server
+        /// cannot delete a database it may have open).
         #[arg(long)]
         delete_file: bool,
     },

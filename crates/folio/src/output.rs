@@ -42,14 +42,7 @@ pub fn serialized(v: &impl serde::Serialize) -> FolioResult<Json> {
 
 /// A person of the mail directory.
 pub fn person(p: &mail::Person) -> Json {
-    json!({
-        "name": p.full_name,
-        "short_name": p.short_name,
-        "aliases": p.aliases,
-        "mail_file": p.mail_file.as_str(),
-        "server_user": p.server_user,
-        "unid": p.unid.to_string(),
-    })
+    server::json::person(p)
 }
 
 /// A person taken out of the directory, and what became of their file.
@@ -59,11 +52,7 @@ pub fn removed_user(r: &RemovedUser) -> Json {
         MailFileFate::Deleted => "deleted",
         MailFileFate::Absent => "absent",
     };
-    json!({
-        "removed": r.person.full_name,
-        "mail_file": r.person.mail_file.as_str(),
-        "file": file,
-    })
+    server::json::removed_person(&r.person, file)
 }
 
 /// Where a message went.

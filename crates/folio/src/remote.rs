@@ -8,14 +8,18 @@
 //! in-process. The server's refusals come back as error codes and become
 //! the same [`FolioError`] variants, with the same messages, as embedded.
 //! What needs the data directory's files (`db check`, `view list`, `view
-//! rebuild`, `log info`) says so instead of guessing, and so do the mail
-//! commands, which the server does not offer yet.
+//! rebuild`, `log info`) says so instead of guessing, and so does `mail
+//! send`, which the server does not offer yet. The mail user commands
+//! (`create-user`, `list-users`, `remove-user`) run on the server as the
+//! signed-in user, who must be a server administrator; `remove-user
+//! --delete-file` is refused there (a running engine cannot delete a
+//! database it may have open) and changes nothing.
 
 use crate::cli::Args;
 use crate::error::{FolioError, FolioResult};
 use crate::store::{
-    Changes, Doc, FolderChange, JsonObject, RemovedUser, Sent, Store, ViewPage, ViewSummary,
-    ViewUpdate,
+    Changes, Doc, FolderChange, JsonObject, MailFileFate, RemovedUser, Sent, Store, ViewPage,
+    ViewSummary, ViewUpdate,
 };
 use client::blocking::Client;
 use client::{ClientOptions, DbHandle, TlsOptions};
@@ -142,6 +146,24 @@ impl RemoteStore {
 
 fn wire(unid: Unid) -> protocol::Unid {
     protocol::Unid(unid.0)
+}
+
+/// A person as the server described one.
+fn person(u: client::MailUser) -> FolioResult<mail::Person> {
+    let mail_file = nsf::DbPath::parse(&u.mail_file).map_err(|e| {
+        FolioError::Internal(format!(
+            "the server named {:?}'s mail file {:?}: {e}",
+            u.full_name, u.mail_file
+        ))
+    })?;
+    Ok(mail::Person {
+        unid: Unid(u.unid.0),
+        full_name: u.full_name,
+        short_name: u.short_name,
+        aliases: u.aliases,
+        mail_file,
+        server_user: u.server_user,
+    })
 }
 
 fn json_text(items: &JsonObject) -> String {
@@ -330,21 +352,26 @@ impl Store for RemoteStore {
         Ok(self.client.set_acl(path, &acl.to_json())?)
     }
 
-    fn create_mail_user(&self, _new: &mail::NewPerson) -> FolioResult<mail::Person> {
-        Err(FolioError::NotYetOverServer {
-            command: "mail create-user",
-        })
+    fn create_mail_user(&self, new: &mail::NewPerson) -> FolioResult<mail::Person> {
+        let user =
+            self.client
+                .create_mail_user(&new.name, &new.aliases, new.server_user.as_deref())?;
+        person(user)
     }
 
     fn list_mail_users(&self) -> FolioResult<Vec<mail::Person>> {
-        Err(FolioError::NotYetOverServer {
-            command: "mail list-users",
-        })
+        self.client
+            .list_mail_users()?
+            .into_iter()
+            .map(person)
+            .collect()
     }
 
-    fn remove_mail_user(&self, _name: &str, _delete_file: bool) -> FolioResult<RemovedUser> {
-        Err(FolioError::NotYetOverServer {
-            command: "mail remove-user",
+    fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser> {
+        let user = self.client.remove_mail_user(name, delete_file)?;
+        Ok(RemovedUser {
+            person: person(user)?,
+            file: MailFileFate::Kept,
         })
     }
 

@@ -29,9 +29,12 @@
 //! list`, `view rebuild`, `log info`) and one needs a server (`show
 //! stats`); the store that cannot do one refuses it with
 //! [`FolioError::NeedsDataDirectory`] or [`FolioError::NeedsServer`].
-//! The mail operations (directory, mail files, sending) run embedded
-//! only until the server has mail endpoints; the networked store refuses
-//! them with [`FolioError::NotYetOverServer`].
+//! The mail user operations (the directory and mail files) are the
+//! service's too, for server administrators; a running server keeps a
+//! removed person's mail file (it cannot delete a database it may have
+//! open), so `remove-user --delete-file` works embedded only. Sending
+//! runs embedded only until the server has a send door; the networked
+//! store refuses it with [`FolioError::NotYetOverServer`].
 //!
 //! [`FolioError::NeedsDataDirectory`]: crate::error::FolioError::NeedsDataDirectory
 //! [`FolioError::NeedsServer`]: crate::error::FolioError::NeedsServer
@@ -303,7 +306,8 @@ pub trait Store {
     /// this returns). Their mail file is kept, unless `delete_file`: then
     /// it is deleted once nothing can write it any more (embedded: when
     /// the store closes, after the engine's final checkpoint; the command
-    /// fails if that fails).
+    /// fails if that fails). A server refuses `delete_file`, removing
+    /// nothing.
     fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser>;
     /// Sends `msg` with `files` attached from `sender` (embedded: the
     /// person `--from` names; over a server it will be the signed-in

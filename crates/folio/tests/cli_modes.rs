@@ -425,6 +425,55 @@ fn script(s: &mut Session, work: &Path) -> Vec<Step> {
         ),
     );
     log.ok("acl unchanged", s.run(&["acl", "show", "m.fdb"], ""));
+
+    // Mail users: the directory and mail files.
+    log.ok("mail list-users, none", s.run(&["mail", "list-users"], ""));
+    log.ok(
+        "mail create-user",
+        s.run(
+            &[
+                "mail",
+                "create-user",
+                "Alice  Smith",
+                "--alias",
+                "alice@example.com",
+                "--server-user",
+                "alice",
+            ],
+            "",
+        ),
+    );
+    log.ok(
+        "mail create-user bob",
+        s.run(&["mail", "create-user", "bob"], ""),
+    );
+    log.ok("mail list-users", s.run(&["mail", "list-users"], ""));
+    log.fails(
+        "mail create-user, name taken",
+        s.run(&["mail", "create-user", "ALICE smith"], ""),
+    );
+    log.fails(
+        "mail create-user, alias taken",
+        s.run(&["mail", "create-user", "Carol", "--alias", "BOB"], ""),
+    );
+    log.fails(
+        "mail create-user, bad name",
+        s.run(&["mail", "create-user", "Eve, the Spy"], ""),
+    );
+    log.fails(
+        "mail remove-user, unknown",
+        s.run(&["mail", "remove-user", "nobody"], ""),
+    );
+    log.ok(
+        "mail remove-user",
+        s.run(&["mail", "remove-user", "alice@example.com"], ""),
+    );
+    log.fails(
+        "mail create-user, file kept",
+        s.run(&["mail", "create-user", "Alice Smith"], ""),
+    );
+    log.ok("mail list-users after", s.run(&["mail", "list-users"], ""));
+    log.ok("mail files kept", s.run(&["db", "list"], ""));
     log.0
 }
 

@@ -73,6 +73,16 @@ pub struct NewPerson {
     pub server_user: Option<String>,
 }
 
+impl NewPerson {
+    /// Checks the names and the server user as adding the person would,
+    /// without a directory: a caller can refuse bad input before it opens
+    /// (and so makes) anything. Whether a name is taken is the
+    /// directory's to say.
+    pub fn check(&self) -> MailResult<()> {
+        checked(self).map(drop)
+    }
+}
+
 /// A person document.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Person {

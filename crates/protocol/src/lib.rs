@@ -14,6 +14,7 @@
 //! ```text
 //!   ServerConnection / ClientConnection   state machines: handshake, rules, request ids
 //!     message    Request / Response / Failure bodies (postcard, JSON documents)
+//!       mailadmin  the mail user administration request and answer
 //!     handshake  Hello / Welcome, version and compression negotiation
 //!     wire       per-connection frame decoder + output buffer + compression
 //!       compress   off / fast (LZ4) / strong (zstd), bomb-proof decompression
@@ -28,6 +29,7 @@ mod error;
 mod frame;
 mod handshake;
 mod ids;
+mod mailadmin;
 mod message;
 mod server;
 mod state;
@@ -45,6 +47,7 @@ pub use handshake::{
     SUPPORTED_VERSIONS,
 };
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
+pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use message::{
     DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta, ReadFlags, Request,
     Response, Row, Shape, Start, StatValue, Statistic, Value, MAX_ERROR_MESSAGE,

@@ -34,6 +34,7 @@
 use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::FrameType;
 use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
+use crate::mailadmin::{MailAdminAnswer, MailAdminRequest};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -247,6 +248,9 @@ pub enum Request {
         /// The definition.
         json: String,
     },
+    /// Mail user administration (server administrators only); answered
+    /// with `MailAdmin`. See `mailadmin.rs`.
+    MailAdmin(MailAdminRequest),
 }
 
 /// How a request names a document.
@@ -389,6 +393,8 @@ pub enum Response {
         /// Roles the caller holds in the database.
         roles: Vec<String>,
     },
+    /// Answer to `MailAdmin`.
+    MailAdmin(MailAdminAnswer),
 }
 
 /// A database in a list.

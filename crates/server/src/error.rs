@@ -3,7 +3,8 @@
 //! Every failure a client can cause or see maps to one protocol
 //! [`ErrorCode`] (and so to one HTTP status): the native driver and the
 //! HTTP API answer the same mistake the same way. The engine's errors
-//! (`nsf`, `views`) are mapped onto it here, once, for every operation.
+//! (`nsf`, `views`, `mail`) are mapped onto it here, once, for every
+//! operation.
 
 use nsf::NsfError;
 use protocol::ErrorCode;
@@ -158,6 +159,24 @@ pub(crate) fn view_err(e: ViewError) -> ServerError {
         | ViewError::NotSorted { .. }
         | ViewError::ViewExists { .. }) => ServerError::BadRequest(e.to_string()),
         e => ServerError::Internal(e.to_string()),
+    }
+}
+
+/// Maps the mail layer's errors onto the server's. The message is the
+/// mail layer's own, so an embedded command and a server say the same.
+pub(crate) fn mail_err(e: mail::MailError) -> ServerError {
+    use mail::MailError as M;
+    let msg = e.to_string();
+    match e {
+        M::Nsf(e) => nsf_err(e),
+        M::View(e) => view_err(e),
+        M::UnknownPerson(_) => ServerError::NotFound(msg),
+        M::NameTaken { .. } | M::MailFileExists { .. } => ServerError::SaveConflict(msg),
+        M::TooLarge { .. } => ServerError::TooLarge(msg),
+        M::ForgedSender { .. } => ServerError::Forbidden(msg),
+        M::Setting { key, reason } => ServerError::Setting { key, reason },
+        M::BadStored { .. } => ServerError::Internal(msg),
+        _ => ServerError::BadRequest(msg),
     }
 }
 

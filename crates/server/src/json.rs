@@ -60,3 +60,27 @@ pub fn value(v: &Value) -> Json {
     };
     views::value_json(&v)
 }
+
+/// A person in the mail directory (`GET /mail/users`, `folio mail
+/// list-users`).
+pub fn person(p: &mail::Person) -> Json {
+    json!({
+        "name": p.full_name,
+        "short_name": p.short_name,
+        "aliases": p.aliases,
+        "mail_file": p.mail_file.as_str(),
+        "server_user": p.server_user,
+        "unid": p.unid.to_string(),
+    })
+}
+
+/// A person taken out of the directory, and what became of their mail
+/// file: `kept`, `deleted` or `absent` (`DELETE /mail/users/{name}`,
+/// `folio mail remove-user`).
+pub fn removed_person(p: &mail::Person, file: &str) -> Json {
+    json!({
+        "removed": p.full_name,
+        "mail_file": p.mail_file.as_str(),
+        "file": file,
+    })
+}

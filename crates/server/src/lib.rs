@@ -22,8 +22,8 @@
 //!   descriptors.rs descriptor limit raised, connection limits fitted under it
 //! ```
 //!
-//! This crate sits on `nsf`, `views` and `protocol`; only the `folio`
-//! binary sits on it.
+//! This crate sits on `nsf`, `views`, `mail` and `protocol`; only the
+//! `folio` binary sits on it.
 
 pub mod auth;
 mod descriptors;

@@ -794,6 +794,7 @@ impl Job {
                 let (user, level, roles) = s.my_access(caller, &path)?;
                 Response::Access { user, level, roles }
             }
+            R::MailAdmin(request) => Response::MailAdmin(s.mail_admin(caller, request)?),
         })
     }
 

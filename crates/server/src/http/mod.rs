@@ -59,6 +59,7 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
+//!   mail_users.rs   mail users: create, list, remove (administrators)
 //! ```
 
 mod admin;
@@ -67,6 +68,7 @@ mod attachments;
 mod databases;
 mod documents;
 mod extract;
+mod mail_users;
 mod stream;
 mod views;
 
@@ -75,7 +77,7 @@ use answer::{no_route, wrong_method};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use std::sync::Arc;
 
@@ -116,6 +118,11 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/db/{db}/folders/{name}/add", post(views::folder_add))
         .route("/db/{db}/folders/{name}/remove", post(views::folder_remove))
         .route("/db/{db}/search", post(views::search))
+        .route(
+            "/mail/users",
+            get(mail_users::list_users).post(mail_users::create_user),
+        )
+        .route("/mail/users/{name}", delete(mail_users::remove_user))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::middleware::from_fn_with_state(

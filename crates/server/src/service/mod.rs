@@ -38,6 +38,7 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
+//!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   wire.rs         engine values as protocol values
 //! ```
 
@@ -46,11 +47,13 @@ mod admin;
 mod attachments;
 mod databases;
 mod documents;
+mod mail_users;
 mod views;
 mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
+pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
 pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;
 

@@ -1,0 +1,97 @@
+//! Mail user administration: the directory's people and their mail
+//! files, over the network (tag 25 of `Request`, tag 19 of `Response`).
+//!
+//! The three operations travel as one request variant carrying a
+//! [`MailAdminRequest`], and are answered by one response variant
+//! carrying a [`MailAdminAnswer`]: the mail requests keep to two tags of
+//! the top-level enums, and grow here (appended variants, as everywhere
+//! in this crate) without touching the others. They are for server
+//! administrators only; docs/protocol.md §5.2 and docs/http.md ("Mail
+//! users") give the refusals.
+//!
+//! A person travels as typed fields, not JSON text: it is a fixed record
+//! the mail layer defines (docs/mail.md), not a document of free items.
+
+use crate::ids::Unid;
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+use proptest_derive::Arbitrary;
+
+/// A mail user administration request. The variant order is the wire
+/// format.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum MailAdminRequest {
+    /// Adds a person to the directory and makes their mail file;
+    /// answered with `Created`.
+    CreateUser {
+        /// The full name.
+        name: String,
+        /// Other names mail to the person may use.
+        aliases: Vec<String>,
+        /// The server user the person signs in as (`None`: the full name).
+        server_user: Option<String>,
+    },
+    /// Every person in the directory, by full name; answered with `Users`.
+    ListUsers,
+    /// Takes the person a name names out of the directory; answered with
+    /// `Removed`. The mail file is kept: `delete_file: true` is refused
+    /// (400) by a running server, whose engine cannot delete a database
+    /// it may have open.
+    RemoveUser {
+        /// Any of the person's names.
+        name: String,
+        /// Delete the mail file too (refused over the network).
+        delete_file: bool,
+    },
+}
+
+/// The answer to a [`MailAdminRequest`]. The variant order is the wire
+/// format.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum MailAdminAnswer {
+    /// The person added.
+    Created(MailUser),
+    /// Every person, by full name.
+    Users(Vec<MailUser>),
+    /// The person removed; their mail file was kept.
+    Removed(MailUser),
+}
+
+/// A person in the directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct MailUser {
+    /// The person document's UNID.
+    pub unid: Unid,
+    /// The full name, white space collapsed.
+    pub full_name: String,
+    /// The full name in lowercase, spaces as dots.
+    pub short_name: String,
+    /// Other names.
+    pub aliases: Vec<String>,
+    /// The mail file's path, `mail/<short name>.fdb`.
+    pub mail_file: String,
+    /// The server user the person signs in as.
+    pub server_user: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{MailAdminRequest, Request};
+
+    /// The mail requests sit at tag 25, their own variants after it.
+    #[test]
+    fn mail_admin_requests_have_their_tags() {
+        let r = Request::MailAdmin(MailAdminRequest::ListUsers);
+        assert_eq!(r.encode().unwrap(), [25, 1]);
+        let r = Request::MailAdmin(MailAdminRequest::RemoveUser {
+            name: "a".into(),
+            delete_file: true,
+        });
+        assert_eq!(r.encode().unwrap(), [25, 2, 1, b'a', 1]);
+        assert_eq!(Request::decode(&[25, 2, 1, b'a', 2]).ok(), None);
+    }
+}

@@ -1,0 +1,151 @@
+//! Mail user administration: adding people to the directory (each with
+//! a mail file from the template), listing them, taking them out.
+//!
+//! The `mail` crate does the work (`names.fdb`, `mail/<short name>.fdb`;
+//! docs/mail.md); this file decides who may ask and what a running
+//! server will not do. The embedded `folio mail …` commands come through
+//! here too (as an administrator), so both ways run the same checks and
+//! refuse with the same words.
+//!
+//! Who may: server administrators only. The check comes first, before
+//! the input is looked at or the directory opened, so a caller who is
+//! not an administrator gets the same answer whatever the name (401 when
+//! anonymous, 403 when signed in) and learns nothing about who is in the
+//! directory from these operations. (Signed-in users can read the
+//! directory as a database, `names.fdb`, whose ACL gives them Reader
+//! access: mail clients look names up.)
+//!
+//! What a running server will not do: delete a mail file. The engine
+//! cannot delete a database it may have open or whose changes its log may
+//! still replay (design.md §12), so `delete_file` is refused (400) with
+//! the reason and what to do instead; the embedded command deletes the
+//! file after the engine's final checkpoint.
+//!
+//! Bad input changes nothing: names are checked before the directory is
+//! opened (opening it makes it on first use), and removing or listing
+//! with no directory yet makes none.
+
+use super::{Caller, Service};
+use crate::error::mail_err;
+use crate::{ServerError, ServerResult};
+use mail::{Directory, NewPerson, Person, DIRECTORY_PATH};
+use protocol::{MailAdminAnswer, MailAdminRequest, MailUser};
+
+/// Why `delete_file` is refused over the network.
+pub const DELETE_FILE_REFUSED: &str = "deleting a mail file is not offered by a running server: \
+     its engine cannot delete a database it may have open or whose changes its log may still \
+     replay; nothing was removed. Remove the user keeping the file, or stop the server and run \
+     `folio mail remove-user NAME --delete-file` on the data directory";
+
+impl Service {
+    /// Adds a person to the directory and makes their mail file (server
+    /// administrators only). Durable when this returns: the person
+    /// document, then the mail file, each committed through the log (I2);
+    /// a crash between them leaves a person without a file, never a file
+    /// without a person (design.md §12).
+    pub fn create_mail_user(&self, caller: &Caller, new: &NewPerson) -> ServerResult<Person> {
+        require_admin(caller)?;
+        new.check().map_err(mail_err)?;
+        let dir = Directory::open(&self.engine, &self.views).map_err(mail_err)?;
+        mail::create_user(&self.engine, &self.views, &dir, new).map_err(mail_err)
+    }
+
+    /// Every person in the directory, by full name (server administrators
+    /// only).
+    pub fn list_mail_users(&self, caller: &Caller) -> ServerResult<Vec<Person>> {
+        require_admin(caller)?;
+        match self.directory()? {
+            Some(dir) => dir.list().map_err(mail_err),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Takes the person `name` names (any of their names) out of the
+    /// directory, keeping their mail file (server administrators only).
+    /// Durable when this returns (I2). `delete_file` is refused, changing
+    /// nothing (see the module docs); the embedded store deletes the file
+    /// itself once its engine is shut down, and passes `false`.
+    pub fn remove_mail_user(
+        &self,
+        caller: &Caller,
+        name: &str,
+        delete_file: bool,
+    ) -> ServerResult<Person> {
+        require_admin(caller)?;
+        if delete_file {
+            return Err(ServerError::BadRequest(DELETE_FILE_REFUSED.into()));
+        }
+        let Some(dir) = self.directory()? else {
+            return Err(mail_err(mail::MailError::UnknownPerson(name.to_string())));
+        };
+        dir.remove_person(name).map_err(mail_err)
+    }
+
+    /// A mail administration request of the native protocol, answered.
+    pub fn mail_admin(
+        &self,
+        caller: &Caller,
+        request: MailAdminRequest,
+    ) -> ServerResult<MailAdminAnswer> {
+        Ok(match request {
+            MailAdminRequest::CreateUser {
+                name,
+                aliases,
+                server_user,
+            } => {
+                let new = NewPerson {
+                    name,
+                    aliases,
+                    server_user,
+                };
+                MailAdminAnswer::Created(mail_user(&self.create_mail_user(caller, &new)?))
+            }
+            MailAdminRequest::ListUsers => MailAdminAnswer::Users(
+                self.list_mail_users(caller)?
+                    .iter()
+                    .map(mail_user)
+                    .collect(),
+            ),
+            MailAdminRequest::RemoveUser { name, delete_file } => MailAdminAnswer::Removed(
+                mail_user(&self.remove_mail_user(caller, &name, delete_file)?),
+            ),
+        })
+    }
+
+    /// The directory, if it has been made.
+    fn directory(&self) -> ServerResult<Option<Directory<'_>>> {
+        let path = self.engine.data_dir().join(DIRECTORY_PATH);
+        if !self.engine.backend().exists(&path) {
+            return Ok(None);
+        }
+        Directory::open(&self.engine, &self.views)
+            .map(Some)
+            .map_err(mail_err)
+    }
+}
+
+/// A person as the protocol carries one.
+pub fn mail_user(p: &Person) -> MailUser {
+    MailUser {
+        unid: protocol::Unid(p.unid.0),
+        full_name: p.full_name.clone(),
+        short_name: p.short_name.clone(),
+        aliases: p.aliases.clone(),
+        mail_file: p.mail_file.to_string(),
+        server_user: p.server_user.clone(),
+    }
+}
+
+/// Refuses callers who are not server administrators, whatever they ask.
+fn require_admin(caller: &Caller) -> ServerResult<()> {
+    match (&caller.user, caller.admin) {
+        (_, true) => Ok(()),
+        (None, false) => Err(ServerError::Unauthenticated(
+            "mail user administration is for server administrators: sign in as one".into(),
+        )),
+        (Some(u), false) => Err(ServerError::Forbidden(format!(
+            "user {u:?} is not a server administrator: mail user administration is for \
+             server administrators"
+        ))),
+    }
+}
