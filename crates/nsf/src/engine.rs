@@ -681,6 +681,7 @@ impl Engine {
         self.check_open()?;
         let key = DbPath::parse(path)?;
         self.outside_log(&key)?;
+        close_if_idle(&self.shared, &key);
         let claim = match self.lookup(&key) {
             Lookup::Open(..) => {
                 return Err(NsfError::Invalid(format!(
@@ -927,6 +928,53 @@ fn close_idle(s: &Shared, target: usize) -> usize {
     }
     s.dbs_changed.notify_all();
     gone.len()
+}
+
+/// Closes the instance of `key` if it is open and idle (as `close_idle`
+/// closes one, I19), so that fixup can claim the path.
+fn close_if_idle(s: &Shared, key: &DbPath) {
+    let _one = s.closing.lock();
+    let victim = {
+        let mut dbs = s.dbs.lock();
+        match dbs.slots.get(key) {
+            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {}
+            _ => return,
+        }
+        match dbs.slots.insert(key.clone(), Slot::Closing) {
+            Some(Slot::Open { db, file, .. }) => Victim {
+                key: key.clone(),
+                db,
+                file,
+            },
+            _ => return,
+        }
+    };
+    victim.db.run_close_hooks();
+    write_out(s, std::slice::from_ref(&victim));
+    let Victim { key, db, file } = victim;
+    let db = if Arc::strong_count(&db) == 1 && db.release_pool().is_ok() {
+        // The last reference goes before the slot is freed (I18).
+        drop(Arc::into_inner(db));
+        None
+    } else {
+        Some(db)
+    };
+    let mut dbs = s.dbs.lock();
+    match db {
+        None => {
+            dbs.slots.remove(&key);
+            if let Some(f) = file {
+                dbs.by_file.remove(&f);
+            }
+            dbs.instances -= 1;
+            dbs.closed += 1;
+        }
+        Some(db) => {
+            let used = dbs.tick();
+            dbs.slots.insert(key, Slot::Open { db, used, file });
+        }
+    }
+    s.dbs_changed.notify_all();
 }
 
 /// Marks `Closing` the least recently used idle instances beyond `target`
