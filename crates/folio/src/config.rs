@@ -106,6 +106,10 @@ pub struct TranslogSection {
     /// Milliseconds a commit waits for space when the log is full before
     /// failing with "log full".
     pub full_wait_ms: Option<u64>,
+    /// Fix up, at start-up, every database restart recovery could not
+    /// bring back or that failed and was detached from the log (default
+    /// true).
+    pub auto_fixup: Option<bool>,
 }
 
 /// A byte size: an integer, or a string such as "512MiB".
@@ -288,6 +292,9 @@ impl FileConfig {
             cfg.flush_interval = Duration::from_secs_f64(s);
         }
         cfg.log = self.translog.log_config(data_dir)?;
+        if let Some(on) = self.translog.auto_fixup {
+            cfg.auto_fixup = on;
+        }
         if let Some(n) = self.attachment_writeback {
             if n > 1024 {
                 return Err(setting("attachment_writeback", "must be at most 1024"));

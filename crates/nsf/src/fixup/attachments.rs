@@ -10,16 +10,18 @@ use crate::attach::AttachmentReader;
 use crate::{ItemValue, NoteId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use storage::FileHandle;
+use storage::{FileHandle, PageId};
 
-/// Returns how many attachments were checked, and those dropped.
+/// Returns how many attachments were checked, those dropped, and the
+/// pages of the dropped ones (free in the rebuilt file).
 pub(crate) fn verify(
     handle: &Arc<dyn FileHandle>,
     name: &str,
     notes: &mut BTreeMap<NoteId, Kept>,
-) -> (u64, Vec<LostAttachment>) {
+) -> (u64, Vec<LostAttachment>, Vec<PageId>) {
     let mut checked = 0;
     let mut lost = Vec::new();
+    let mut released = Vec::new();
     for kept in notes.values_mut() {
         let note = &mut kept.note;
         let mut bad = Vec::new();
@@ -35,7 +37,12 @@ pub(crate) fn verify(
             continue;
         }
         note.items.retain(|i| match &i.value {
-            ItemValue::Attachment(a) => !bad.iter().any(|(n, _)| *n == a.name),
+            ItemValue::Attachment(a) if bad.iter().any(|(n, _)| *n == a.name) => {
+                for (first, count) in &a.extents {
+                    released.extend((0..*count).map(|i| PageId(first.saturating_add(i))));
+                }
+                false
+            }
             _ => true,
         });
         kept.changed = true;
@@ -48,5 +55,5 @@ pub(crate) fn verify(
             });
         }
     }
-    (checked, lost)
+    (checked, lost, released)
 }

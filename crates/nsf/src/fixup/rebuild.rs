@@ -168,12 +168,25 @@ fn build(store: &mut FileStore, nf: &NewFile<'_>, mut s: Salvage) -> NsfResult<D
 /// The old trees' pages and the old free list, minus bad pages, as the
 /// new free list.
 fn free_list(store: &mut FileStore, s: &Salvage, bad: &BTreeSet<u32>) -> StorageResult<FreeList> {
+    // A dropped attachment's pages are unreferenced now: each is
+    // overwritten with an empty page, so a damaged one no longer reads bad.
+    for &p in &s.released {
+        if p.0 != 0 && p.0 < store.high_water() {
+            storage::PageWrite::write(store, p, storage::PageBuf::new(storage::PageKind::Free));
+        }
+    }
     let ids: BTreeSet<PageId> = s
         .old_tree_pages
         .iter()
         .chain(&s.free_pages)
         .copied()
         .filter(|p| p.0 != 0 && !bad.contains(&p.0))
+        .chain(
+            s.released
+                .iter()
+                .copied()
+                .filter(|p| p.0 != 0 && p.0 < store.high_water()),
+        )
         .collect();
     let ids: Vec<PageId> = ids.into_iter().collect();
     let mut free = FreeList {

@@ -41,7 +41,9 @@ pub(crate) fn fixup_file(t: FixupTarget<'_>) -> NsfResult<FixupReport> {
     let pages = scan(handle.as_ref(), t.name).map_err(io)?;
     let old = FileStore::new(handle.clone(), t.name, 0);
     let mut found = salvage(&old, &pages);
-    let (checked, lost_attachments) = attachments::verify(&handle, t.name, &mut found.notes);
+    let (checked, lost_attachments, released) =
+        attachments::verify(&handle, t.name, &mut found.notes);
+    found.released = released;
     let mut report = FixupReport {
         path: t.name.to_string(),
         dry_run: t.dry_run,

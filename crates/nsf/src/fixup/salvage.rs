@@ -42,6 +42,9 @@ pub(crate) struct Salvage {
     pub old_tree_pages: BTreeSet<PageId>,
     /// The old free list, when it could be read whole.
     pub free_pages: Vec<PageId>,
+    /// Pages of attachments dropped (set by the attachment phase): free
+    /// in the new file, bad or not, and overwritten there.
+    pub released: Vec<PageId>,
     pub indexes_agreed: bool,
     pub design_damaged: bool,
 }
