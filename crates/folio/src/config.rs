@@ -549,6 +549,16 @@ mod tests {
     }
 
     #[test]
+    fn auto_fixup_is_on_by_default_and_must_be_a_boolean() {
+        let on = parse("").unwrap().engine_config(Path::new("/d")).unwrap();
+        assert!(on.auto_fixup);
+        let off = parse("[translog]\nauto_fixup = false").unwrap();
+        assert!(!off.engine_config(Path::new("/d")).unwrap().auto_fixup);
+        let e = parse("[translog]\nauto_fixup = \"yes\"").unwrap_err();
+        assert!(e.contains("expected a boolean"), "{e}");
+    }
+
+    #[test]
     fn bad_values_name_the_key() {
         let c = parse("[translog]\nstyle = \"spiral\"").unwrap();
         let e = c.engine_config(Path::new("/d")).unwrap_err();
