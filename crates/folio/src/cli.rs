@@ -85,6 +85,15 @@ pub enum Cmd {
         #[arg(long)]
         since: Option<String>,
     },
+    /// Check a database page by page, keep what can be read, rebuild its
+    /// indexes, and give it a new instance id (the server must be
+    /// stopped). Exits non-zero when something was (or would be) lost.
+    Fixup {
+        path: String,
+        /// Check and report only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// The transaction log.
     #[command(subcommand)]
     Log(LogCmd),
@@ -338,6 +347,11 @@ fn check_options(args: &Args) -> FolioResult<()> {
         Cmd::Mail(MailCmd::Send { from: None, .. }) if server.is_none() => Err(FolioError::Usage(
             "mail send needs --from NAME (a person in the directory): embedded, nobody is signed in".into(),
         )),
+        // Refused before connecting: fixup rewrites the file, which only a
+        // process holding the data directory (no server running) may do.
+        Cmd::Fixup { .. } if server.is_some() => {
+            Err(FolioError::NeedsDataDirectory { command: "fixup" })
+        }
         _ if server.is_some() => refuse(
             &[&data, &config],
             "does not apply with --server: the command runs on the server, against its own data directory",

@@ -41,6 +41,7 @@ pub fn run(
         } => viewcli::search(store, path, formula, since.as_deref(), out),
         Cmd::Acl(c) => acl(store, c, input, out),
         Cmd::Mail(c) => mailcli::mail(store, c, input, out),
+        Cmd::Fixup { path, dry_run } => fixup(store, path, *dry_run, out),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
         Cmd::Serve(_) | Cmd::User(_) | Cmd::Load(_) | Cmd::Debug(_) | Cmd::Dump(_) => {
@@ -76,6 +77,27 @@ fn db(store: &dyn Store, c: &DbCmd, out: &mut dyn Write) -> FolioResult<()> {
             output::pretty(out, &output::serialized(&store.check_database(path)?)?)
         }
     }
+}
+
+/// Prints the fixup report; fails (exit status 1) when something was, or
+/// in a dry run would be, lost, so scripts notice.
+fn fixup(store: &dyn Store, path: &str, dry_run: bool, out: &mut dyn Write) -> FolioResult<()> {
+    let report = store.fixup_database(path, dry_run)?;
+    write!(out, "{report}").map_err(output::write_failed)?;
+    if report.lost_anything() {
+        return Err(FolioError::DataLost(format!(
+            "fixup of {path} {} {} note(s) and {} attachment(s){}; see the report",
+            if dry_run { "would lose" } else { "lost" },
+            report.notes_lost.len(),
+            report.attachments_lost.len(),
+            if report.header_lost {
+                " and the header (title)"
+            } else {
+                ""
+            },
+        )));
+    }
+    Ok(())
 }
 
 fn doc(

@@ -106,6 +106,10 @@ pub struct TranslogSection {
     /// Milliseconds a commit waits for space when the log is full before
     /// failing with "log full".
     pub full_wait_ms: Option<u64>,
+    /// Fix up, at start-up, every database restart recovery could not
+    /// bring back or that failed and was detached from the log (default
+    /// true).
+    pub auto_fixup: Option<bool>,
 }
 
 /// A byte size: an integer, or a string such as "512MiB".
@@ -288,6 +292,9 @@ impl FileConfig {
             cfg.flush_interval = Duration::from_secs_f64(s);
         }
         cfg.log = self.translog.log_config(data_dir)?;
+        if let Some(on) = self.translog.auto_fixup {
+            cfg.auto_fixup = on;
+        }
         if let Some(n) = self.attachment_writeback {
             if n > 1024 {
                 return Err(setting("attachment_writeback", "must be at most 1024"));
@@ -539,6 +546,16 @@ mod tests {
         assert!(e.contains("buffer_pool_sise"), "{e}");
         let e = parse("[translog]\nenabeld = true").unwrap_err();
         assert!(e.contains("enabeld"), "{e}");
+    }
+
+    #[test]
+    fn auto_fixup_is_on_by_default_and_must_be_a_boolean() {
+        let on = parse("").unwrap().engine_config(Path::new("/d")).unwrap();
+        assert!(on.auto_fixup);
+        let off = parse("[translog]\nauto_fixup = false").unwrap();
+        assert!(!off.engine_config(Path::new("/d")).unwrap().auto_fixup);
+        let e = parse("[translog]\nauto_fixup = \"yes\"").unwrap_err();
+        assert!(e.contains("expected a boolean"), "{e}");
     }
 
     #[test]

@@ -121,6 +121,10 @@ pub enum FolioError {
     /// protocol error, an answer of the wrong kind).
     #[error(transparent)]
     Client(client::ClientError),
+    /// Fixup repaired a database but could not keep everything (the
+    /// report printed before says what).
+    #[error("{0}")]
+    DataLost(String),
     /// A load workload or the crash-test child failed (they report
     /// their failures as text).
     #[error("{0}")]

@@ -163,6 +163,12 @@ impl Store for LocalStore {
         Ok(self.open_db(path)?.check()?)
     }
 
+    fn fixup_database(&self, path: &str, dry_run: bool) -> FolioResult<nsf::FixupReport> {
+        // The directory is locked by this process (no server runs on it),
+        // and the engine claims the path while it works (I18).
+        Ok(self.service.engine().fixup(path, dry_run)?)
+    }
+
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {
         let db = self.open_db(path)?;
         // Through the server's own parse, so its size limit holds here too.

@@ -189,6 +189,10 @@ impl Store for RemoteStore {
         })
     }
 
+    fn fixup_database(&self, _path: &str, _dry_run: bool) -> FolioResult<nsf::FixupReport> {
+        Err(FolioError::NeedsDataDirectory { command: "fixup" })
+    }
+
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {
         let h = self.open(path)?;
         Ok(self.client.create_document(h, &json_text(items))?)

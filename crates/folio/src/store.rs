@@ -184,6 +184,8 @@ pub trait Store {
     /// Checks a database's trees, indexes and note encoding (data
     /// directory only).
     fn check_database(&self, path: &str) -> FolioResult<CheckReport>;
+    /// Fixes up a database (`dry_run`: checks only, writes nothing).
+    fn fixup_database(&self, path: &str, dry_run: bool) -> FolioResult<nsf::FixupReport>;
 
     // ------------------------------------------------------------ documents
 

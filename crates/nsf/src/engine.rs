@@ -58,7 +58,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::db::{Database, Life, LockCounters};
 use crate::dbcore::{Durability, EngineLinks, Inflight};
 use crate::dbpath::DbPath;
+use crate::fixup::FixupReport;
 use crate::header::{DbHeader, MAX_TITLE};
+use crate::retired::RetiredList;
 use crate::state::Reason;
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
@@ -70,7 +72,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use storage::backend::{read_exact_at, write_all_at, OpenMode};
 use storage::freelist::FreeList;
-use storage::pool::{BufferPool, PoolStats};
+use storage::pool::{BufferPool, FileId, PoolStats};
 use storage::{
     btree, Backend, FileIdentity, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite,
     StorageResult, PAGE_SIZE,
@@ -102,6 +104,10 @@ pub struct EngineConfig {
     /// Where identity times (sequence times, created, modified, added)
     /// come from (I22): the system clock unless a test sets its own.
     pub clock: Arc<dyn Clock>,
+    /// Fix up, at open, every database restart recovery could not bring
+    /// back or that was retired because it failed (I29); off, they stay
+    /// refused until `folio fixup`.
+    pub auto_fixup: bool,
 }
 
 impl EngineConfig {
@@ -119,6 +125,7 @@ impl EngineConfig {
             // hard limit with room for connections and the log.
             max_open_databases: 1000,
             clock: Arc::new(SystemClock),
+            auto_fixup: true,
         }
     }
 }
@@ -164,8 +171,12 @@ struct Shared {
     /// One pass closing idle databases at a time.
     closing: Mutex<()>,
     catalog: Arc<Catalog>,
-    /// Databases restart recovery could not bring back, with the reason.
-    unrecovered: HashMap<String, String>,
+    /// Retired instances and the databases that need fixup (I29).
+    retired: RetiredList,
+    /// Files detached from checkpoints because they failed (I29).
+    detached: Mutex<Vec<FileId>>,
+    /// Automatic fixups made at this open.
+    fixups: Vec<FixupReport>,
     stop: Mutex<bool>,
     wake: Condvar,
     /// Serialises checkpoints (background thread and explicit calls).
@@ -274,22 +285,31 @@ impl Engine {
                 path: cfg.data_dir.display().to_string(),
                 source: e,
             })?;
+        let retired = RetiredList::load(backend.clone(), &cfg.data_dir)?;
         let (log, report) = match &cfg.log {
             Some(lc) => {
-                let (log, report) = TransLog::open(backend.clone(), &cfg.data_dir, lc.clone())?;
+                // I29: a retired instance's records are never applied.
+                let (log, report) = TransLog::open_retiring(
+                    backend.clone(),
+                    &cfg.data_dir,
+                    lc.clone(),
+                    &retired.pairs(),
+                )?;
                 (Some(log), Some(report))
             }
             None => (None, None),
         };
-        let unrecovered = report
-            .as_ref()
-            .map(|r| {
-                r.failed_databases
-                    .iter()
-                    .map(|f| (f.path.clone(), f.reason.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        if let Some(r) = &report {
+            retire_unrecovered(&retired, r)?;
+        }
+        let fixups = if cfg.auto_fixup {
+            auto_fixup(backend.as_ref(), &cfg, &retired)
+        } else {
+            for (path, why) in retired.all_needing_fixup() {
+                tracing::error!(db = %path, reason = %why, "database needs fixup and translog.auto_fixup is off: it refuses writes until `folio fixup` repairs it");
+            }
+            Vec::new()
+        };
         // Started here, so they run at the priority of the thread opening
         // the engine, not of whichever thread stores the first attachment.
         let writeback =
@@ -309,7 +329,9 @@ impl Engine {
             dbs_changed: Condvar::new(),
             closing: Mutex::new(()),
             catalog: Arc::new(loaded.catalog),
-            unrecovered,
+            retired,
+            detached: Mutex::default(),
+            fixups,
             stop: Mutex::new(false),
             wake: Condvar::new(),
             checkpointing: Mutex::new(()),
@@ -540,7 +562,7 @@ impl Engine {
             },
             None => Durability::Unlogged,
         };
-        let refused = s.unrecovered.get(path).map(|r| Reason::recovery(r));
+        let refused = s.retired.needs_fixup(path).map(|r| Reason::needs_fixup(&r));
         if header.flags & crate::header::FLAG_UNLOGGED_OPEN != 0 {
             tracing::warn!(
                 db = path,
@@ -646,6 +668,48 @@ impl Engine {
         admit: impl Fn(&Audience) -> bool,
     ) -> Vec<Listed> {
         self.shared.catalog.list(folder, &admit)
+    }
+
+    /// Fixes up one database (design.md §2.8): checks every page, keeps
+    /// what can be read, rebuilds the indexes from the note table and
+    /// swaps the result in with a new instance id (I29); `dry_run` writes
+    /// nothing. The database must not be open (the path is claimed in the
+    /// cache meanwhile, so nothing opens it, I18). Durable when it
+    /// returns: the new file is synced and renamed into place, the
+    /// directory synced.
+    pub fn fixup(&self, path: &str, dry_run: bool) -> NsfResult<FixupReport> {
+        self.check_open()?;
+        let key = DbPath::parse(path)?;
+        self.outside_log(&key)?;
+        close_if_idle(&self.shared, &key);
+        let claim = match self.lookup(&key) {
+            Lookup::Open(..) => {
+                return Err(NsfError::Invalid(format!(
+                    "{key} is open; fixup needs the database closed (stop the server and run `folio fixup` on its data directory)"
+                )))
+            }
+            Lookup::Claimed(claim) => claim,
+        };
+        let s = &*self.shared;
+        let report = fixup_path(
+            s.backend.as_ref(),
+            &s.cfg,
+            &s.retired,
+            key.as_str(),
+            dry_run,
+        );
+        drop(claim);
+        report
+    }
+
+    /// The automatic fixups made when the engine opened (`auto_fixup`).
+    pub fn fixups(&self) -> &[FixupReport] {
+        &self.shared.fixups
+    }
+
+    /// Databases that refuse writes until fixup, with the reason (I29).
+    pub fn needing_fixup(&self) -> Vec<(String, String)> {
+        self.shared.retired.all_needing_fixup()
     }
 
     /// Flushes every durable dirty page and writes a checkpoint (logged
@@ -866,6 +930,53 @@ fn close_idle(s: &Shared, target: usize) -> usize {
     gone.len()
 }
 
+/// Closes the instance of `key` if it is open and idle (as `close_idle`
+/// closes one, I19), so that fixup can claim the path.
+fn close_if_idle(s: &Shared, key: &DbPath) {
+    let _one = s.closing.lock();
+    let victim = {
+        let mut dbs = s.dbs.lock();
+        match dbs.slots.get(key) {
+            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {}
+            _ => return,
+        }
+        match dbs.slots.insert(key.clone(), Slot::Closing) {
+            Some(Slot::Open { db, file, .. }) => Victim {
+                key: key.clone(),
+                db,
+                file,
+            },
+            _ => return,
+        }
+    };
+    victim.db.run_close_hooks();
+    write_out(s, std::slice::from_ref(&victim));
+    let Victim { key, db, file } = victim;
+    let db = if Arc::strong_count(&db) == 1 && db.release_pool().is_ok() {
+        // The last reference goes before the slot is freed (I18).
+        drop(Arc::into_inner(db));
+        None
+    } else {
+        Some(db)
+    };
+    let mut dbs = s.dbs.lock();
+    match db {
+        None => {
+            dbs.slots.remove(&key);
+            if let Some(f) = file {
+                dbs.by_file.remove(&f);
+            }
+            dbs.instances -= 1;
+            dbs.closed += 1;
+        }
+        Some(db) => {
+            let used = dbs.tick();
+            dbs.slots.insert(key, Slot::Open { db, used, file });
+        }
+    }
+    s.dbs_changed.notify_all();
+}
+
 /// Marks `Closing` the least recently used idle instances beyond `target`
 /// (idle: the cache holds the only `Arc`, so no one can be using it and
 /// no one can get it while the slot is `Closing`).
@@ -934,9 +1045,12 @@ fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
         tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
     }
     let Some(log) = &s.log else { return Ok(None) };
+    let detached = detach_failed(s, log);
     let end = log.end_lsn();
     let inflight = s.inflight.min();
-    let dirty = s.pool.min_rec_lsn();
+    // I29: a failed, retired file's pages will never be written; they do
+    // not hold the redo LSN (and so the log's space) back.
+    let dirty = s.pool.min_rec_lsn_except(&detached);
     let redo = [Some(end), inflight, dirty]
         .into_iter()
         .flatten()
@@ -945,6 +1059,115 @@ fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
     tracing::debug!(end = end.0, inflight = ?inflight, dirty = ?dirty, pages_written = report.pages_written, left_dirty = report.left_dirty, not_durable = report.not_durable, durable = upto.0, "checkpoint");
     log.checkpoint(redo)?;
     Ok(Some(redo))
+}
+
+/// The files that failed (I11) and are detached from checkpoints (I29).
+/// A failed file keeps the redo LSN back only while the log is less than
+/// half full, so a passing fault followed by a restart is still redone
+/// from the log; past that it is retired durably, then detached, and
+/// waits for fixup. One that cannot be retired (the list cannot be
+/// written) keeps holding the log back, which is safe.
+fn detach_failed(s: &Shared, log: &TransLog) -> Vec<FileId> {
+    let mut detached = s.detached.lock();
+    let info = log.info();
+    if info.bytes_in_use.saturating_mul(2) < info.capacity {
+        return detached.clone();
+    }
+    let failed = s.pool.failed_files();
+    for (file, name, reason) in failed {
+        if detached.contains(&file) {
+            continue;
+        }
+        let instance =
+            DbPath::parse(&name)
+                .ok()
+                .and_then(|key| match s.dbs.lock().slots.get(&key) {
+                    Some(Slot::Open { db, .. }) if db.pool_file() == file => Some(db.instance_id()),
+                    _ => None,
+                });
+        let Some(instance) = instance else { continue };
+        match s.retired.retire(&name, instance, &reason) {
+            Ok(()) => {
+                tracing::error!(db = %name, reason = %reason, "database failed: detached from the log until fixup (it refuses writes; reads go on)");
+                detached.push(file);
+            }
+            Err(e) => {
+                tracing::error!(db = %name, error = %e, "cannot retire a failed database; it keeps holding the log back");
+            }
+        }
+    }
+    detached.clone()
+}
+
+/// Databases restart recovery could not bring back are retired, so that
+/// they stay refused until fixed, across restarts (I29).
+fn retire_unrecovered(retired: &RetiredList, report: &RecoveryReport) -> NsfResult<()> {
+    for f in &report.failed_databases {
+        let instance = report
+            .databases_touched
+            .iter()
+            .find(|t| t.path == f.path)
+            .map_or(DbInstanceId(0), |t| DbInstanceId(t.db_iid));
+        retired.retire(&f.path, instance, &Reason::recovery(&f.reason).text)?;
+    }
+    Ok(())
+}
+
+/// Automatic fixup (`translog.auto_fixup`): every database that needs it
+/// is fixed up before anything opens it; the server log says that a new
+/// backup is needed. A fixup that fails leaves the database refused.
+fn auto_fixup(
+    backend: &dyn Backend,
+    cfg: &EngineConfig,
+    retired: &RetiredList,
+) -> Vec<FixupReport> {
+    let mut done = Vec::new();
+    for (path, why) in retired.all_needing_fixup() {
+        tracing::warn!(db = %path, reason = %why, "automatic fixup");
+        match fixup_path(backend, cfg, retired, &path, false) {
+            Ok(report) => {
+                tracing::warn!(db = %path, lost_notes = report.notes_lost.len(), lost_attachments = report.attachments_lost.len(), new_instance = ?report.new_instance, "database fixed up; take a new backup of it: old backups and log records no longer apply\n{report}");
+                done.push(report);
+            }
+            Err(e) => {
+                tracing::error!(db = %path, error = %e, "automatic fixup failed; the database refuses writes");
+            }
+        }
+    }
+    done
+}
+
+/// Fixes up one database file no instance has open: retires the old
+/// instance before the new file replaces it, and clears the mark after
+/// (I29).
+fn fixup_path(
+    backend: &dyn Backend,
+    cfg: &EngineConfig,
+    retired: &RetiredList,
+    path: &str,
+    dry_run: bool,
+) -> NsfResult<FixupReport> {
+    let full = cfg.data_dir.join(path);
+    let mut old_seen = None;
+    let mut before_swap = |old: Option<DbInstanceId>| {
+        old_seen = old;
+        match old {
+            Some(old) => retired.retire(path, old, "fixup was interrupted"),
+            None => Ok(()),
+        }
+    };
+    let report = crate::fixup::fixup_file(crate::fixup::FixupTarget {
+        backend,
+        full_path: &full,
+        name: path,
+        dry_run,
+        now: cfg.clock.now(),
+        before_swap: &mut before_swap,
+    })?;
+    if !dry_run {
+        retired.fixed(path, old_seen)?;
+    }
+    Ok(report)
 }
 
 fn read_header(f: &dyn storage::FileHandle, path: &str) -> NsfResult<DbHeader> {

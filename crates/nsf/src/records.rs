@@ -23,7 +23,7 @@ use crate::{
     Timestamp, Unid,
 };
 use std::borrow::Cow;
-use storage::{btree, overflow, PageId, PageStore};
+use storage::{btree, overflow, PageId, PageStore, PageStoreMut};
 
 /// Largest encoded note stored inside the note table entry; larger notes
 /// go to an overflow chain.
@@ -159,20 +159,7 @@ pub(crate) fn store_note(
     }
     txn.header.last_seq.0 += 1;
     note.change_seq = txn.header.last_seq;
-    let encoded = encode_note(note)?;
-    let value = if encoded.len() <= INLINE_MAX {
-        let mut v = Vec::with_capacity(encoded.len() + 1);
-        v.push(TAG_INLINE);
-        v.extend_from_slice(&encoded);
-        v
-    } else {
-        let first = overflow::write(txn, &encoded)?;
-        let mut v = vec![TAG_OVERFLOW];
-        v.extend_from_slice(&first.0.to_le_bytes());
-        v.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
-        v.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
-        v
-    };
+    let value = note_value(txn, note)?;
     let mut note_root = txn.header.note_root;
     btree::insert(txn, &mut note_root, &key, &value)?;
     txn.header.note_root = note_root;
@@ -184,6 +171,25 @@ pub(crate) fn store_note(
         unid: note.oid.unid,
         seq_num: note.oid.seq_num,
         change_seq: note.change_seq,
+    })
+}
+
+/// The note-table value of `note`: inline, or written to a new overflow
+/// chain in `s` when its encoding is too large.
+pub(crate) fn note_value(s: &mut impl PageStoreMut, note: &Note) -> NsfResult<Vec<u8>> {
+    let encoded = encode_note(note)?;
+    Ok(if encoded.len() <= INLINE_MAX {
+        let mut v = Vec::with_capacity(encoded.len() + 1);
+        v.push(TAG_INLINE);
+        v.extend_from_slice(&encoded);
+        v
+    } else {
+        let first = overflow::write(s, &encoded)?;
+        let mut v = vec![TAG_OVERFLOW];
+        v.extend_from_slice(&first.0.to_le_bytes());
+        v.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
+        v.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
+        v
     })
 }
 

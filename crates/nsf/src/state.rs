@@ -31,6 +31,9 @@ pub enum ReasonKind {
     /// A write or fdatasync of the file failed (by a commit, an
     /// attachment, or the flusher), I11.
     Io,
+    /// The database was retired (failed, or not recoverable) and waits
+    /// for fixup (I29).
+    NeedsFixup,
 }
 
 /// Why a database refuses writes: the kind of event and the text shown
@@ -47,6 +50,16 @@ impl Reason {
         Reason {
             kind: ReasonKind::Recovery,
             text: format!("restart recovery could not apply its log records: {why}"),
+        }
+    }
+
+    /// The database waits for fixup (I29); `why` is what retired it.
+    pub fn needs_fixup(why: &str) -> Reason {
+        Reason {
+            kind: ReasonKind::NeedsFixup,
+            text: format!(
+                "needs fixup (run `folio fixup`, or restart with translog.auto_fixup on): {why}"
+            ),
         }
     }
 

@@ -814,6 +814,81 @@ fn check_rec(
     }
 }
 
+// ------------------------------------------------------------ salvage
+
+/// What [`salvage`] found at one page of a damaged tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Salvaged {
+    /// A readable leaf and its entries.
+    Leaf {
+        page: PageId,
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// A readable internal node (its children are visited too).
+    Internal { page: PageId },
+    /// A page that could not be read or decoded: everything under it, the
+    /// keys in `lo..hi` (per the parent's separators; `None` unbounded),
+    /// is unreachable from the root.
+    Lost {
+        page: PageId,
+        reason: String,
+        lo: Option<Vec<u8>>,
+        hi: Option<Vec<u8>>,
+    },
+}
+
+/// Walks a tree that may be damaged (fixup): every page reachable from
+/// `root` is reported to `visit`, a page that cannot be read or decoded as
+/// `Lost` with the key range it covered, and the walk goes on with its
+/// siblings. A page reached twice is lost the second time (no cycles).
+pub fn salvage(s: &impl PageStore, root: PageId, visit: &mut dyn FnMut(Salvaged)) {
+    let mut seen = std::collections::HashSet::new();
+    salvage_rec(s, root, None, None, 1, &mut seen, visit);
+}
+
+fn salvage_rec(
+    s: &impl PageStore,
+    id: PageId,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    depth: u32,
+    seen: &mut std::collections::HashSet<PageId>,
+    visit: &mut dyn FnMut(Salvaged),
+) {
+    let lost = |reason: String| Salvaged::Lost {
+        page: id,
+        reason,
+        lo: lo.map(<[u8]>::to_vec),
+        hi: hi.map(<[u8]>::to_vec),
+    };
+    if depth > 64 || !seen.insert(id) {
+        visit(lost("page reached twice (cycle or shared child)".into()));
+        return;
+    }
+    let node = s.read(id).and_then(|page| decode(s, id, &page));
+    match node {
+        Err(e) => visit(lost(e.to_string())),
+        Ok(Node::Leaf(entries)) => visit(Salvaged::Leaf { page: id, entries }),
+        Ok(Node::Internal(children)) => {
+            visit(Salvaged::Internal { page: id });
+            for (i, c) in children.iter().enumerate() {
+                let clo = if i == 0 { lo } else { Some(c.key.as_slice()) };
+                let chi = children.get(i + 1).map(|n| n.key.as_slice()).or(hi);
+                salvage_rec(s, c.page, clo, chi, depth + 1, seen, visit);
+            }
+        }
+    }
+}
+
+/// The entries of one leaf page read on its own (fixup's scan of pages no
+/// tree reaches any more); `None` if it is not a readable leaf.
+pub fn leaf_entries(s: &impl PageStore, id: PageId, page: &PageBuf) -> Option<Vec<Entry>> {
+    match decode(s, id, page) {
+        Ok(Node::Leaf(entries)) => Some(entries),
+        _ => None,
+    }
+}
+
 // ------------------------------------------------------------ range scans
 
 /// An iterator over entries between two bounds, forward or backward, that

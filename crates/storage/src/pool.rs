@@ -549,6 +549,33 @@ impl BufferPool {
             .min()
     }
 
+    /// [`BufferPool::min_rec_lsn`] without the frames of `detached` files:
+    /// failed files whose changes will never be written (I11), so they do
+    /// not hold the log back (design.md I29).
+    pub fn min_rec_lsn_except(&self, detached: &[FileId]) -> Option<Lsn> {
+        self.shards
+            .iter()
+            .filter_map(|s| {
+                s.lock()
+                    .frames
+                    .iter()
+                    .filter(|(k, f)| f.dirty && !detached.contains(&k.0))
+                    .map(|(_, f)| f.rec_lsn)
+                    .min()
+            })
+            .min()
+    }
+
+    /// Every registered file with a recorded failure (I11): id, name and
+    /// the failure.
+    pub fn failed_files(&self) -> Vec<(FileId, String, String)> {
+        self.files
+            .read()
+            .iter()
+            .filter_map(|(id, f)| f.failed.clone().map(|r| (*id, f.name.clone(), r)))
+            .collect()
+    }
+
     /// Number of dirty frames, and whether they exceed half the capacity
     /// (the flusher should run now).
     pub fn dirty_pressure(&self) -> (u64, bool) {

@@ -48,5 +48,5 @@ pub use error::LogError;
 pub use info::LogInfo;
 pub use log::TransLog;
 pub use reader::StopReason;
-pub use recovery::{FailedDatabase, PhaseTimes, RecoveryReport, TouchedDatabase};
+pub use recovery::{FailedDatabase, PhaseTimes, RecoveryReport, Retired, TouchedDatabase};
 pub use shared::DurableFn;

@@ -9,6 +9,7 @@
 use crate::control::ControlFile;
 use crate::extent::ExtentSet;
 use crate::geometry::Geometry;
+use crate::recovery::Retired;
 use crate::shared::{Shared, StartPoint};
 use crate::space::{Reserve, SpacePolicy};
 use crate::{writer, Appended, Batch, LogConfig, LogError, LogInfo, RecoveryReport};
@@ -37,7 +38,20 @@ impl TransLog {
         data_dir: &Path,
         cfg: LogConfig,
     ) -> Result<(Arc<TransLog>, RecoveryReport), LogError> {
-        crate::open::open(backend, data_dir, cfg)
+        crate::open::open(backend, data_dir, cfg, &Retired::new())
+    }
+
+    /// [`TransLog::open`], skipping the committed batches of *retired*
+    /// database instances — (path, instance id) pairs whose log records
+    /// must never be applied (design.md I29: a database detached because
+    /// it failed, or one that fixup replaced by a new instance).
+    pub fn open_retiring(
+        backend: Arc<dyn Backend>,
+        data_dir: &Path,
+        cfg: LogConfig,
+        retired: &Retired,
+    ) -> Result<(Arc<TransLog>, RecoveryReport), LogError> {
+        crate::open::open(backend, data_dir, cfg, retired)
     }
 
     /// Starts a recovered log: the writer thread runs from here on.

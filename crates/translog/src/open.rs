@@ -19,7 +19,7 @@ use crate::geometry::Geometry;
 use crate::reader::LogIdentity;
 use crate::recovery::{
     redo, scan, scan_start, sync_scanned, undo, validate, PhaseTimes, Plan, RecoveryReport,
-    RedoInput, RedoOutcome, ScanOutput, TouchedDatabase, UndoOutcome,
+    RedoInput, RedoOutcome, Retired, ScanOutput, TouchedDatabase, UndoOutcome,
 };
 use crate::shared::StartPoint;
 use crate::space::Reserve;
@@ -34,11 +34,12 @@ pub(crate) fn open(
     backend: Arc<dyn Backend>,
     data_dir: &Path,
     cfg: LogConfig,
+    retired: &Retired,
 ) -> Result<(Arc<TransLog>, RecoveryReport), LogError> {
     cfg.validate()?;
     let (control, new_log) = load_or_create(backend.as_ref(), &cfg)?;
     check_extent_size(control.data(), &cfg)?;
-    let mut rec = recover(backend.as_ref(), data_dir, &cfg, control.data())?;
+    let mut rec = recover(backend.as_ref(), data_dir, &cfg, control.data(), retired)?;
     let mut clock = Instant::now();
     let (log, epoch) = truncate(backend, cfg, control, &rec)?;
     rec.times.truncate = lap(&mut clock);
@@ -49,6 +50,7 @@ pub(crate) fn open(
 
 /// The outcome of phases 1 to 4.
 struct Recovered {
+    retired_skipped: u64,
     start: Lsn,
     scanned: ScanOutput,
     plan: Plan,
@@ -63,6 +65,7 @@ fn recover(
     data_dir: &Path,
     cfg: &LogConfig,
     control: &ControlData,
+    retired: &Retired,
 ) -> Result<Recovered, LogError> {
     let geo = Geometry::new(cfg.extent_size);
     let mut times = PhaseTimes::default();
@@ -72,7 +75,12 @@ fn recover(
     let scanned = scan(backend, &cfg.dir, id, start)?;
     sync_scanned(backend, &cfg.dir, geo, start, scanned.end)?;
     times.scan = lap(&mut clock);
-    let plan = validate(&scanned, control)?;
+    let mut plan = validate(&scanned, control)?;
+    // I29: a retired instance's batches are never applied.
+    let before = plan.committed.len();
+    plan.committed
+        .retain(|t| !retired.contains(&(t.db_path.clone(), t.db_iid)));
+    let retired_skipped = (before - plan.committed.len()) as u64;
     times.validate = lap(&mut clock);
     let input = RedoInput {
         backend,
@@ -87,6 +95,7 @@ fn recover(
     let undone = undo(&plan, scanned.end);
     times.undo = lap(&mut clock);
     Ok(Recovered {
+        retired_skipped,
         start,
         scanned,
         plan,
@@ -132,6 +141,7 @@ fn report(new_log: bool, epoch: u32, rec: Recovered) -> RecoveryReport {
         scan_stop: rec.scanned.stop,
         torn_tail: rec.scanned.stop.is_torn().then_some(rec.scanned.end),
         committed_txns_redone: rec.plan.committed.len() as u64,
+        retired_txns_skipped: rec.retired_skipped,
         incomplete_txns_discarded: rec.undone.discarded,
         pages_redone: rec.redone.pages_redone,
         pages_written: rec.redone.pages_written,

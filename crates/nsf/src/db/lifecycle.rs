@@ -125,6 +125,11 @@ impl Database {
         self.core.catch_up();
     }
 
+    /// The instance id of the file this instance has open.
+    pub(crate) fn instance_id(&self) -> crate::DbInstanceId {
+        self.state.read().instance_id
+    }
+
     /// The pool's name for this instance's file.
     pub(crate) fn pool_file(&self) -> FileId {
         self.core.file

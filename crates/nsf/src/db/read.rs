@@ -67,7 +67,14 @@ impl Database {
             page_count: h.page_count,
             free_pages: h.free.count,
             sequence: h.last_seq.0,
-            needs_fixup: self.core.state().unclean_open(),
+            needs_fixup: {
+                // I12 (unlogged, not closed cleanly) or I29 (retired).
+                let state = self.core.state();
+                state.unclean_open()
+                    || state
+                        .refusal()
+                        .is_some_and(|r| r.kind == crate::ReasonKind::NeedsFixup)
+            },
         })
     }
 

@@ -10,7 +10,7 @@ mod undo;
 mod validate;
 
 pub(crate) use redo::{redo, RedoInput, RedoOutcome};
-pub use report::{FailedDatabase, PhaseTimes, RecoveryReport, TouchedDatabase};
+pub use report::{FailedDatabase, PhaseTimes, RecoveryReport, Retired, TouchedDatabase};
 pub(crate) use scan::{scan, scan_start, sync_scanned, ScanOutput};
 pub(crate) use undo::{undo, UndoOutcome};
 pub(crate) use validate::{validate, Plan};

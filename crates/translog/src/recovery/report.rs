@@ -19,6 +19,10 @@ pub struct PhaseTimes {
     pub truncate: Duration,
 }
 
+/// Database instances whose log records recovery must never apply: (path
+/// relative to the data directory, instance id) (design.md I29).
+pub type Retired = std::collections::BTreeSet<(String, u64)>;
+
 /// A database that recovery could not bring up to date.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FailedDatabase {
@@ -57,6 +61,8 @@ pub struct RecoveryReport {
     /// The LSN of a partially written record at the end, if any.
     pub torn_tail: Option<Lsn>,
     pub committed_txns_redone: u64,
+    /// Committed batches of retired database instances, not applied (I29).
+    pub retired_txns_skipped: u64,
     pub incomplete_txns_discarded: u64,
     /// Page records applied (those skipped as already on disk not counted).
     pub pages_redone: u64,
