@@ -40,7 +40,9 @@
 //! server from the signed-in user, the embedded command line from
 //! `--from`. `From` is set from it and a `From` naming anyone else is
 //! refused (`Person::sign`). A mail box's ACL admits only server
-//! administrators, so nobody deposits around this check.
+//! administrators, so nobody deposits around this check. Mail received
+//! from outside, which has no directory sender, comes in through
+//! `inbound.rs` instead, and is marked as such.
 
 use crate::attach::{self, Attachment};
 use crate::directory::Person;
