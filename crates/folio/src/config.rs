@@ -463,13 +463,19 @@ impl FileConfig {
         };
         if let Some(n) = c.max_connections {
             if !(1..=100_000).contains(&n) {
-                return Err(setting("smtp.max_connections", "must be between 1 and 100000"));
+                return Err(setting(
+                    "smtp.max_connections",
+                    "must be between 1 and 100000",
+                ));
             }
             s.max_connections = n;
         }
         if let Some(Size(n)) = c.max_message_size {
             if !(1 << 10..=4 << 30).contains(&n) {
-                return Err(setting("smtp.max_message_size", "must be between 1KiB and 4GiB"));
+                return Err(setting(
+                    "smtp.max_message_size",
+                    "must be between 1KiB and 4GiB",
+                ));
             }
             s.max_message_size = n;
         }
@@ -762,7 +768,12 @@ mod tests {
     #[test]
     fn smtp_settings() {
         let d = Path::new("/d");
-        assert!(parse("").unwrap().server_settings(d).unwrap().smtp.is_none());
+        assert!(parse("")
+            .unwrap()
+            .server_settings(d)
+            .unwrap()
+            .smtp
+            .is_none());
         let off = parse("smtp_listen = \"off\"").unwrap();
         assert!(off.server_settings(d).unwrap().smtp.is_none());
         let c = parse(
@@ -787,7 +798,10 @@ mod tests {
             ("[smtp]\nmax_connections = 0", "smtp.max_connections"),
             ("[smtp]\nmax_message_size = 10", "smtp.max_message_size"),
             ("[smtp]\nmax_recipients = 99", "smtp.max_recipients"),
-            ("[smtp]\ncommand_timeout_secs = 0", "smtp.command_timeout_secs"),
+            (
+                "[smtp]\ncommand_timeout_secs = 0",
+                "smtp.command_timeout_secs",
+            ),
             ("[smtp]\ndata_timeout_secs = 1e9", "smtp.data_timeout_secs"),
             ("[smtp]\nserver_name = \"a b\"", "smtp.server_name"),
         ] {

@@ -198,10 +198,7 @@ print(json.dumps({{'lines': lines}}))
     let lines = idle["lines"].as_array().unwrap();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines[0].as_str().unwrap().starts_with("220 "));
-    assert!(
-        lines[1].as_str().unwrap().starts_with("421 "),
-        "{lines:?}"
-    );
+    assert!(lines[1].as_str().unwrap().starts_with("421 "), "{lines:?}");
 
     assert!(server.stop().success());
     let docs = deposits(d);

@@ -234,7 +234,10 @@ JVBERi0xLjQK\r\n\
         let (engine, views) = testing::engine();
         people(&engine, &views);
         let config = MailConfig::new(1, 1 << 20).unwrap();
-        let rcpts = [Address::parse("Alice").unwrap(), Address::parse("bob").unwrap()];
+        let rcpts = [
+            Address::parse("Alice").unwrap(),
+            Address::parse("bob").unwrap(),
+        ];
         let id = deposit_received(
             &engine,
             &views,
@@ -255,7 +258,10 @@ JVBERi0xLjQK\r\n\
         assert_eq!(h.subject, "Quarterly figures");
         assert_eq!(h.body, "See the attached file.");
         assert_eq!(h.send_to.len(), 2);
-        assert_eq!(h.copy_to[0].to_string(), "\"Smith, Carol\" <carol@example.org>");
+        assert_eq!(
+            h.copy_to[0].to_string(),
+            "\"Smith, Carol\" <carol@example.org>"
+        );
         let delivered: Vec<String> = d
             .deliveries
             .iter()
@@ -273,8 +279,11 @@ JVBERi0xLjQK\r\n\
             ItemValue::Text("bounces@example.net".into())
         );
         let mut pdf = Vec::new();
-        std::io::Read::read_to_end(&mut db.open_attachment(id.unid, "q3.pdf").unwrap(), &mut pdf)
-            .unwrap();
+        std::io::Read::read_to_end(
+            &mut db.open_attachment(id.unid, "q3.pdf").unwrap(),
+            &mut pdf,
+        )
+        .unwrap();
         assert_eq!(pdf, b"%PDF-1.4\n");
     }
 
@@ -293,8 +302,8 @@ JVBERi0xLjQK\r\n\
         let big = String::from_utf8(RAW.to_vec())
             .unwrap()
             .replace("JVBERi0xLjQK", &"QUFB".repeat(512));
-        let e = deposit_received(&engine, &views, &small, big.as_bytes(), None, &rcpts)
-            .unwrap_err();
+        let e =
+            deposit_received(&engine, &views, &small, big.as_bytes(), None, &rcpts).unwrap_err();
         assert!(matches!(e, MailError::TooLarge { .. }), "{e}");
         let db = open_box(&engine, &views, &mailbox::box_path(0, 1)).unwrap();
         let mut messages = 0;

@@ -79,7 +79,12 @@ pub(crate) async fn serve(socket: TcpStream, peer: SocketAddr, mut cx: ConnConte
         }
     };
     let _ = socket.set_nodelay(true);
-    let stream = Guarded::new(socket, OwnReads, cx.settings.stall_timeout, cx.stats.clone());
+    let stream = Guarded::new(
+        socket,
+        OwnReads,
+        cx.settings.stall_timeout,
+        cx.stats.clone(),
+    );
     let plain = drive(&mut session, stream, &mut cx).await;
     let stream = match plain {
         Ok(Next::StartTls(stream)) => stream,
@@ -122,7 +127,9 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                     let verdict = tokio::task::spawn_blocking(move || mailer.verify(&recipient))
                         .await
                         .unwrap_or(Verdict::TryLater);
-                    session.recipient_verdict(verdict).map_err(io::Error::other)?;
+                    session
+                        .recipient_verdict(verdict)
+                        .map_err(io::Error::other)?;
                 }
                 Action::Store(delivery) => {
                     // Replies so far reach the client while the deposit runs.
@@ -177,5 +184,8 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// Returns once the server stops serving (or its lifecycle is gone).
 async fn draining(life: &mut watch::Receiver<Lifecycle>) {
-    let _ = life.wait_for(|l| *l != Lifecycle::Serving).await.map(|_| ());
+    let _ = life
+        .wait_for(|l| *l != Lifecycle::Serving)
+        .await
+        .map(|_| ());
 }

@@ -180,7 +180,9 @@ mod tests {
             failure(&MailError::Nsf(nsf::NsfError::LogFull)),
             StoreFailure::InsufficientStorage
         );
-        assert!(is_no_space("write failed: No space left on device (os error 28)"));
+        assert!(is_no_space(
+            "write failed: No space left on device (os error 28)"
+        ));
         assert!(!is_no_space("write failed: Input/output error"));
     }
 }
