@@ -411,8 +411,12 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
                 None => String::new(),
             };
             let http = b.http.map_or("off".to_string(), |a| a.to_string());
+            let smtp = match b.smtp {
+                Some(a) => format!(", smtp {a}"),
+                None => String::new(),
+            };
             eprintln!(
-                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{tls}; Ctrl-C to stop",
+                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{tls}; Ctrl-C to stop",
                 if logged { "on" } else { "off" },
                 b.native,
             );

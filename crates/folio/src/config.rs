@@ -56,6 +56,8 @@ pub struct FileConfig {
     pub listen: Option<String>,
     /// HTTP API address, or "off".
     pub http_listen: Option<String>,
+    /// SMTP (inbound mail) address, or "off" (the default).
+    pub smtp_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
     /// Largest document JSON accepted.
@@ -72,6 +74,25 @@ pub struct FileConfig {
     pub tls: TlsSection,
     #[serde(default)]
     pub mail: MailSection,
+    #[serde(default)]
+    pub smtp: SmtpSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmtpSection {
+    /// SMTP connections served at once.
+    pub max_connections: Option<usize>,
+    /// Largest message accepted (advertised as SIZE).
+    pub max_message_size: Option<Size>,
+    /// Most recipients of one message (at least 100).
+    pub max_recipients: Option<usize>,
+    /// Seconds the server waits for the next command.
+    pub command_timeout_secs: Option<f64>,
+    /// Seconds the server waits for more of a message after 354.
+    pub data_timeout_secs: Option<f64>,
+    /// The name in the greeting (default: the host name).
+    pub server_name: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -378,6 +399,7 @@ impl FileConfig {
                 .collect::<Result<_, _>>()?;
         }
         s.limits = self.limits()?;
+        s.smtp = self.smtp_settings(s.native.stall_timeout)?;
         let rel = |p: &PathBuf| {
             if p.is_absolute() {
                 p.clone()
@@ -427,6 +449,73 @@ impl FileConfig {
             limits.attachment_streams = n;
         }
         Ok(limits)
+    }
+
+    /// The SMTP listener's settings, validated: `None` unless
+    /// `smtp_listen` names an address.
+    fn smtp_settings(
+        &self,
+        stall_timeout: Duration,
+    ) -> Result<Option<server::smtp::SmtpSettings>, String> {
+        let listen = match self.smtp_listen.as_deref() {
+            None | Some("off") => return Ok(None),
+            Some(a) => socket_addr("smtp_listen", a)?,
+        };
+        let c = &self.smtp;
+        let mut s = server::smtp::SmtpSettings {
+            listen,
+            stall_timeout,
+            mail: self.mail_config()?,
+            ..Default::default()
+        };
+        if let Some(n) = c.max_connections {
+            if !(1..=100_000).contains(&n) {
+                return Err(setting(
+                    "smtp.max_connections",
+                    "must be between 1 and 100000",
+                ));
+            }
+            s.max_connections = n;
+        }
+        if let Some(Size(n)) = c.max_message_size {
+            if !(1 << 10..=4 << 30).contains(&n) {
+                return Err(setting(
+                    "smtp.max_message_size",
+                    "must be between 1KiB and 4GiB",
+                ));
+            }
+            s.max_message_size = n;
+        }
+        if let Some(n) = c.max_recipients {
+            if !(mail::smtp::MIN_RECIPIENTS..=mail::MAX_RECIPIENTS).contains(&n) {
+                return Err(setting(
+                    "smtp.max_recipients",
+                    format!(
+                        "must be between {} (RFC 5321 §4.5.3.1.8) and {}",
+                        mail::smtp::MIN_RECIPIENTS,
+                        mail::MAX_RECIPIENTS
+                    ),
+                ));
+            }
+            s.max_recipients = n;
+        }
+        if let Some(t) = timeout("smtp.command_timeout_secs", c.command_timeout_secs)? {
+            s.command_timeout = t;
+        }
+        if let Some(t) = timeout("smtp.data_timeout_secs", c.data_timeout_secs)? {
+            s.data_timeout = t;
+        }
+        if let Some(name) = &c.server_name {
+            let printable = name.bytes().all(|b| b.is_ascii_graphic());
+            if name.is_empty() || name.len() > 255 || !printable {
+                return Err(setting(
+                    "smtp.server_name",
+                    "must be 1 to 255 printable ASCII characters without spaces",
+                ));
+            }
+            s.server_name = Some(name.clone());
+        }
+        Ok(Some(s))
     }
 
     /// The connection timeouts and the shutdown grace period, validated.
@@ -691,6 +780,58 @@ mod tests {
         assert!(parse("http_header_timeout = 5")
             .unwrap_err()
             .contains("http_header_timeout"));
+    }
+
+    #[test]
+    fn smtp_settings() {
+        let d = Path::new("/d");
+        assert!(parse("")
+            .unwrap()
+            .server_settings(d)
+            .unwrap()
+            .smtp
+            .is_none());
+        let off = parse("smtp_listen = \"off\"").unwrap();
+        assert!(off.server_settings(d).unwrap().smtp.is_none());
+        let c = parse(
+            "smtp_listen = \"127.0.0.1:2525\"\nstall_timeout_secs = 9\n[smtp]\n\
+             max_connections = 7\nmax_message_size = \"2MiB\"\nmax_recipients = 200\n\
+             command_timeout_secs = 1.5\ndata_timeout_secs = 2\nserver_name = \"mx.example\"\n\
+             [mail]\nboxes = 2",
+        )
+        .unwrap();
+        let s = c.server_settings(d).unwrap().smtp.unwrap();
+        assert_eq!(s.listen, "127.0.0.1:2525");
+        assert_eq!((s.max_connections, s.max_recipients), (7, 200));
+        assert_eq!(s.max_message_size, 2 << 20);
+        assert_eq!(s.command_timeout, Duration::from_millis(1_500));
+        assert_eq!(s.data_timeout, Duration::from_secs(2));
+        assert_eq!(s.stall_timeout, Duration::from_secs(9));
+        assert_eq!(s.server_name.as_deref(), Some("mx.example"));
+        assert_eq!(s.mail.boxes(), 2);
+        let on = "smtp_listen = \"127.0.0.1:2525\"\n";
+        for (text, key) in [
+            ("smtp_listen = \"nowhere\"", "smtp_listen"),
+            ("[smtp]\nmax_connections = 0", "smtp.max_connections"),
+            ("[smtp]\nmax_message_size = 10", "smtp.max_message_size"),
+            ("[smtp]\nmax_recipients = 99", "smtp.max_recipients"),
+            (
+                "[smtp]\ncommand_timeout_secs = 0",
+                "smtp.command_timeout_secs",
+            ),
+            ("[smtp]\ndata_timeout_secs = 1e9", "smtp.data_timeout_secs"),
+            ("[smtp]\nserver_name = \"a b\"", "smtp.server_name"),
+        ] {
+            let text = match text.starts_with("smtp_listen") {
+                true => text.to_string(),
+                false => format!("{on}{text}"),
+            };
+            let e = parse(&text).unwrap().server_settings(d).unwrap_err();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        assert!(parse("[smtp]\nmax_mesage_size = 1")
+            .unwrap_err()
+            .contains("max_mesage_size"));
     }
 
     #[test]

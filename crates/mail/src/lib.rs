@@ -14,6 +14,7 @@
 //!   directory.rs  names.fdb: person documents, resolve, unique names
 //!   mailfile.rs   mail/<short name>.fdb from the template; drafts
 //!   mailbox.rs    mail.box databases: deposit, delivery state
+//!   inbound.rs    mail received by SMTP, deposited for its envelope recipients
 //!   attach.rs     files sent with a message, within its size limit
 //!   sysdb.rs      making a database with its design and ACL, crash-safely
 //!   template.rs   the mail file design
@@ -23,6 +24,7 @@ mod attach;
 mod config;
 mod directory;
 mod error;
+mod inbound;
 mod mailbox;
 mod mailfile;
 mod message;
@@ -38,6 +40,7 @@ pub use directory::{
     MAX_NAME_BYTES, NAMES_VIEW, PEOPLE_VIEW,
 };
 pub use error::{MailError, MailResult};
+pub use inbound::{deposit_inbound, deposit_received, memo_from, HTML_BODY_NAME};
 pub use mailbox::{
     box_for, box_path, deposit, item as box_item, open_box, read_deposit, Delivery, DeliveryState,
     Deposit, DepositId, PENDING_VIEW,

@@ -40,7 +40,9 @@
 //! server from the signed-in user, the embedded command line from
 //! `--from`. `From` is set from it and a `From` naming anyone else is
 //! refused (`Person::sign`). A mail box's ACL admits only server
-//! administrators, so nobody deposits around this check.
+//! administrators, so nobody deposits around this check. Mail received
+//! from outside, which has no directory sender, comes in through
+//! `inbound.rs` instead, and is marked as such.
 
 use crate::attach::{self, Attachment};
 use crate::directory::Person;
@@ -63,6 +65,9 @@ pub mod item {
     pub const DELIVERY_REASON: &str = "DeliveryReason";
     pub const DELIVERY_ATTEMPTS: &str = "DeliveryAttempts";
     pub const DEPOSITED: &str = "Deposited";
+    /// On a message received from outside (SMTP): the envelope sender,
+    /// `""` for the null path of a bounce (`inbound.rs`).
+    pub const INBOUND_FROM: &str = "InboundFrom";
 }
 
 /// Where one recipient's copy stands.
@@ -175,15 +180,33 @@ pub fn deposit(
     files: &mut [Attachment<'_>],
 ) -> MailResult<DepositId> {
     sender.sign(&mut msg)?;
+    msg.validate_for_sending()?;
+    let deliveries = pending(msg.header().recipients());
+    commit(engine, views, config, msg, deliveries, Vec::new(), files)
+}
+
+/// Stores a checked message with its delivery state (`deliveries`, at
+/// least one) and `extra` items, following I28; durable when this
+/// returns. `deposit` and `inbound::deposit_inbound` differ only in
+/// where the sender and the recipients come from.
+pub(crate) fn commit(
+    engine: &Engine,
+    views: &Views,
+    config: &MailConfig,
+    mut msg: Message,
+    deliveries: Vec<Delivery>,
+    extra: Vec<Item>,
+    files: &mut [Attachment<'_>],
+) -> MailResult<DepositId> {
     let now = Timestamp::now();
     msg.header_mut().posted = Some(now);
-    msg.validate_for_sending()?;
     let body = msg.header().body.len();
     attach::check(body, files, config.max_message_bytes())?;
     let message_id = msg.header().message_id.clone();
     let mail_box = box_for(&message_id, config.boxes());
     let db = open_box(engine, views, &mail_box)?;
-    let mut state = delivery_items(&pending(&msg));
+    let mut state = delivery_items(&deliveries);
+    state.extend(extra);
     state.push(datetime(item::DEPOSITED, now));
     let unid = if files.is_empty() {
         // I28: the message and its `Deposited` in one commit.
@@ -209,11 +232,10 @@ pub fn deposit(
     })
 }
 
-/// Every recipient of `msg` once (compared as names are), pending.
-fn pending(msg: &Message) -> Vec<Delivery> {
+/// Every one of `recipients` once (compared as names are), pending.
+pub(crate) fn pending<'a>(recipients: impl Iterator<Item = &'a Address>) -> Vec<Delivery> {
     let mut seen = HashSet::new();
-    msg.header()
-        .recipients()
+    recipients
         .filter(|a| seen.insert(a.lookup_key()))
         .map(|a| Delivery {
             recipient: a.clone(),

@@ -9,6 +9,8 @@
 //!              per resource (databases, documents, attachments, views, admin)
 //!   auth.rs    server users (argon2 hashes) and tokens
 //!   tls.rs     rustls configuration, self-signed certificates
+//!   smtp/      inbound SMTP: listener, connection driver of
+//!              mail::smtp::Session, deposits into mail boxes
 //!   stats.rs   per-operation response-time histograms and counters
 //!   host.rs    the Host: engine, views, users, stats and background tasks,
 //!              built once, closed once (checkpoint whoever holds the engine)
@@ -37,6 +39,7 @@ mod listener;
 pub mod native;
 mod run;
 pub mod service;
+pub mod smtp;
 pub mod stats;
 pub mod tasks;
 pub mod tls;

@@ -4,9 +4,10 @@
 //!   run(host) ─ raise the descriptor limit, fit the connection limits under it
 //!         ─ tokio runtime: io threads (accept, read, write)
 //!            │             + blocking pool of `worker_threads` (requests)
-//!            ├─ bind 127.0.0.1:1352 (native) and 127.0.0.1:8080 (HTTP)
+//!            ├─ bind 127.0.0.1:1352 (native) and 127.0.0.1:8080 (HTTP),
+//!            │  and `smtp_listen` if set (SMTP, off by default)
 //!            ├─ start the host's background tasks, in order (tasks.rs)
-//!            ├─ native::serve, http::serve
+//!            ├─ native::serve, http::serve, smtp::serve
 //!            └─ wait for SIGTERM / SIGINT / the stop handle
 //!   shutdown: Draining — stop accepting, close idle and half-open
 //!             connections, let in-flight requests finish (their commits
@@ -30,6 +31,7 @@ use crate::http_conn::HttpSettings;
 use crate::listener::Lifecycle;
 use crate::native::{self, NativeSettings};
 use crate::service::{Limits, Service};
+use crate::smtp::{self, Mailer, SmtpSettings};
 use crate::tasks::Tasks;
 use crate::tls::{server_tls_config, TlsSettings};
 use crate::{http, ServerError, ServerResult};
@@ -60,8 +62,10 @@ pub struct ServerSettings {
     pub shutdown_grace: Duration,
     /// Per-request limits.
     pub limits: Limits,
-    /// TLS for both listeners.
+    /// TLS for every listener (STARTTLS for SMTP).
     pub tls: TlsSettings,
+    /// The SMTP listener; `None` (the default) turns it off.
+    pub smtp: Option<SmtpSettings>,
 }
 
 impl Default for ServerSettings {
@@ -77,6 +81,7 @@ impl Default for ServerSettings {
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
             tls: TlsSettings::default(),
+            smtp: None,
         }
     }
 }
@@ -88,6 +93,8 @@ pub struct Bound {
     pub native: SocketAddr,
     /// HTTP address, if on.
     pub http: Option<SocketAddr>,
+    /// SMTP address, if on.
+    pub smtp: Option<SocketAddr>,
     /// The certificate clients should trust, when TLS is on.
     pub tls_cert: Option<std::path::PathBuf>,
 }
@@ -134,9 +141,17 @@ fn serve_host(
     let engine = host.engine();
     let tls = server_tls_config(&settings.tls, engine.data_dir(), engine.backend())?;
     let service = host.service(settings.limits.clone());
+    let mailer = settings.smtp.as_ref().map(|s| {
+        Arc::new(Mailer::new(
+            host.engine().clone(),
+            host.views().clone(),
+            s.mail,
+        ))
+    });
     let result = runtime.block_on(serve(
         settings,
         service,
+        mailer,
         host.tasks_mut(),
         tls,
         on_bound,
@@ -147,9 +162,26 @@ fn serve_host(
 }
 
 /// Raises the process's descriptor limit and lowers the connection limits
-/// if they would not leave the engine its reserve (`descriptors.rs`).
+/// if they would not leave the engine its reserve (`descriptors.rs`). The
+/// SMTP listener's connections (and its refusals) are set aside first,
+/// lowered to an eighth of the limit if they would take more.
 fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
-    let limit = crate::descriptors::raise_limit()?;
+    let mut limit = crate::descriptors::raise_limit()?;
+    if let Some(smtp) = &mut settings.smtp {
+        let share = (limit.soft / 8).saturating_sub(crate::listener::REFUSING as u64);
+        if smtp.max_connections as u64 > share {
+            tracing::warn!(
+                "the descriptor limit of {} leaves room for {} SMTP connections, not \
+                 smtp.max_connections = {}",
+                limit.soft,
+                share.max(1),
+                smtp.max_connections
+            );
+            smtp.max_connections = share.max(1) as usize;
+        }
+        let taken = smtp.max_connections as u64 + crate::listener::REFUSING as u64 + 1;
+        limit.soft = limit.soft.saturating_sub(taken);
+    }
     let http = settings
         .http_listen
         .as_ref()
@@ -216,9 +248,11 @@ async fn bind(addr: &str, what: &str) -> ServerResult<TcpListener> {
     })))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     settings: ServerSettings,
     service: Arc<Service>,
+    mailer: Option<Arc<Mailer>>,
     tasks: &mut Tasks,
     tls: Option<crate::tls::TlsConfig>,
     on_bound: impl FnOnce(&Bound),
@@ -231,6 +265,10 @@ async fn serve(
         Some(a) => Some(bind(a, "http_listen").await?),
         None => None,
     };
+    let smtp_listener = match (&settings.smtp, &mailer) {
+        (Some(s), Some(m)) => Some((bind(&s.listen, "smtp_listen").await?, s.clone(), m.clone())),
+        _ => None,
+    };
     let local = |l: &TcpListener| {
         l.local_addr()
             .map_err(|e| ServerError::Internal(format!("listener address: {e}")))
@@ -238,6 +276,7 @@ async fn serve(
     let bound = Bound {
         native: local(&native_listener)?,
         http: http_listener.as_ref().map(local).transpose()?,
+        smtp: smtp_listener.as_ref().map(|l| local(&l.0)).transpose()?,
         tls_cert: tls.as_ref().map(|t| t.cert_path.clone()),
     };
     tasks.start_all().await;
@@ -262,6 +301,16 @@ async fn serve(
             life.clone(),
         ))
     });
+    let mail = smtp_listener.map(|(l, s, m)| {
+        tokio::spawn(smtp::serve(
+            l,
+            tls.as_ref().map(|t| t.config.clone()),
+            m,
+            s,
+            service.stats().clone(),
+            life.clone(),
+        ))
+    });
     signals.next().await;
     let grace = settings.shutdown_grace;
     tracing::info!(
@@ -275,6 +324,9 @@ async fn serve(
         let _ = native.await;
         if let Some(w) = web {
             let _ = w.await;
+        }
+        if let Some(m) = mail {
+            let _ = m.await;
         }
     };
     // A second signal cuts the tasks' stop short as well.

@@ -240,7 +240,7 @@ fn subject_names() -> Vec<String> {
 }
 
 /// The machine's host name, if it is a usable DNS name.
-fn host_name() -> Option<String> {
+pub(crate) fn host_name() -> Option<String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
     let name = name.trim().to_ascii_lowercase();
     let valid = !name.is_empty()

@@ -78,6 +78,8 @@ pub struct Server {
     child: Child,
     pub native: String,
     pub http: String,
+    /// The SMTP address, when `smtp_listen` is on.
+    pub smtp: Option<String>,
 }
 
 impl Server {
@@ -147,6 +149,7 @@ impl Server {
             rest.split([',', ';']).next().unwrap().trim().to_string()
         };
         let (native, http) = (after("on native "), after("http "));
+        let smtp = line.contains(", smtp ").then(|| after(", smtp "));
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || {
             let mut sink = String::new();
@@ -156,6 +159,7 @@ impl Server {
             child,
             native,
             http,
+            smtp,
         }
     }
 

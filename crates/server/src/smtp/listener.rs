@@ -1,0 +1,72 @@
+//! The SMTP listener: the same accept loop, connection limit and
+//! shutdown as the native and HTTP listeners (`crate::listener`), so no
+//! client can hold the server: beyond `max_connections` a client is told
+//! `421` and closed at once, every wait for a client has a deadline
+//! (`conn.rs`), and at shutdown idle sessions close at once and the rest
+//! are dropped when the grace period ends.
+//!
+//! STARTTLS uses the server's certificate (`tls.rs`) without the ALPN
+//! offer the HTTP listener makes: SMTP names no ALPN protocol.
+
+use super::conn::{self, ConnContext};
+use super::mailer::Mailer;
+use super::settings::SmtpSettings;
+use crate::listener::{finish, Gate, Lifecycle, Listener};
+use crate::stats::Stats;
+use bytes::Bytes;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Accepts SMTP connections until the lifecycle leaves `Serving`, then
+/// lets them finish, or drops them once it reaches `Cut`.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mailer: Arc<Mailer>,
+    settings: SmtpSettings,
+    stats: Arc<Stats>,
+    mut life: watch::Receiver<Lifecycle>,
+) {
+    let server_name: Arc<str> = server_name(&settings).into();
+    let refusal = format!("421 {server_name} Too many connections, try again later\r\n");
+    let gate = Gate::new(settings.max_connections, Bytes::from(refusal));
+    let tls = tls.map(|config| {
+        let mut smtp = (*config).clone();
+        smtp.alpn_protocols.clear();
+        tokio_rustls::TlsAcceptor::from(Arc::new(smtp))
+    });
+    let settings = Arc::new(settings);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut listener = Listener::new(listener, "SMTP");
+    while let Some((socket, peer)) = listener.accept(&mut life).await {
+        let Some((socket, slot)) = gate.admit(socket) else {
+            stats.connection_refused();
+            continue;
+        };
+        let cx = ConnContext {
+            settings: settings.clone(),
+            server_name: server_name.clone(),
+            mailer: mailer.clone(),
+            tls: tls.clone(),
+            stats: stats.clone(),
+            life: life.clone(),
+        };
+        tasks.spawn(async move {
+            let _slot = slot;
+            conn::serve(socket, peer, cx).await;
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    drop(listener);
+    finish(tasks, life).await;
+}
+
+/// The configured name, else the machine's host name, else `localhost`.
+fn server_name(settings: &SmtpSettings) -> String {
+    settings
+        .server_name
+        .clone()
+        .or_else(crate::tls::host_name)
+        .unwrap_or_else(|| "localhost".into())
+}
