@@ -338,6 +338,12 @@ fn raw_request(addr: SocketAddr, head: &str, body: &[u8], cut_off: bool) -> Opti
     if cut_off {
         return None;
     }
+    let text = read_head(&mut s);
+    text.split_whitespace().nth(1).and_then(|c| c.parse().ok())
+}
+
+/// Reads an answer's status line and headers, lowercased.
+fn read_head(s: &mut TcpStream) -> String {
     let mut answer = Vec::new();
     let mut buf = [0u8; 4096];
     while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -346,8 +352,7 @@ fn raw_request(addr: SocketAddr, head: &str, body: &[u8], cut_off: bool) -> Opti
             Ok(n) => answer.extend_from_slice(&buf[..n]),
         }
     }
-    let text = String::from_utf8_lossy(&answer);
-    text.split_whitespace().nth(1).and_then(|c| c.parse().ok())
+    String::from_utf8_lossy(&answer).to_lowercase()
 }
 
 // ---------------------------------------------------------------- tests
@@ -1701,4 +1706,36 @@ fn an_unrestricted_view_costs_a_reader_what_it_costs_the_administrator() {
         bob <= admin + 3,
         "a page of 40 rows: {bob} page reads for bob, {admin} for the administrator"
     );
+}
+
+/// An answer sent before the request body was read (here a wrong
+/// method) says `Connection: close`: the server cannot reuse that
+/// connection, and a pooling client that was not told would send its next
+/// request onto a closing socket. An answer to a body that was read keeps
+/// the connection.
+#[test]
+fn an_answer_that_leaves_the_body_unread_closes_the_connection() {
+    let s = Server::start();
+    s.create_db("c.fdb");
+    let unid = s.create_doc("c.fdb", ADMIN, &json!({"Subject": "x"}));
+    let auth = basic("admin", PW);
+    let path = format!("/db/c.fdb/docs/{unid}");
+    let body = br#"{"Subject": "y"}"#;
+    let ask = |method: &str| {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(body).unwrap();
+        read_head(&mut c)
+    };
+    let refused = ask("PATCH");
+    assert!(refused.starts_with("http/1.1 405"), "{refused}");
+    assert!(refused.contains("\r\nconnection: close\r\n"), "{refused}");
+    let kept = ask("PUT");
+    assert!(kept.starts_with("http/1.1 200"), "{kept}");
+    assert!(!kept.contains("connection: close"), "{kept}");
 }

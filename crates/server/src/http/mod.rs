@@ -60,6 +60,7 @@
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
 //!   mail_users.rs   mail users: create, list, remove (administrators)
+//!   unread.rs       `Connection: close` on an answer that left the body unread
 //! ```
 
 mod admin;
@@ -70,6 +71,7 @@ mod documents;
 mod extract;
 mod mail_users;
 mod stream;
+mod unread;
 mod views;
 
 use crate::service::Service;
@@ -125,6 +127,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/mail/users/{name}", delete(mail_users::remove_user))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn(unread::close_if_unread))
         .layer(axum::middleware::from_fn_with_state(
             service.clone(),
             count_request,
