@@ -15,7 +15,7 @@ use crate::mailcli::MailCmd;
 use crate::remote::RemoteStore;
 use crate::store::Store;
 use crate::viewcli::{FolderCmd, ViewCmd};
-use crate::{commands, crashtest, datadir, load, output};
+use crate::{commands, crashtest, datadir, load, output, replcli};
 use clap::{Parser, Subcommand};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -77,6 +77,20 @@ pub enum Cmd {
     /// Folder membership.
     #[command(subcommand)]
     Folder(FolderCmd),
+    /// Replicate two replicas of a database in the data directory (the
+    /// same replica id): only what changed since their last replication
+    /// travels. Prints a summary of each pull as JSON.
+    Replicate {
+        src: String,
+        dst: String,
+        /// pull: SRC into DST; push: DST into SRC; both: pull, then push.
+        #[arg(long, value_enum, default_value = "pull")]
+        direction: crate::replcli::Direction,
+        /// Only documents this formula selects travel (deletion stubs
+        /// always do).
+        #[arg(long)]
+        selection: Option<String>,
+    },
     /// Print every document a formula selects, as JSON lines.
     Search {
         path: String,
@@ -154,6 +168,16 @@ pub enum DbCmd {
     Info { path: String },
     /// Check a database's consistency (trees, indexes, note encoding).
     Check { path: String },
+    /// Copy a database as a new replica (same replica id; needs
+    /// --replica), filled by a full replication; prints its description
+    /// and the replication's summary.
+    Copy {
+        src: String,
+        dst: String,
+        /// Make DST a replica of SRC (the only kind of copy there is).
+        #[arg(long)]
+        replica: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -269,13 +293,34 @@ pub fn run(args: Args) -> FolioResult<()> {
 /// checkpoint) whether or not the command succeeded.
 fn over_data_directory(args: &Args) -> FolioResult<()> {
     let store = LocalStore::open(args.data_dir(), args.config.as_deref())?;
-    let result = on_console(&store, &args.cmd);
+    let result = match &args.cmd {
+        Cmd::Db(DbCmd::Copy { src, dst, .. }) => {
+            to_console(|out| replcli::copy_replica(&store, src, dst, out))
+        }
+        Cmd::Replicate {
+            src,
+            dst,
+            direction,
+            selection,
+        } => to_console(|out| {
+            replcli::replicate(&store, (src, dst), *direction, selection.as_deref(), out)
+        }),
+        cmd => on_console(&store, cmd),
+    };
     let closed = store.close();
     result.and(closed)
 }
 
 fn over_server(args: &Args, server: &str) -> FolioResult<()> {
     on_console(&RemoteStore::connect(args, server)?, &args.cmd)
+}
+
+/// Runs `f` with standard output.
+fn to_console(f: impl FnOnce(&mut dyn Write) -> FolioResult<()>) -> FolioResult<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    let result = f(&mut out);
+    let flushed = out.flush().map_err(output::write_failed);
+    result.and(flushed)
 }
 
 /// Runs the command over `store` with standard input and output.
@@ -341,6 +386,15 @@ fn check_options(args: &Args) -> FolioResult<()> {
             &[&data, &config],
             "does not apply to show stats: it asks a running server (--server HOST:PORT, default 127.0.0.1:1352)",
         ),
+        Cmd::Db(DbCmd::Copy { replica: false, .. }) => Err(FolioError::Usage(
+            "db copy makes a replica only: give --replica".into(),
+        )),
+        Cmd::Db(DbCmd::Copy { .. }) if server.is_some() => Err(FolioError::NotYetOverServer {
+            command: "db copy",
+        }),
+        Cmd::Replicate { .. } if server.is_some() => Err(FolioError::NotYetOverServer {
+            command: "replicate",
+        }),
         Cmd::Mail(MailCmd::Send { from, .. }) if server.is_some() && from.is_some() => Err(
             FolioError::Usage("--from does not apply with --server: the sender is the signed-in user".into()),
         ),

@@ -44,11 +44,14 @@ pub fn run(
         Cmd::Fixup { path, dry_run } => fixup(store, path, *dry_run, out),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
-        Cmd::Serve(_) | Cmd::User(_) | Cmd::Load(_) | Cmd::Debug(_) | Cmd::Dump(_) => {
-            Err(FolioError::Internal(
-                "serve, user, load, dump and debug commands do not run over a store".into(),
-            ))
-        }
+        Cmd::Serve(_)
+        | Cmd::User(_)
+        | Cmd::Load(_)
+        | Cmd::Debug(_)
+        | Cmd::Dump(_)
+        | Cmd::Replicate { .. } => Err(FolioError::Internal(
+            "serve, user, load, dump, debug and replicate commands do not run over a store".into(),
+        )),
     }
 }
 
@@ -73,6 +76,7 @@ fn db(store: &dyn Store, c: &DbCmd, out: &mut dyn Write) -> FolioResult<()> {
         DbCmd::Info { path } => {
             output::pretty(out, &output::database_info(&store.database_info(path)?))
         }
+        DbCmd::Copy { .. } => Err(FolioError::NotYetOverServer { command: "db copy" }),
         DbCmd::Check { path } => {
             output::pretty(out, &output::serialized(&store.check_database(path)?)?)
         }

@@ -18,6 +18,7 @@ pub mod mailcli;
 pub mod output;
 pub mod progress;
 pub mod remote;
+pub mod replcli;
 pub mod report;
 pub mod store;
 pub mod usercli;

@@ -120,6 +120,17 @@ impl LocalStore {
         )?)
     }
 
+    /// The engine, for commands that work on databases directly
+    /// (replication, `replcli.rs`).
+    pub fn engine(&self) -> &Arc<nsf::Engine> {
+        self.service.engine()
+    }
+
+    /// The database at `path`, opened as every command opens it.
+    pub fn database(&self, path: &str) -> FolioResult<Arc<Database>> {
+        self.open_db(path)
+    }
+
     fn open_db(&self, path: &str) -> FolioResult<Arc<Database>> {
         Ok(self.service.open_database(&self.caller, path)?.0)
     }

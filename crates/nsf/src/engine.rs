@@ -1219,6 +1219,7 @@ fn new_database_image(
         unid_root,
         seq_root,
         design_root: PageId::NONE,
+        repl_root: PageId::NONE,
         next_note_id: 1,
         last_seq: Seq(0),
         flags: 0,

@@ -30,6 +30,9 @@ pub struct ForeignNote {
     /// `attachments` and are stored as `$FILE:` items).
     pub items: Vec<Item>,
     pub attachments: Vec<ForeignAttachment>,
+    /// The versions this one was made from, oldest first; stored as given
+    /// (the newest [`crate::MAX_REVISIONS`]), see `lineage.rs`.
+    pub revisions: Vec<Version>,
 }
 
 /// An attachment of a foreign note, with its content.
@@ -74,12 +77,23 @@ pub enum ForeignOutcome {
     /// it. `loser` is the version replaced, for the caller to make a
     /// conflict document of; its attachment items describe content that
     /// is freed with the replacement and can no longer be read here.
-    Replaced { stored: NoteMeta, loser: Note },
+    Replaced {
+        stored: NoteMeta,
+        loser: Note,
+        loser_revisions: Vec<Version>,
+    },
     /// This very version (equal in the version order) is already here;
     /// nothing changed.
     AlreadyHave(NoteMeta),
-    /// The note here wins: nothing changed. `winner` is its version.
-    Lost { local: NoteMeta, winner: Version },
+    /// The note here wins: nothing changed. `winner` is its version,
+    /// `winner_revisions` the versions it was made from, and
+    /// `winner_deleted` whether it is a deletion stub.
+    Lost {
+        local: NoteMeta,
+        winner: Version,
+        winner_revisions: Vec<Version>,
+        winner_deleted: bool,
+    },
 }
 
 /// Refuses a foreign note that breaks the rules, naming the problem;

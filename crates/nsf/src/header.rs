@@ -10,7 +10,8 @@
 //!  16  replica id u64        24  instance id u64     32 created i64 (µs)
 //!  40  page count u32        44  free-list head u32  48 free count u64
 //!  56  note root u32         60  unid root u32       64 seq root u32
-//!  68  design root u32    72  reserved roots 4×u32  88 next note id u32
+//!  68  design root u32    72  replication root u32  76 reserved roots 3×u32
+//!  88  next note id u32
 //!  92  last seq u64
 //! 100  flags u32            104  title len u16      106 title utf8 (≤ 256)
 //! ```
@@ -41,6 +42,10 @@ pub struct DbHeader {
     /// Root of the design catalog (view index states), or page 0 if the
     /// database has no views yet. Owned by the `views` crate.
     pub design_root: PageId,
+    /// Root of the replication tree (revisions and histories,
+    /// `lineage.rs`), or page 0 until something is first stored in it.
+    /// Files from before it have 0 here (the bytes were reserved, zero).
+    pub repl_root: PageId,
     pub next_note_id: u32,
     pub last_seq: Seq,
     pub flags: u32,
@@ -64,6 +69,7 @@ impl DbHeader {
         put_u32(b, 60, self.unid_root.0);
         put_u32(b, 64, self.seq_root.0);
         put_u32(b, 68, self.design_root.0);
+        put_u32(b, 72, self.repl_root.0);
         put_u32(b, 88, self.next_note_id);
         put_u64(b, 92, self.last_seq.0);
         put_u32(b, 100, self.flags);
@@ -112,6 +118,7 @@ impl DbHeader {
             unid_root: PageId(get_u32(b, 60)),
             seq_root: PageId(get_u32(b, 64)),
             design_root: PageId(get_u32(b, 68)),
+            repl_root: PageId(get_u32(b, 72)),
             next_note_id: get_u32(b, 88),
             last_seq: Seq(get_u64(b, 92)),
             flags: get_u32(b, 100),
@@ -139,6 +146,7 @@ mod tests {
             unid_root: PageId(2),
             seq_root: PageId(3),
             design_root: PageId(6),
+            repl_root: PageId(8),
             next_note_id: 10,
             last_seq: Seq(11),
             flags: 0,

@@ -92,10 +92,64 @@ macro_rules! serialize_as_text {
 serialize_as_text!(ReplicaId, ReplicaId::to_string);
 serialize_as_text!(DbInstanceId, DbInstanceId::to_string);
 serialize_as_text!(Timestamp, |t: &Timestamp| t.to_rfc3339());
+serialize_as_text!(Unid, Unid::to_string);
+
+/// ... and deserialise from that same text, refusing anything else.
+macro_rules! deserialize_from_text {
+    ($t:ty, $what:expr, $parse:expr) => {
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                $parse(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "{:?} is not {}",
+                        text.chars().take(64).collect::<String>(),
+                        $what
+                    ))
+                })
+            }
+        }
+    };
+}
+deserialize_from_text!(ReplicaId, "a replica id (16 hex digits)", |s: &str| {
+    hex_u64(s).map(ReplicaId)
+});
+deserialize_from_text!(DbInstanceId, "an instance id (16 hex digits)", |s: &str| {
+    hex_u64(s).map(DbInstanceId)
+});
+deserialize_from_text!(Timestamp, "an RFC 3339 time", Timestamp::parse_rfc3339);
+deserialize_from_text!(Unid, "a UNID (32 hex digits)", |s: &str| s.parse().ok());
+
+/// Exactly 16 hex digits, as ids are displayed.
+fn hex_u64(s: &str) -> Option<u64> {
+    (s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(s, 16).ok())
+        .flatten()
+}
 
 /// Position in a database's change sequence (0 = before any change).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+/// Serialised as its number.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Seq(pub u64);
+
+impl fmt::Display for Seq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 /// A point in time: microseconds since the Unix epoch, UTC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -153,6 +207,35 @@ mod tests {
         assert!("xyz".parse::<Unid>().is_err());
         assert!("ZZ".repeat(16).parse::<Unid>().is_err());
         assert!("é".repeat(16).parse::<Unid>().is_err());
+    }
+
+    #[test]
+    fn ids_deserialise_from_the_text_they_serialise_as() {
+        let u = Unid::random();
+        let json = serde_json::to_string(&u).unwrap();
+        assert_eq!(serde_json::from_str::<Unid>(&json).unwrap(), u);
+        let r = ReplicaId(0x0123_4567_89AB_CDEF);
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, "\"0123456789ABCDEF\"");
+        assert_eq!(serde_json::from_str::<ReplicaId>(&json).unwrap(), r);
+        let i = DbInstanceId(7);
+        let json = serde_json::to_string(&i).unwrap();
+        assert_eq!(serde_json::from_str::<DbInstanceId>(&json).unwrap(), i);
+        let t = Timestamp(1_700_000_000_123_456);
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
+        assert_eq!(serde_json::to_string(&Seq(42)).unwrap(), "42");
+        assert_eq!(serde_json::from_str::<Seq>("42").unwrap(), Seq(42));
+        assert_eq!(Seq(42).to_string(), "42");
+        for bad in [
+            "\"12\"",
+            "\"+123456789ABCDEF\"",
+            "\"0123456789ABCDEFG\"",
+            "5",
+        ] {
+            assert!(serde_json::from_str::<ReplicaId>(bad).is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
     }
 
     #[test]

@@ -394,6 +394,11 @@ pub const ATTACHMENT_PREFIX: &str = "$FILE:";
 /// (`$DesignType` = `acl`, `$ACL` = the list as JSON; see `acl.rs`).
 pub const DESIGN_ITEMS: [&str; 4] = ["$DesignType", "$Title", "$ViewDef", "$ACL"];
 
+/// Text items that mark a conflict document (design.md §11.4): `$Conflict`
+/// (its value is "1") and `$Ref`, the UNID of the document it is a
+/// response to. Replication writes them; they replicate like any item.
+pub const CONFLICT_ITEMS: [&str; 2] = ["$Conflict", "$Ref"];
+
 /// Reader names: when a note has this item, only the names, `[roles]` and
 /// `*` it lists (or lists in [`AUTHORS_ITEM`]) may read it.
 pub const READERS_ITEM: &str = "$Readers";
@@ -429,7 +434,9 @@ pub(crate) fn check_names<'a>(
 fn is_system_item(i: &Item) -> bool {
     match i.value {
         ItemValue::Attachment(_) => i.name.starts_with(ATTACHMENT_PREFIX),
-        ItemValue::Text(_) => DESIGN_ITEMS.contains(&i.name.as_str()),
+        ItemValue::Text(_) => {
+            DESIGN_ITEMS.contains(&i.name.as_str()) || CONFLICT_ITEMS.contains(&i.name.as_str())
+        }
         _ => false,
     }
 }

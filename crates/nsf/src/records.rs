@@ -17,10 +17,11 @@
 
 use crate::acl::acl_unid;
 use crate::header::DbHeader;
+use crate::lineage;
 use crate::txn::Txn;
 use crate::{
     decode_note, encode_note, Item, Note, NoteId, NsfError, NsfResult, OriginatorId, Seq,
-    Timestamp, Unid,
+    Timestamp, Unid, Version,
 };
 use std::borrow::Cow;
 use storage::{btree, overflow, PageId, PageStore, PageStoreMut};
@@ -46,6 +47,9 @@ pub(crate) struct Stored {
     overflow: Option<PageId>,
     /// Its change-sequence index entry, replaced by the new one.
     change_seq: Seq,
+    /// Its version: a local edit records it among the new version's
+    /// revisions (`lineage.rs`).
+    version: Version,
 }
 
 pub(crate) fn missing(db: &str, unid: Unid) -> NsfError {
@@ -97,6 +101,7 @@ pub(crate) fn load_stored(txn: &Txn<'_>, unid: Unid, id: NoteId) -> NsfResult<(N
     let stored = Stored {
         overflow: overflow_of(&value),
         change_seq: note.change_seq,
+        version: note.version(),
     };
     Ok((note, stored))
 }
@@ -133,13 +138,40 @@ pub(crate) fn note_bytes<'v>(store: &impl PageStore, v: &'v [u8]) -> NsfResult<C
     }
 }
 
+/// The tree value for `bytes`: inline with its tag, or written to an
+/// overflow chain and pointed to (the form [`note_bytes`] reads).
+pub(crate) fn store_value(txn: &mut impl PageStoreMut, bytes: &[u8]) -> NsfResult<Vec<u8>> {
+    if bytes.len() <= INLINE_MAX {
+        let mut v = Vec::with_capacity(bytes.len() + 1);
+        v.push(TAG_INLINE);
+        v.extend_from_slice(bytes);
+        return Ok(v);
+    }
+    let first = overflow::write(txn, bytes)?;
+    let mut v = vec![TAG_OVERFLOW];
+    v.extend_from_slice(&first.0.to_le_bytes());
+    v.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    v.extend_from_slice(&crc32c::crc32c(bytes).to_le_bytes());
+    Ok(v)
+}
+
+/// Frees the overflow chain a value made by [`store_value`] points to.
+pub(crate) fn free_value(txn: &mut Txn<'_>, v: &[u8]) -> NsfResult<()> {
+    if let Some(first) = overflow_of(v) {
+        overflow::free(txn, first)?;
+    }
+    Ok(())
+}
+
 fn overflow_of(v: &[u8]) -> Option<PageId> {
     (v.first() == Some(&TAG_OVERFLOW) && v.len() == 17)
         .then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
 }
 
 /// Writes `note` (new change seq assigned here) into the note table and the
-/// seq index; `replaces` describes the stored version it supersedes.
+/// seq index; `replaces` describes the stored version it supersedes, which
+/// joins the note's revisions (a write of a version made elsewhere then
+/// sets them as given, `lineage::set_revisions`).
 pub(crate) fn store_note(
     txn: &mut Txn<'_>,
     note: &mut Note,
@@ -147,6 +179,7 @@ pub(crate) fn store_note(
 ) -> NsfResult<NoteMeta> {
     let key = note.note_id.0.to_be_bytes();
     if let Some(old) = replaces {
+        lineage::record_edit(txn, note.oid.unid, old.version)?;
         if let Some(first) = old.overflow {
             overflow::free(txn, first)?;
         }
@@ -177,20 +210,7 @@ pub(crate) fn store_note(
 /// The note-table value of `note`: inline, or written to a new overflow
 /// chain in `s` when its encoding is too large.
 pub(crate) fn note_value(s: &mut impl PageStoreMut, note: &Note) -> NsfResult<Vec<u8>> {
-    let encoded = encode_note(note)?;
-    Ok(if encoded.len() <= INLINE_MAX {
-        let mut v = Vec::with_capacity(encoded.len() + 1);
-        v.push(TAG_INLINE);
-        v.extend_from_slice(&encoded);
-        v
-    } else {
-        let first = overflow::write(s, &encoded)?;
-        let mut v = vec![TAG_OVERFLOW];
-        v.extend_from_slice(&first.0.to_le_bytes());
-        v.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
-        v.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
-        v
-    })
+    store_value(s, &encode_note(note)?)
 }
 
 /// Creates a note with a fresh UNID.

@@ -38,6 +38,7 @@ fn version(seq: u32, time: i64, items: Vec<Item>) -> ForeignNote {
         deleted: false,
         items,
         attachments: Vec::new(),
+        revisions: Vec::new(),
     }
 }
 
@@ -378,6 +379,7 @@ fn copy(n: &ForeignNote) -> ForeignNote {
     ForeignNote {
         items: n.items.clone(),
         attachments: Vec::new(),
+        revisions: n.revisions.clone(),
         ..*n
     }
 }

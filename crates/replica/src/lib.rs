@@ -32,6 +32,8 @@
 //! write batch makes ([`WriteBatch::apply`], I27). docs/design.md §11 is
 //! the specification.
 //!
+//! [`local`] is the driver between two database files in one process.
+//!
 //! The `testkit` feature adds an in-memory model database with the same
 //! write semantics, a fault-injecting network and a session runner.
 
@@ -42,6 +44,7 @@ mod conflict;
 mod error;
 pub mod history;
 mod ids;
+pub mod local;
 pub mod msg;
 mod puller;
 mod session;

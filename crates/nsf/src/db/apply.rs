@@ -6,11 +6,12 @@
 //! transaction back to the savepoint taken before it, so it changes
 //! nothing, whatever the other writes of its group do.
 
+use super::batch::ForeignTxn;
 use super::Database;
 use crate::acl::{acl_note_items, acl_unid, is_acl_note};
 use crate::attach;
-use crate::foreign::ForeignOutcome;
 use crate::index::IndexTxn;
+use crate::lineage;
 use crate::note::access_item_name;
 use crate::records::{
     bump, create_note, create_with_unid, load_stored, lookup_unid, store_note, Stored,
@@ -45,10 +46,17 @@ pub(super) enum WriteOp {
     SetAcl(String),
     /// An index transaction from the layer above (views).
     Index(IndexFn),
-    /// A version made elsewhere, stored if it wins (`foreign.rs`).
-    Foreign {
-        note: Box<Note>,
-        outcome: super::foreign::OutcomeSlot,
+    /// A replication history entry (`lineage.rs`; not a change, I30).
+    History {
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    /// Versions made elsewhere, stored if they win, with the conflict
+    /// documents they call for, in one transaction (`foreign.rs`).
+    ForeignBatch {
+        /// The staged attachment content the body may store.
+        blobs: Vec<AttachmentRef>,
+        body: super::foreign::ForeignFn,
     },
 }
 
@@ -130,16 +138,15 @@ impl Database {
                 f(&mut IndexTxn { txn })?;
                 Ok(None)
             }
-            WriteOp::Foreign { note, outcome } => {
-                let done = self.apply_foreign(txn, *note)?;
-                let meta = match &done {
-                    ForeignOutcome::Stored(m)
-                    | ForeignOutcome::Replaced { stored: m, .. }
-                    | ForeignOutcome::AlreadyHave(m)
-                    | ForeignOutcome::Lost { local: m, .. } => *m,
-                };
-                *outcome.lock() = Some(done);
-                Ok(Some(meta))
+            WriteOp::History { key, value } => {
+                lineage::put_history(txn, &key, &value)?;
+                Ok(None)
+            }
+            WriteOp::ForeignBatch { blobs, body } => {
+                let mut batch = ForeignTxn::new(txn, blobs);
+                body(&mut batch)?;
+                batch.finish()?;
+                Ok(None)
             }
         }
     }

@@ -31,6 +31,9 @@ impl Database {
         for root in [h.note_root, h.unid_root, h.seq_root] {
             report.pages_in_trees += btree::check(&store, root)?.pages;
         }
+        if h.repl_root != storage::PageId::NONE {
+            report.pages_in_trees += btree::check(&store, h.repl_root)?.pages;
+        }
         let corrupt = |reason: String| {
             NsfError::Storage(storage::StorageError::corrupt(
                 &self.core.path,

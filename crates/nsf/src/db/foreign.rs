@@ -1,41 +1,89 @@
-//! Writing a note with a foreign identity (`foreign.rs`): the narrow write
+//! Writing notes with a foreign identity (`foreign.rs`): the narrow write
 //! path replication and the mail router use, as `hooks.rs` is the views
 //! layer's.
 //!
 //! ```text
 //!  put_foreign: validate ─▶ (local version already higher? Lost, nothing read)
-//!    ─▶ stream attachment content to reserved pages, synced (I7)
-//!    ─▶ queue WriteOp::Foreign ─▶ in the group's transaction (I4):
-//!         no note with the UNID   → store as given, new note id      Stored
-//!         foreign version higher  → replace, free the loser's blobs  Replaced
-//!         equal                   → free the streamed blobs          AlreadyHave
-//!         lower                   → free the streamed blobs          Lost
-//!    ─▶ commit with the group; returns once durable (I2), as `create`
+//!    ─▶ stage: stream attachment content to reserved pages, synced (I7)
+//!    ─▶ a batch of one (below)
+//!
+//!  foreign_batch(staged notes, body) ─▶ queue WriteOp::ForeignBatch
+//!    ─▶ in the group's transaction (I4), body(ForeignTxn): any number of
+//!         put / put_conflict (`batch.rs`: the version order decides each)
+//!       then content no stored note took goes back to the free list
+//!    ─▶ commit with the group; returns once durable (I2): all of it or,
+//!       on any failure, none of it (I27), the staged pages given back
 //! ```
 //!
-//! The comparison runs inside the transaction, under the writer lock, so
-//! it and the write it decides are one atomic step (I25). The UNID,
-//! originator id, times and items are stored as given; this database
-//! assigns only what is local: the note id, `added` and the change
-//! sequence (which the views layer follows, I14).
+//! The comparisons run inside the transaction, under the writer lock, so
+//! each and the write it decides are one atomic step (I25). The UNID,
+//! originator id, times, items and revisions are stored as given; this
+//! database assigns only what is local: the note id, `added` and the
+//! change sequence (which the views layer follows, I14).
 
 use super::apply::WriteOp;
+use super::batch::ForeignTxn;
 use super::Database;
-use crate::attach::{self, BlobWriter};
+use crate::attach::BlobWriter;
 use crate::foreign::{validate, ForeignNote, ForeignOutcome};
-use crate::records::{load_stored, lookup_unid, store_note};
-use crate::txn::Txn;
-use crate::{
-    AttachmentRef, Item, ItemValue, Note, NoteId, NoteMeta, NsfError, NsfResult, Seq,
-    ATTACHMENT_PREFIX,
-};
+use crate::records::NoteMeta;
+use crate::{AttachmentRef, Item, ItemValue, Note, NoteId, NsfError, NsfResult, Seq, Unid};
+use crate::{Version, ATTACHMENT_PREFIX, MAX_REVISIONS};
 use parking_lot::Mutex;
-use std::cmp::Ordering;
 use std::sync::Arc;
-use storage::btree;
 
-/// Where the transaction leaves a foreign write's outcome for its caller.
-pub(super) type OutcomeSlot = Arc<Mutex<Option<ForeignOutcome>>>;
+/// A version made elsewhere, its attachment content already written to
+/// this database's pages and synced (I7): what a foreign batch stores.
+///
+/// Staged content belongs to no note until a batch stores it. Hand every
+/// staged note to [`Database::foreign_batch`] (which gives back whatever
+/// it does not store), or its pages stay reserved until compact.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StagedNote {
+    pub(super) note: Note,
+    pub(super) version: Version,
+    pub(super) revisions: Vec<Version>,
+}
+
+impl StagedNote {
+    /// A note as it is stored (its attachments referring to this
+    /// database's pages), as content for [`ForeignTxn::put_conflict`]:
+    /// typically the loser a put replaced. A batch refuses attachments
+    /// that are not content it may store.
+    pub fn from_note(note: Note, revisions: Vec<Version>) -> StagedNote {
+        let version = note.version();
+        StagedNote {
+            note,
+            version,
+            revisions,
+        }
+    }
+
+    pub fn unid(&self) -> Unid {
+        self.note.oid.unid
+    }
+
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    pub fn deleted(&self) -> bool {
+        self.note.deleted
+    }
+
+    /// The note, attachments as `$FILE:` items.
+    pub fn note(&self) -> &Note {
+        &self.note
+    }
+
+    /// The versions it was made from, oldest first.
+    pub fn revisions(&self) -> &[Version] {
+        &self.revisions
+    }
+}
+
+/// The body of a foreign batch, run in the group's transaction.
+pub(super) type ForeignFn = Box<dyn FnOnce(&mut ForeignTxn<'_, '_>) -> NsfResult<()> + Send>;
 
 impl Database {
     /// Stores a version of a document made elsewhere, if it wins (I24,
@@ -45,25 +93,32 @@ impl Database {
     /// changes nothing (I4). Attachment content is written to new pages
     /// and synced before the commit (I7), and given back if the version
     /// is not stored.
-    pub fn put_foreign(&self, mut note: ForeignNote) -> NsfResult<ForeignOutcome> {
+    pub fn put_foreign(&self, note: ForeignNote) -> NsfResult<ForeignOutcome> {
         validate(&note)?;
         self.core.check_writable()?;
-        let unid = note.oid.unid;
-        // I20: the ACL note replicates like any document, and its change
-        // is announced to the catalog like set_acl's.
-        let _change = (unid == self.acl_unid())
-            .then(|| self.begin_acl_change())
-            .transpose()?;
         if let Some(lost) = self.loses_already(&note)? {
             return Ok(lost);
         }
+        let staged = self.stage_foreign(note)?;
+        let content = [staged];
+        let put = content[0].clone();
+        self.foreign_batch(&content, move |t| t.put(&put))
+    }
+
+    /// Checks a foreign note and streams its attachment content to new
+    /// pages, synced (I7), for a later [`Database::foreign_batch`]. A
+    /// failure gives back what was streamed and changes nothing.
+    pub fn stage_foreign(&self, mut note: ForeignNote) -> NsfResult<StagedNote> {
+        validate(&note)?;
+        self.core.check_writable()?;
+        let unid = note.oid.unid;
         let mut items = std::mem::take(&mut note.items);
         let mut streamed: Vec<AttachmentRef> = Vec::new();
         for a in &mut note.attachments {
             match self.stream(&a.name, &a.mime, &mut *a.content.reader()) {
                 Ok(blob) => streamed.push(blob),
                 Err(e) => {
-                    self.release_blob(streamed.iter().flat_map(|b| b.extents.clone()).collect());
+                    self.release_blob(extents_of(&streamed));
                     return Err(e);
                 }
             }
@@ -82,26 +137,69 @@ impl Database {
             deleted: note.deleted,
             items,
         };
-        let extents: Vec<(u32, u32)> = streamed.iter().flat_map(|b| b.extents.clone()).collect();
         if let Err(e) = crate::validate_items(&stored.items) {
-            self.release_blob(extents);
+            self.release_blob(extents_of(&streamed));
             return Err(NsfError::BadForeignNote {
                 unid,
                 reason: e.to_string(),
             });
         }
-        let slot: OutcomeSlot = Arc::default();
-        let op = WriteOp::Foreign {
-            note: Box::new(stored),
-            outcome: slot.clone(),
-        };
-        if let Err(e) = self.submit(op) {
+        let mut revisions = note.revisions;
+        revisions.drain(..revisions.len().saturating_sub(MAX_REVISIONS));
+        Ok(StagedNote::from_note(stored, revisions))
+    }
+
+    /// Runs `body` in one transaction through the normal logged group
+    /// commit, and returns its result once that transaction is durable
+    /// (I2). `content` are the staged notes the body may store (and the
+    /// body may also store, as conflict documents, versions its puts
+    /// replace): whatever of it no stored note takes goes back to the
+    /// free list in the same transaction. All of the body's writes become
+    /// durable together or, if the body or the commit fails, none do
+    /// (I4, I27) and the staged pages are given back.
+    pub fn foreign_batch<R: Send + 'static>(
+        &self,
+        content: &[StagedNote],
+        body: impl FnOnce(&mut ForeignTxn<'_, '_>) -> NsfResult<R> + Send + 'static,
+    ) -> NsfResult<R> {
+        let blobs: Vec<AttachmentRef> = content
+            .iter()
+            .flat_map(|s| s.note.attachments().cloned())
+            .collect();
+        let extents = extents_of(&blobs);
+        let result = self.run_foreign_batch(content, blobs, body);
+        if result.is_err() {
             self.release_blob(extents);
-            return Err(e);
         }
-        let outcome = slot.lock().take();
-        outcome.ok_or_else(|| {
-            NsfError::Invalid("internal error: a foreign write left no outcome".into())
+        result
+    }
+
+    fn run_foreign_batch<R: Send + 'static>(
+        &self,
+        content: &[StagedNote],
+        blobs: Vec<AttachmentRef>,
+        body: impl FnOnce(&mut ForeignTxn<'_, '_>) -> NsfResult<R> + Send + 'static,
+    ) -> NsfResult<R> {
+        self.core.check_writable()?;
+        // I20: the ACL note replicates like any document, and its change
+        // is announced to the catalog like set_acl's.
+        let acl = self.acl_unid();
+        let _change = content
+            .iter()
+            .any(|s| s.unid() == acl)
+            .then(|| self.begin_acl_change())
+            .transpose()?;
+        let slot: Arc<Mutex<Option<R>>> = Arc::default();
+        let out = slot.clone();
+        let run: ForeignFn = Box::new(move |t| {
+            let r = body(t)?;
+            *out.lock() = Some(r);
+            Ok(())
+        });
+        self.submit(WriteOp::ForeignBatch { blobs, body: run })?;
+        let result = slot.lock().take();
+        result.ok_or_else(|| {
+            NsfError::Invalid("internal error: a foreign batch left no result".into())
         })
     }
 
@@ -115,9 +213,14 @@ impl Database {
             Err(e) => return Err(e),
         };
         let ahead = (local.oid.seq_num, local.oid.seq_time) > (note.oid.seq_num, note.oid.seq_time);
-        Ok(ahead.then(|| ForeignOutcome::Lost {
+        if !ahead {
+            return Ok(None);
+        }
+        Ok(Some(ForeignOutcome::Lost {
             local: meta_of(&local),
             winner: local.version(),
+            winner_revisions: self.revisions(local.oid.unid)?,
+            winner_deleted: local.deleted,
         }))
     }
 
@@ -137,62 +240,14 @@ impl Database {
             }
         }
     }
+}
 
-    /// The body of a foreign write, in the group's transaction (module
-    /// docs): decides by the version order and stores the winner.
-    pub(super) fn apply_foreign(
-        &self,
-        txn: &mut Txn<'_>,
-        mut note: Note,
-    ) -> NsfResult<ForeignOutcome> {
-        let unid = note.oid.unid;
-        let Some(id) = lookup_unid(txn, &txn.header, unid)? else {
-            note.note_id = NoteId(txn.header.next_note_id);
-            txn.header.next_note_id += 1;
-            note.added = txn.now();
-            let meta = store_note(txn, &mut note, None)?;
-            let mut root = txn.header.unid_root;
-            btree::insert(txn, &mut root, &unid.0, &note.note_id.0.to_be_bytes())?;
-            txn.header.unid_root = root;
-            return Ok(ForeignOutcome::Stored(meta));
-        };
-        let (local, stored) = load_stored(txn, unid, id)?;
-        let have = local.version();
-        match note.version().cmp(&have) {
-            Ordering::Greater => {
-                for a in local.attachments() {
-                    attach::free_blob(txn, a)?;
-                }
-                note.note_id = id;
-                note.added = local.added;
-                let meta = store_note(txn, &mut note, Some(stored))?;
-                Ok(ForeignOutcome::Replaced {
-                    stored: meta,
-                    loser: local,
-                })
-            }
-            order => {
-                // Not stored: its content goes back to the free list in
-                // this same transaction.
-                for a in note.attachments() {
-                    attach::free_blob(txn, a)?;
-                }
-                let local_meta = meta_of(&local);
-                Ok(if order == Ordering::Equal {
-                    ForeignOutcome::AlreadyHave(local_meta)
-                } else {
-                    ForeignOutcome::Lost {
-                        local: local_meta,
-                        winner: have,
-                    }
-                })
-            }
-        }
-    }
+fn extents_of(blobs: &[AttachmentRef]) -> Vec<(u32, u32)> {
+    blobs.iter().flat_map(|b| b.extents.clone()).collect()
 }
 
 /// What a write would return for `note` as stored.
-fn meta_of(note: &Note) -> NoteMeta {
+pub(super) fn meta_of(note: &Note) -> NoteMeta {
     NoteMeta {
         note_id: note.note_id,
         unid: note.oid.unid,

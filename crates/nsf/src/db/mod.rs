@@ -7,6 +7,7 @@
 //!   note table   note id (u32 BE)  -> note record (inline, or in an overflow chain)
 //!   UNID index   UNID (16 bytes)   -> note id
 //!   seq index    change seq (u64 BE) -> note id   ("modified since" is a range scan)
+//!   replication  revisions per UNID, replication histories (`lineage.rs`)
 //! ```
 //!
 //! Concurrency: writes to a database are queued, and whoever holds the
@@ -36,7 +37,8 @@
 //! | `queue.rs` | the write queue and write combining (who runs, who waits) |
 //! | `commit.rs` | one group's transaction: logged and unlogged commit |
 //! | `hooks.rs` | the doors the views layer writes and reads index pages through |
-//! | `foreign.rs` | storing a version made elsewhere (replication, the router; I25) |
+//! | `foreign.rs` | storing versions made elsewhere, singly or in batches (replication, the router; I25, I27) |
+//! | `batch.rs` | one foreign batch's transaction: puts, conflict documents, content bookkeeping |
 //! | `watch.rs` | waiting for the change sequence to pass a value (I23) |
 //! | `check.rs` | the consistency check |
 //! | `lifecycle.rs` | the instance's life in the open-database cache (I19, I20) |
@@ -48,6 +50,7 @@
 //! `LockCounters`; the uncontended path reads no clock.
 
 mod apply;
+mod batch;
 mod check;
 mod commit;
 mod foreign;
@@ -58,7 +61,9 @@ mod read;
 mod watch;
 mod write;
 
+pub use batch::ForeignTxn;
 pub use check::CheckReport;
+pub use foreign::StagedNote;
 pub use lifecycle::CloseHook;
 pub(crate) use lifecycle::Life;
 pub(crate) use queue::LockCounters;

@@ -10,11 +10,14 @@ use super::Database;
 use crate::acl::{acl_of_note, acl_unid};
 use crate::attach::AttachmentReader;
 use crate::dbcore::{Committed, Durability};
+use crate::lineage;
 use crate::records::{
     decode_note_value, load_note, lookup_unid, missing, note_bytes, note_id_from,
 };
 use crate::state::DbState;
-use crate::{Acl, AttachmentRef, Note, NoteId, NoteRef, NsfError, NsfResult, Seq, Timestamp, Unid};
+use crate::{
+    Acl, AttachmentRef, Note, NoteId, NoteRef, NsfError, NsfResult, Seq, Timestamp, Unid, Version,
+};
 use std::ops::Bound;
 use std::sync::Arc;
 use storage::btree;
@@ -98,6 +101,33 @@ impl Database {
             Some(id) => load_note(&store, &h, id)?.ok_or_else(|| self.missing(unid)),
             None => Err(self.missing(unid)),
         }
+    }
+
+    /// A document or its deletion stub with its revisions (`lineage.rs`),
+    /// read together (I13); `None` if no note has the UNID.
+    pub fn get_with_revisions(&self, unid: Unid) -> NsfResult<Option<(Note, Vec<Version>)>> {
+        let h = self.state.read();
+        let store = Committed(&self.core);
+        let Some(id) = lookup_unid(&store, &h, unid)? else {
+            return Ok(None);
+        };
+        match load_note(&store, &h, id)? {
+            Some(note) => Ok(Some((note, lineage::revisions(&store, &h, unid)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// The versions the note `unid` was made from, oldest first (empty if
+    /// none are kept, or no note has the UNID).
+    pub fn revisions(&self, unid: Unid) -> NsfResult<Vec<Version>> {
+        let h = self.state.read();
+        lineage::revisions(&Committed(&self.core), &h, unid)
+    }
+
+    /// Every replication history entry, by key (`lineage.rs`).
+    pub fn replication_histories(&self) -> NsfResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let h = self.state.read();
+        lineage::histories(&Committed(&self.core), &h)
     }
 
     /// Reads a document by note id (stubs included).

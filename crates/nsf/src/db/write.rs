@@ -185,6 +185,20 @@ impl Database {
         }
     }
 
+    /// Stores replication history entry `key` (at most
+    /// [`crate::MAX_HISTORY_KEY`] bytes; the value at most
+    /// [`crate::MAX_HISTORY_BYTES`]), replacing the entry with that key.
+    /// Outside the notes: the change sequence does not move (I30).
+    /// Returns once durable (I2), logged like any write; a failure changes
+    /// nothing (I4).
+    pub fn put_replication_history(&self, key: &[u8], value: &[u8]) -> NsfResult<()> {
+        self.submit(WriteOp::History {
+            key: key.to_vec(),
+            value: value.to_vec(),
+        })
+        .map(|_| ())
+    }
+
     /// Replaces the access-control list (creating the ACL note the first
     /// time); returns once it is durable (I2), like a document write.
     pub fn set_acl(&self, acl: &Acl) -> NsfResult<NoteMeta> {

@@ -157,6 +157,7 @@ fn build(store: &mut FileStore, nf: &NewFile<'_>, mut s: Salvage) -> NsfResult<D
         unid_root,
         seq_root,
         design_root: old.as_ref().map_or(PageId::NONE, |h| h.design_root),
+        repl_root: s.repl_root,
         next_note_id: old.as_ref().map_or(1, |h| h.next_note_id).max(max_id + 1),
         last_seq: Seq(last_seq),
         // I12: fixup is what clears "written unlogged, not closed cleanly".

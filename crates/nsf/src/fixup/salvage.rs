@@ -47,6 +47,12 @@ pub(crate) struct Salvage {
     pub released: Vec<PageId>,
     pub indexes_agreed: bool,
     pub design_damaged: bool,
+    /// The replication tree's root (revisions and histories, I30), kept
+    /// in place when it reads whole; a damaged one is dropped (its pages
+    /// join `old_tree_pages`) and the next replication compares every
+    /// document.
+    pub repl_root: PageId,
+    pub repl_dropped: bool,
 }
 
 /// A key range (`lo` inclusive, `hi` exclusive; `None` unbounded).
@@ -82,6 +88,7 @@ pub(crate) fn salvage(old: &FileStore, scan: &PageScan) -> Salvage {
             let (seqs, seq_whole) = walk_index(old, h.seq_root, &mut out.old_tree_pages);
             out.free_pages = h.free.pages(old).unwrap_or_default();
             out.design_damaged = design_damaged(old, h.design_root);
+            keep_repl_tree(old, h.repl_root, &mut out);
             (unids, seqs, unid_whole && seq_whole)
         }
         None => {
@@ -180,6 +187,30 @@ fn walk_index(
         Salvaged::Lost { .. } => whole = false,
     });
     (entries, whole)
+}
+
+/// Keeps the replication tree when every page of it reads; else frees
+/// what can be reached of it.
+fn keep_repl_tree(old: &FileStore, root: PageId, out: &mut Salvage) {
+    if root.is_none() {
+        out.repl_root = PageId::NONE;
+        return;
+    }
+    let mut pages = BTreeSet::new();
+    let mut whole = true;
+    btree::salvage(old, root, &mut |found| match found {
+        Salvaged::Leaf { page, .. } | Salvaged::Internal { page } => {
+            pages.insert(page);
+        }
+        Salvaged::Lost { .. } => whole = false,
+    });
+    if whole {
+        out.repl_root = root;
+    } else {
+        out.repl_root = PageId::NONE;
+        out.repl_dropped = true;
+        out.old_tree_pages.extend(pages);
+    }
 }
 
 fn design_damaged(old: &FileStore, root: PageId) -> bool {

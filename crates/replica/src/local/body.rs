@@ -1,0 +1,123 @@
+//! What a document is on its way between two local files, and nsf's
+//! versions as replication versions.
+//!
+//! A document travels as its nsf items (attachment items excepted) and
+//! each attachment's name, type and content as bytes: the target streams
+//! those into its own pages (`nsf::Database::stage_foreign`), so the pages
+//! of one file never leak into the other. Its version is computed from
+//! the note on each side (I24) and is the same on both, since the digest
+//! covers an attachment's name, type, size and checksum, not its pages.
+
+use crate::version::Version;
+use formula::{Document, Value};
+use nsf::{ForeignAttachment, ForeignContent, ForeignNote, Item, ItemValue, Note, OriginatorId};
+use std::sync::Arc;
+
+impl Version for nsf::Version {
+    /// Sequence number, sequence time (both little-endian) and digest.
+    fn identity(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&self.seq_time.0.to_le_bytes());
+        out.extend_from_slice(&self.digest);
+    }
+}
+
+/// One attachment on its way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attachment {
+    /// Its file name.
+    pub name: String,
+    /// Its MIME type.
+    pub mime: String,
+    /// Its content.
+    pub bytes: Arc<Vec<u8>>,
+}
+
+/// A document's content on its way from one local file to another.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoteBody {
+    /// The originator id (UNID, sequence number and time).
+    pub oid: OriginatorId,
+    /// Created, as stored at the source.
+    pub created: nsf::Timestamp,
+    /// Modified, as stored at the source.
+    pub modified: nsf::Timestamp,
+    /// A deletion stub.
+    pub deleted: bool,
+    /// The items, attachment items excepted.
+    pub items: Vec<Item>,
+    /// The attachments, with their content.
+    pub attachments: Vec<Attachment>,
+}
+
+impl NoteBody {
+    /// The body of `note`, whose attachments' content is `attachments`.
+    pub(crate) fn of(note: &Note, attachments: Vec<Attachment>) -> NoteBody {
+        NoteBody {
+            oid: note.oid,
+            created: note.created,
+            modified: note.modified,
+            deleted: note.deleted,
+            items: note
+                .items
+                .iter()
+                .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
+                .cloned()
+                .collect(),
+            attachments,
+        }
+    }
+
+    /// The foreign note to stage at the target, with `revisions`.
+    pub(crate) fn to_foreign(&self, revisions: Vec<nsf::Version>) -> ForeignNote {
+        ForeignNote {
+            oid: self.oid,
+            created: self.created,
+            modified: self.modified,
+            deleted: self.deleted,
+            items: self.items.clone(),
+            attachments: self
+                .attachments
+                .iter()
+                .map(|a| ForeignAttachment {
+                    name: a.name.clone(),
+                    mime: a.mime.clone(),
+                    content: ForeignContent::Bytes(a.bytes.as_ref().clone()),
+                })
+                .collect(),
+            revisions,
+        }
+    }
+}
+
+/// The size a summary announces for `note`: its encoded items and its
+/// attachments' content.
+pub(crate) fn size_of(note: &Note) -> u64 {
+    let items = nsf::encode_note(note).map_or(0, |b| b.len() as u64);
+    items + note.attachments().map(|a| a.size).sum::<u64>()
+}
+
+/// A note as the formula language sees it (selection formulas).
+pub(crate) struct FormulaDoc<'a>(pub &'a Note);
+
+impl Document for FormulaDoc<'_> {
+    fn item(&self, name: &str) -> Option<Value> {
+        Some(match &self.0.item(name)?.value {
+            ItemValue::Text(s) | ItemValue::RichText(s) => Value::text(s.clone()),
+            ItemValue::TextList(l) => Value::Text(l.clone()),
+            ItemValue::Number(n) => Value::number(*n),
+            ItemValue::NumberList(l) => Value::Number(l.clone()),
+            ItemValue::DateTime(t) => Value::DateTime(vec![t.0]),
+            ItemValue::DateTimeList(l) => Value::DateTime(l.iter().map(|t| t.0).collect()),
+            ItemValue::Attachment(a) => Value::text(a.name.clone()),
+        })
+    }
+
+    fn created(&self) -> i64 {
+        self.0.created.0
+    }
+
+    fn modified(&self) -> i64 {
+        self.0.modified.0
+    }
+}
