@@ -173,6 +173,10 @@ pub fn log_info(i: &translog::LogInfo) -> Json {
         "bytes_written": i.bytes_written,
         "log_full_events": i.log_full_events,
         "checkpoints": i.checkpoints,
+        "archive_dir": i.archive_dir,
+        "archived_lsn": i.archived_lsn.0,
+        "extents_awaiting_archive": i.extents_awaiting_archive,
+        "archive_needed": i.archive_needed,
     })
 }
 
