@@ -42,6 +42,9 @@ pub fn run(
         Cmd::Acl(c) => acl(store, c, input, out),
         Cmd::Mail(c) => mailcli::mail(store, c, input, out),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
+        Cmd::Archive { to } => {
+            output::pretty(out, &output::archived(&store.archive(to.as_deref())?))
+        }
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
         Cmd::Serve(_) | Cmd::User(_) | Cmd::Load(_) | Cmd::Debug(_) => Err(FolioError::Internal(
             "serve, user, load and debug commands do not run over a store".into(),

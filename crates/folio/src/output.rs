@@ -152,6 +152,18 @@ pub fn statistics(stats: &[Statistic]) -> Json {
     Json::Object(map)
 }
 
+/// What an archive run did.
+pub fn archived(a: &protocol::ArchiveSummary) -> Json {
+    json!({
+        "dir": a.dir,
+        "extents_copied": a.extents,
+        "bytes_copied": a.bytes,
+        "archived_lsn": a.archived_lsn,
+        "extents_waiting": a.waiting,
+        "millis": a.millis,
+    })
+}
+
 /// The transaction log's state.
 pub fn log_info(i: &translog::LogInfo) -> Json {
     json!({

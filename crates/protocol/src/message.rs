@@ -247,6 +247,13 @@ pub enum Request {
         /// The definition.
         json: String,
     },
+    /// Archive style: copies the completed log extents not yet archived
+    /// to the archive directory, verifies them and lets the log reuse
+    /// them; answered with `Archived`. Server administrators only.
+    Archive {
+        /// A directory on the server (default: `translog.archive_dir`).
+        to: Option<String>,
+    },
 }
 
 /// How a request names a document.
@@ -389,6 +396,26 @@ pub enum Response {
         /// Roles the caller holds in the database.
         roles: Vec<String>,
     },
+    /// Answer to `Archive`.
+    Archived(ArchiveSummary),
+}
+
+/// What an archive run did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct ArchiveSummary {
+    /// The archive directory (on the server).
+    pub dir: String,
+    /// Extents copied and verified.
+    pub extents: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// The archive mark afterwards: the log below this LSN is archived.
+    pub archived_lsn: u64,
+    /// Completed extents still waiting (written during the run).
+    pub waiting: u64,
+    /// How long the run took, in milliseconds.
+    pub millis: u64,
 }
 
 /// A database in a list.

@@ -794,6 +794,7 @@ impl Job {
                 let (user, level, roles) = s.my_access(caller, &path)?;
                 Response::Access { user, level, roles }
             }
+            R::Archive { to } => Response::Archived(s.archive(caller, to.as_deref())?),
         })
     }
 

@@ -59,10 +59,12 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
+//!   archive.rs      archiving the transaction log
 //! ```
 
 mod admin;
 mod answer;
+mod archive;
 mod attachments;
 mod databases;
 mod documents;
@@ -87,6 +89,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/", get(admin::root))
         .route("/_session", post(admin::login))
         .route("/stats", get(admin::statistics))
+        .route("/admin/archive", post(archive::archive))
         .route("/dbs", get(databases::list_databases))
         .route(
             "/db/{db}",

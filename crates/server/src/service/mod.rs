@@ -38,11 +38,13 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
+//!   archive.rs      archiving the transaction log
 //!   wire.rs         engine values as protocol values
 //! ```
 
 mod access;
 mod admin;
+mod archive;
 mod attachments;
 mod databases;
 mod documents;
