@@ -501,6 +501,36 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
     }
 }
 
+/// The log's state, style and (archive style) archiving, as text: a full
+/// archive-style log says what to do.
+fn log_texts(i: &translog::LogInfo) -> Vec<Statistic> {
+    let text = |name: &str, v: String| Statistic {
+        name: name.into(),
+        value: StatValue::Text(v),
+    };
+    let state = match &i.failed {
+        Some(e) => format!("failed: {e}"),
+        None if i.archive_needed => format!(
+            "full: {} extent(s) wait to be archived; writes are refused until \
+             `folio archive` copies them (reads go on)",
+            i.extents_awaiting_archive
+        ),
+        None => "ok".into(),
+    };
+    let mut out = vec![
+        text("log.state", state),
+        text("log.style", i.style.as_str().into()),
+    ];
+    if i.style == translog::LogStyle::Archive {
+        let last = i.last_archive.map_or_else(
+            || "never (since the server started)".to_string(),
+            |t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339(),
+        );
+        out.push(text("log.last_archive", last));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,34 +563,4 @@ mod tests {
         assert!(out.iter().all(|x| !x.name.starts_with("op.search")));
         assert_eq!(s.errors.load(Ordering::Relaxed), 1);
     }
-}
-
-/// The log's state, style and (archive style) archiving, as text: a full
-/// archive-style log says what to do.
-fn log_texts(i: &translog::LogInfo) -> Vec<Statistic> {
-    let text = |name: &str, v: String| Statistic {
-        name: name.into(),
-        value: StatValue::Text(v),
-    };
-    let state = match &i.failed {
-        Some(e) => format!("failed: {e}"),
-        None if i.archive_needed => format!(
-            "full: {} extent(s) wait to be archived; writes are refused until \
-             `folio archive` copies them (reads go on)",
-            i.extents_awaiting_archive
-        ),
-        None => "ok".into(),
-    };
-    let mut out = vec![
-        text("log.state", state),
-        text("log.style", i.style.as_str().into()),
-    ];
-    if i.style == translog::LogStyle::Archive {
-        let last = i.last_archive.map_or_else(
-            || "never (since the server started)".to_string(),
-            |t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339(),
-        );
-        out.push(text("log.last_archive", last));
-    }
-    out
 }
