@@ -286,6 +286,11 @@ impl Client {
         self.wait(self.inner.statistics())
     }
 
+    /// See [`crate::Client::archive`].
+    pub fn archive(&self, to: Option<&str>) -> Result<protocol::ArchiveSummary, ClientError> {
+        self.wait(self.inner.archive(to))
+    }
+
     /// See [`crate::Client::get_acl`].
     pub fn get_acl(&self, path: &str) -> Result<String, ClientError> {
         self.wait(self.inner.get_acl(path))

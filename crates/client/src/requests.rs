@@ -307,6 +307,18 @@ impl Client {
         }
     }
 
+    /// Archive style: the server copies its completed log extents to
+    /// `to` (a directory on the server; default its
+    /// `translog.archive_dir`), verifies them and lets its log reuse them.
+    /// Server administrators only.
+    pub async fn archive(&self, to: Option<&str>) -> Result<protocol::ArchiveSummary, ClientError> {
+        let to = to.map(str::to_string);
+        match self.request(Request::Archive { to }).await? {
+            Response::Archived(summary) => Ok(summary),
+            other => Err(ClientError::unexpected("Archived", &other)),
+        }
+    }
+
     /// A database's access-control list as JSON (needs Manager access).
     pub async fn get_acl(&self, path: &str) -> Result<String, ClientError> {
         match self.request(Request::GetAcl { path: path.into() }).await? {

@@ -115,6 +115,15 @@ pub enum Cmd {
     /// directory, so it works beside a running server).
     #[command(subcommand)]
     Dump(crate::dumpcli::DumpCmd),
+    /// Archive style: copy the completed log extents not yet archived to
+    /// the archive directory, verify them, and let the log reuse them.
+    /// Prints extents, bytes and time as JSON. With --server, asks the
+    /// server (administrators only; DIR is on the server).
+    Archive {
+        /// The archive directory (default: setting translog.archive_dir).
+        #[arg(long)]
+        to: Option<PathBuf>,
+    },
     /// Live information from a running server.
     #[command(subcommand)]
     Show(ShowCmd),

@@ -43,6 +43,9 @@ pub fn run(
         Cmd::Mail(c) => mailcli::mail(store, c, input, out),
         Cmd::Fixup { path, dry_run } => fixup(store, path, *dry_run, out),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
+        Cmd::Archive { to } => {
+            output::pretty(out, &output::archived(&store.archive(to.as_deref())?))
+        }
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
         Cmd::Serve(_)
         | Cmd::User(_)

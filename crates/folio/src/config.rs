@@ -131,6 +131,9 @@ pub struct TranslogSection {
     /// bring back or that failed and was detached from the log (default
     /// true).
     pub auto_fixup: Option<bool>,
+    /// Where `folio archive` copies completed extents (archive style);
+    /// relative to the data directory, default `archive`.
+    pub archive_dir: Option<PathBuf>,
 }
 
 /// A byte size: an integer, or a string such as "512MiB".
@@ -589,14 +592,16 @@ impl TranslogSection {
             lc.style = match s.as_str() {
                 "circular" => LogStyle::Circular,
                 "linear" => LogStyle::Linear,
+                "archive" => LogStyle::Archive,
                 other => {
                     return Err(setting(
                         "translog.style",
-                        format!("{other:?} is not one of circular, linear"),
+                        format!("{other:?} is not one of circular, linear, archive"),
                     ))
                 }
             };
         }
+        lc.archive_dir = self.archive_dir(data_dir, &lc)?;
         if let Some(t) = &self.tuning {
             lc.tuning = match t.as_str() {
                 "runtime" => Tuning::Runtime,
@@ -622,6 +627,35 @@ impl TranslogSection {
         lc.validate()
             .map_err(|e| setting("translog", e.to_string()))?;
         Ok(Some(lc))
+    }
+
+    /// `translog.archive_dir`, for archive style only (default
+    /// `<data>/archive`); never the log directory itself.
+    fn archive_dir(&self, data_dir: &Path, lc: &LogConfig) -> Result<Option<PathBuf>, String> {
+        if lc.style != LogStyle::Archive {
+            return match &self.archive_dir {
+                Some(_) => Err(setting(
+                    "translog.archive_dir",
+                    format!(
+                        "is set, but translog.style is {:?}; archiving needs \"archive\"",
+                        lc.style.as_str()
+                    ),
+                )),
+                None => Ok(None),
+            };
+        }
+        let dir = match &self.archive_dir {
+            Some(d) if d.is_absolute() => d.clone(),
+            Some(d) => data_dir.join(d),
+            None => data_dir.join("archive"),
+        };
+        if dir == lc.dir {
+            return Err(setting(
+                "translog.archive_dir",
+                "must not be the log directory (translog.dir) itself",
+            ));
+        }
+        Ok(Some(dir))
     }
 }
 
@@ -654,6 +688,31 @@ mod tests {
         assert!(e.contains("translog.style") && e.contains("spiral"), "{e}");
         let e = parse("buffer_pool_size = \"12 parsecs\"").unwrap_err();
         assert!(e.contains("unknown unit"), "{e}");
+    }
+
+    #[test]
+    fn archive_style_and_its_directory() {
+        let lc = |text: &str| {
+            parse(text)
+                .unwrap()
+                .engine_config(Path::new("/d"))
+                .map(|e| e.log.unwrap())
+        };
+        let a = lc("[translog]\nstyle = \"archive\"").unwrap();
+        assert_eq!(a.style, LogStyle::Archive);
+        assert_eq!(a.archive_dir.as_deref(), Some(Path::new("/d/archive")));
+        let b = lc("[translog]\nstyle = \"archive\"\narchive_dir = \"/backup/log\"").unwrap();
+        assert_eq!(b.archive_dir.as_deref(), Some(Path::new("/backup/log")));
+        assert_eq!(lc("[translog]").unwrap().archive_dir, None);
+        let e = lc("[translog]\narchive_dir = \"x\"").unwrap_err();
+        assert!(
+            e.contains("translog.archive_dir") && e.contains("circular"),
+            "{e}"
+        );
+        let e = lc("[translog]\nstyle = \"archive\"\narchive_dir = \"translog\"").unwrap_err();
+        assert!(e.contains("log directory"), "{e}");
+        let e = parse("[translog]\narchive_dri = \"x\"").unwrap_err();
+        assert!(e.contains("archive_dri"), "{e}");
     }
 
     #[test]

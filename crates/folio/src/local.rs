@@ -446,6 +446,14 @@ impl Store for LocalStore {
         })
     }
 
+    fn archive(&self, to: Option<&std::path::Path>) -> FolioResult<protocol::ArchiveSummary> {
+        let to = to
+            .map(|d| std::path::absolute(d).map_err(|e| FolioError::io(d.display().to_string(), e)))
+            .transpose()?;
+        let to = to.as_ref().map(|d| d.to_string_lossy());
+        Ok(self.service.archive(&self.caller, to.as_deref())?)
+    }
+
     fn log_info(&self) -> FolioResult<translog::LogInfo> {
         self.service.engine().log_info().ok_or_else(|| {
             FolioError::Settings(

@@ -141,6 +141,18 @@ pub fn statistics(stats: &[Statistic]) -> Json {
     Json::Object(map)
 }
 
+/// What an archive run did.
+pub fn archived(a: &protocol::ArchiveSummary) -> Json {
+    json!({
+        "dir": a.dir,
+        "extents_copied": a.extents,
+        "bytes_copied": a.bytes,
+        "archived_lsn": a.archived_lsn,
+        "extents_waiting": a.waiting,
+        "millis": a.millis,
+    })
+}
+
 /// The transaction log's state.
 pub fn log_info(i: &translog::LogInfo) -> Json {
     json!({
@@ -162,6 +174,10 @@ pub fn log_info(i: &translog::LogInfo) -> Json {
         "bytes_written": i.bytes_written,
         "log_full_events": i.log_full_events,
         "checkpoints": i.checkpoints,
+        "archive_dir": i.archive_dir,
+        "archived_lsn": i.archived_lsn.0,
+        "extents_awaiting_archive": i.extents_awaiting_archive,
+        "archive_needed": i.archive_needed,
     })
 }
 

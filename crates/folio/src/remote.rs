@@ -395,6 +395,11 @@ impl Store for RemoteStore {
         Ok(self.client.statistics()?)
     }
 
+    fn archive(&self, to: Option<&std::path::Path>) -> FolioResult<protocol::ArchiveSummary> {
+        let to = to.map(|d| d.to_string_lossy().into_owned());
+        Ok(self.client.archive(to.as_deref())?)
+    }
+
     fn log_info(&self) -> FolioResult<translog::LogInfo> {
         Err(FolioError::NeedsDataDirectory {
             command: "log info",

@@ -330,4 +330,9 @@ pub trait Store {
     fn statistics(&self) -> FolioResult<Vec<Statistic>>;
     /// The transaction log's state (data directory only).
     fn log_info(&self) -> FolioResult<translog::LogInfo>;
+    /// Archive style: copies the completed log extents not yet archived
+    /// to `to` (default `translog.archive_dir`; over a server, a
+    /// directory on the server), verifies them and lets the log reuse
+    /// them; durable when it returns. Server administrators only.
+    fn archive(&self, to: Option<&std::path::Path>) -> FolioResult<protocol::ArchiveSummary>;
 }

@@ -719,6 +719,25 @@ impl Engine {
         checkpoint_now(&self.shared)
     }
 
+    /// Archive style: copies completed log extents to `to` (default
+    /// `translog.archive_dir`), verifies them, and lets the log reuse them
+    /// (I31). Durable when it returns: each copy and the archive mark are
+    /// synced. Bad requests (another style, no directory, unlogged mode)
+    /// are [`NsfError::Invalid`] and change nothing.
+    pub fn archive(&self, to: Option<&Path>) -> NsfResult<translog::ArchiveReport> {
+        self.check_open()?;
+        let log = self.shared.log.as_ref().ok_or_else(|| {
+            NsfError::Invalid(
+                "the transaction log is disabled (translog.enabled = false); nothing to archive"
+                    .into(),
+            )
+        })?;
+        log.archive(to).map_err(|e| match e {
+            translog::LogError::Invalid(m) => NsfError::Invalid(m),
+            other => other.into(),
+        })
+    }
+
     pub fn log_info(&self) -> Option<LogInfo> {
         self.shared.log.as_ref().map(|l| l.info())
     }

@@ -17,6 +17,13 @@ pub enum NsfError {
     Log(LogError),
     #[error("the transaction log is full; writes are refused until a checkpoint frees space (reads continue)")]
     LogFull,
+    /// Archive style: the log is full of extents waiting to be archived;
+    /// no checkpoint can help, so this comes at once.
+    #[error(
+        "the transaction log is full: {waiting_extents} extent(s) wait to be archived; writes \
+         are refused until `folio archive` copies them to the archive directory (reads continue)"
+    )]
+    LogArchiveNeeded { waiting_extents: u64 },
     #[error(
         "the transaction log has failed ({0}); writes are refused until restart (reads continue)"
     )]
@@ -89,6 +96,9 @@ impl From<LogError> for NsfError {
     fn from(e: LogError) -> Self {
         match e {
             LogError::Full { .. } => NsfError::LogFull,
+            LogError::ArchiveNeeded {
+                waiting_extents, ..
+            } => NsfError::LogArchiveNeeded { waiting_extents },
             LogError::Failed { reason } => NsfError::LogFailed(reason),
             LogError::ShutDown => NsfError::EngineClosed,
             other => NsfError::Log(other),

@@ -49,8 +49,9 @@ pub use handshake::{
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use message::{
-    DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta, ReadFlags, Request,
-    Response, Row, Shape, Start, StatValue, Statistic, Value, MAX_ERROR_MESSAGE,
+    ArchiveSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta,
+    ReadFlags, Request, Response, Row, Shape, Start, StatValue, Statistic, Value,
+    MAX_ERROR_MESSAGE,
 };
 pub use server::{ServerConfig, ServerConnection, ServerEvent};
 pub use state::Phase;

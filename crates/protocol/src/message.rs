@@ -251,6 +251,13 @@ pub enum Request {
     /// Mail user administration (server administrators only); answered
     /// with `MailAdmin`. See `mailadmin.rs`.
     MailAdmin(MailAdminRequest),
+    /// Archive style: copies the completed log extents not yet archived
+    /// to the archive directory, verifies them and lets the log reuse
+    /// them; answered with `Archived`. Server administrators only.
+    Archive {
+        /// A directory on the server (default: `translog.archive_dir`).
+        to: Option<String>,
+    },
 }
 
 /// How a request names a document.
@@ -395,6 +402,26 @@ pub enum Response {
     },
     /// Answer to `MailAdmin`.
     MailAdmin(MailAdminAnswer),
+    /// Answer to `Archive`.
+    Archived(ArchiveSummary),
+}
+
+/// What an archive run did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct ArchiveSummary {
+    /// The archive directory (on the server).
+    pub dir: String,
+    /// Extents copied and verified.
+    pub extents: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// The archive mark afterwards: the log below this LSN is archived.
+    pub archived_lsn: u64,
+    /// Completed extents still waiting (written during the run).
+    pub waiting: u64,
+    /// How long the run took, in milliseconds.
+    pub millis: u64,
 }
 
 /// A database in a list.

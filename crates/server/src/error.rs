@@ -102,6 +102,17 @@ pub enum Busy {
          space (reads go on); retry shortly"
     )]
     LogFull,
+    /// Archive style: the transaction log is full of extents waiting to
+    /// be archived (`nsf::NsfError::LogArchiveNeeded`); writes are refused
+    /// at once until `folio archive` runs, reads go on.
+    #[error(
+        "the transaction log is full: {waiting_extents} extent(s) wait to be archived; writes \
+         are refused until an administrator runs `folio archive` (reads go on)"
+    )]
+    LogArchiveNeeded {
+        /// Completed extents not yet archived.
+        waiting_extents: u64,
+    },
     /// The server is shutting down: its engine writes and opens nothing
     /// more (`nsf::NsfError::EngineClosed`, from
     /// `translog::LogError::ShutDown`), and connections are closed.
@@ -132,6 +143,9 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
         | E::NoSuchAttachment { .. } => ServerError::NotFound(msg),
         E::SaveConflict { .. } | E::DatabaseExists(_) => ServerError::SaveConflict(msg),
         E::LogFull => ServerError::Busy(Busy::LogFull),
+        E::LogArchiveNeeded { waiting_extents } => {
+            ServerError::Busy(Busy::LogArchiveNeeded { waiting_extents })
+        }
         E::EngineClosed => ServerError::Busy(Busy::ShuttingDown),
         E::Codec(nsf::CodecError::TooLarge { .. })
         | E::Codec(nsf::CodecError::TooManyItems { .. }) => ServerError::TooLarge(msg),
@@ -190,6 +204,10 @@ mod tests {
     fn busy_answers_name_what_is_busy() {
         let cases = [
             (nsf_err(NsfError::LogFull), "transaction log is full"),
+            (
+                nsf_err(NsfError::LogArchiveNeeded { waiting_extents: 3 }),
+                "log is full: 3 extent(s) wait to be archived",
+            ),
             (nsf_err(NsfError::EngineClosed), "shutting down"),
             (
                 ServerError::Busy(Busy::NativeConnections { max: 7 }),

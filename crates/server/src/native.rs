@@ -795,6 +795,7 @@ impl Job {
                 Response::Access { user, level, roles }
             }
             R::MailAdmin(request) => Response::MailAdmin(s.mail_admin(caller, request)?),
+            R::Archive { to } => Response::Archived(s.archive(caller, to.as_deref())?),
         })
     }
 

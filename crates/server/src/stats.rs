@@ -488,19 +488,47 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
                 "log.bytes_since_checkpoint",
                 i.end_lsn.0.saturating_sub(i.checkpoint_lsn.0),
             );
-            out.push(Statistic {
-                name: "log.state".into(),
-                value: StatValue::Text(match &i.failed {
-                    Some(e) => format!("failed: {e}"),
-                    None => "ok".into(),
-                }),
-            });
+            if i.style == translog::LogStyle::Archive {
+                count("log.extents_awaiting_archive", i.extents_awaiting_archive);
+                count("log.archived_lsn", i.archived_lsn.0);
+            }
+            out.extend(log_texts(&i));
         }
         None => out.push(Statistic {
             name: "log.state".into(),
             value: StatValue::Text("disabled".into()),
         }),
     }
+}
+
+/// The log's state, style and (archive style) archiving, as text: a full
+/// archive-style log says what to do.
+fn log_texts(i: &translog::LogInfo) -> Vec<Statistic> {
+    let text = |name: &str, v: String| Statistic {
+        name: name.into(),
+        value: StatValue::Text(v),
+    };
+    let state = match &i.failed {
+        Some(e) => format!("failed: {e}"),
+        None if i.archive_needed => format!(
+            "full: {} extent(s) wait to be archived; writes are refused until \
+             `folio archive` copies them (reads go on)",
+            i.extents_awaiting_archive
+        ),
+        None => "ok".into(),
+    };
+    let mut out = vec![
+        text("log.state", state),
+        text("log.style", i.style.as_str().into()),
+    ];
+    if i.style == translog::LogStyle::Archive {
+        let last = i.last_archive.map_or_else(
+            || "never (since the server started)".to_string(),
+            |t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339(),
+        );
+        out.push(text("log.last_archive", last));
+    }
+    out
 }
 
 #[cfg(test)]

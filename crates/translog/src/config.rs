@@ -34,9 +34,10 @@ pub const MAX_FULL_WAIT: Duration = Duration::from_secs(600);
 /// Extent sizes are multiples of this (the extent header's size).
 const EXTENT_ALIGN: u64 = 4096;
 
-/// How extents are reused. Both styles recycle extents lying wholly below
-/// the redo LSN of the last checkpoint, so the log never holds more than
-/// `max_size`; they differ in how large `max_size` may be.
+/// How extents are reused. Every style recycles only extents lying wholly
+/// below the redo LSN of the last checkpoint, so the log never holds more
+/// than `max_size`; circular and linear differ in how large `max_size` may
+/// be, and archive also keeps every extent until it is archived (I31).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogStyle {
     /// `max_size` up to [`CIRCULAR_MAX_SIZE`] (4 GiB).
@@ -45,6 +46,21 @@ pub enum LogStyle {
     /// `max_size` up to [`LINEAR_MAX_SIZE`] (1 TiB), for logs that must
     /// hold more than 4 GiB between checkpoints.
     Linear,
+    /// As linear, and an extent is reused only once [`crate::TransLog::archive`]
+    /// has copied and verified it (I31). Without archiving the log fills,
+    /// and appends fail at once with [`LogError::ArchiveNeeded`].
+    Archive,
+}
+
+impl LogStyle {
+    /// The setting's spelling: `circular`, `linear`, `archive`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogStyle::Circular => "circular",
+            LogStyle::Linear => "linear",
+            LogStyle::Archive => "archive",
+        }
+    }
 }
 
 /// How much log may accumulate since the last checkpoint's redo LSN before
@@ -87,6 +103,9 @@ pub struct LogConfig {
     /// How long `append` waits for a checkpoint to free space before it
     /// fails with [`LogError::Full`] (default 2 s).
     pub full_wait: Duration,
+    /// Where [`crate::TransLog::archive`] copies extents when not given a
+    /// directory (archive style; `None`: it must be given one).
+    pub archive_dir: Option<PathBuf>,
 }
 
 impl LogConfig {
@@ -99,6 +118,7 @@ impl LogConfig {
             style: LogStyle::default(),
             tuning: Tuning::default(),
             full_wait: Duration::from_secs(2),
+            archive_dir: None,
         }
     }
 
@@ -138,7 +158,7 @@ impl LogConfig {
     fn check_max_size(&self) -> Result<(), LogError> {
         let limit = match self.style {
             LogStyle::Circular => CIRCULAR_MAX_SIZE,
-            LogStyle::Linear => LINEAR_MAX_SIZE,
+            LogStyle::Linear | LogStyle::Archive => LINEAR_MAX_SIZE,
         };
         if self.max_size > limit {
             return Err(config(format!(
@@ -209,13 +229,15 @@ mod tests {
             ..cfg()
         };
         assert!(c.validate().unwrap_err().to_string().contains("Circular"));
-        LogConfig {
-            max_size: 8 * GIB,
-            style: LogStyle::Linear,
-            ..cfg()
+        for style in [LogStyle::Linear, LogStyle::Archive] {
+            LogConfig {
+                max_size: 8 * GIB,
+                style,
+                ..cfg()
+            }
+            .validate()
+            .unwrap();
         }
-        .validate()
-        .unwrap();
     }
 
     #[test]

@@ -11,13 +11,17 @@
 //!
 //! ```text
 //!  slot i at byte 512*i (512 bytes, rest zero)
-//!  0       8     12           20       28     32            40               48          56    60
-//!  +-------+-----+------------+--------+------+-------------+----------------+-----------+-----+
-//!  | magic | ver | generation | log_id | epoch| extent_size | checkpoint_lsn | redo_lsn  | crc |
-//!  +-------+-----+------------+--------+------+-------------+----------------+-----------+-----+
-//!  magic = "FOLIOCTL", ver = 1, crc = crc32c of bytes 0..56
+//!  0       8     12           20       28     32            40               48         56             64    68
+//!  +-------+-----+------------+--------+------+-------------+----------------+----------+--------------+-----+
+//!  | magic | ver | generation | log_id | epoch| extent_size | checkpoint_lsn | redo_lsn | archived_lsn | crc |
+//!  +-------+-----+------------+--------+------+-------------+----------------+----------+--------------+-----+
+//!  magic = "FOLIOCTL", ver = 2, crc = crc32c of bytes 0..64
 //! ```
 //! A `checkpoint_lsn` of 0 means no checkpoint has been written yet.
+//! `archived_lsn` is the archive mark (I31): every extent wholly below it
+//! has a verified copy in the archive directory (or lies below where
+//! archive style began). Version 1 slots (no mark, crc at byte 56) are
+//! still read, with a mark of 0; every update writes version 2.
 
 use crate::LogError;
 use std::path::{Path, PathBuf};
@@ -30,8 +34,10 @@ use storage::{Backend, FileHandle, Lsn, OpenMode};
 pub(crate) const CONTROL_FILE: &str = "control";
 const SLOT_SIZE: usize = 512;
 const MAGIC: &[u8; 8] = b"FOLIOCTL";
-const VERSION: u32 = 1;
-const CRC_AT: usize = 56;
+const VERSION: u32 = 2;
+const CRC_AT: usize = 64;
+/// Version 1 (before the archive mark) kept its crc here.
+const V1_CRC_AT: usize = 56;
 /// LSNs beyond this are rejected as implausible, so arithmetic on values
 /// read from disk can never overflow.
 pub(crate) const MAX_LSN: u64 = 1 << 62;
@@ -45,6 +51,8 @@ pub(crate) struct ControlData {
     pub(crate) extent_size: u64,
     pub(crate) checkpoint_lsn: Lsn,
     pub(crate) redo_lsn: Lsn,
+    /// The archive mark (I31); 0 = nothing archived.
+    pub(crate) archived_lsn: Lsn,
 }
 
 pub(crate) fn encode_slot(d: &ControlData) -> [u8; SLOT_SIZE] {
@@ -57,6 +65,7 @@ pub(crate) fn encode_slot(d: &ControlData) -> [u8; SLOT_SIZE] {
     b[32..40].copy_from_slice(&d.extent_size.to_le_bytes());
     b[40..48].copy_from_slice(&d.checkpoint_lsn.0.to_le_bytes());
     b[48..56].copy_from_slice(&d.redo_lsn.0.to_le_bytes());
+    b[56..64].copy_from_slice(&d.archived_lsn.0.to_le_bytes());
     let crc = crc32c::crc32c(&b[..CRC_AT]);
     b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
     b
@@ -70,11 +79,13 @@ pub(crate) fn decode_slot(b: &[u8]) -> Result<ControlData, &'static str> {
     if &b[0..8] != MAGIC {
         return Err("bad magic");
     }
-    if get_u32(b, CRC_AT) != crc32c::crc32c(&b[..CRC_AT]) {
+    let (crc_at, archived_lsn) = match get_u32(b, 8) {
+        VERSION => (CRC_AT, Lsn(get_u64(b, 56))),
+        1 => (V1_CRC_AT, Lsn::ZERO),
+        _ => return Err("unsupported version"),
+    };
+    if get_u32(b, crc_at) != crc32c::crc32c(&b[..crc_at]) {
         return Err("checksum mismatch");
-    }
-    if get_u32(b, 8) != VERSION {
-        return Err("unsupported version");
     }
     let d = ControlData {
         generation: get_u64(b, 12),
@@ -83,6 +94,7 @@ pub(crate) fn decode_slot(b: &[u8]) -> Result<ControlData, &'static str> {
         extent_size: get_u64(b, 32),
         checkpoint_lsn: Lsn(get_u64(b, 40)),
         redo_lsn: Lsn(get_u64(b, 48)),
+        archived_lsn,
     };
     check_lsns(&d)?;
     Ok(d)
@@ -91,6 +103,9 @@ pub(crate) fn decode_slot(b: &[u8]) -> Result<ControlData, &'static str> {
 fn check_lsns(d: &ControlData) -> Result<(), &'static str> {
     if d.checkpoint_lsn.0 >= MAX_LSN || d.redo_lsn > d.checkpoint_lsn {
         return Err("implausible checkpoint or redo LSN");
+    }
+    if d.archived_lsn.0 >= MAX_LSN {
+        return Err("implausible archive mark");
     }
     Ok(())
 }
@@ -211,6 +226,7 @@ mod tests {
             extent_size: 65536,
             checkpoint_lsn: Lsn(0),
             redo_lsn: Lsn(0),
+            archived_lsn: Lsn(0),
         }
     }
 
@@ -240,7 +256,7 @@ mod tests {
         c.update(|d| d.epoch = 7).unwrap(); // generation 2 in slot 1
         let path = ControlFile::path(&dir);
         let good = mem.file_bytes(&path).unwrap();
-        for damage in [0usize, 30, 50, 57] {
+        for damage in [0usize, 30, 50, 60, 65] {
             let mut bytes = good.clone();
             bytes[SLOT_SIZE + damage] ^= 0x40;
             mem.set_file_bytes(&path, bytes);
@@ -291,5 +307,50 @@ mod tests {
             ..data()
         };
         assert!(decode_slot(&encode_slot(&huge)).is_err());
+    }
+
+    /// A control file written by version 1 (checked in, from before the
+    /// archive mark) opens with a mark of 0; the next update writes a
+    /// version-2 slot that carries the mark, and both load again.
+    #[test]
+    fn version_1_control_files_are_read_and_upgraded() {
+        let (mem, dir) = setup();
+        let v1 = include_bytes!("../tests/fixtures/control-v1");
+        mem.set_file_bytes(&ControlFile::path(&dir), v1.to_vec());
+        let mut c = ControlFile::load(&mem, &dir).unwrap();
+        let want = ControlData {
+            generation: 7,
+            log_id: 0x1234_5678_9abc_def0,
+            epoch: 3,
+            extent_size: 65536,
+            checkpoint_lsn: Lsn(0x1_2000),
+            redo_lsn: Lsn(0x1_1000),
+            archived_lsn: Lsn::ZERO,
+        };
+        assert_eq!((c.data(), c.slot), (&want, 1));
+        c.update(|d| d.archived_lsn = Lsn(0x1_0000)).unwrap();
+        let bytes = mem.file_bytes(&ControlFile::path(&dir)).unwrap();
+        assert_eq!(get_u32(&bytes, 8), VERSION, "slot 0 was rewritten as v2");
+        assert_eq!(get_u32(&bytes, SLOT_SIZE + 8), 1, "slot 1 is still v1");
+        let back = ControlFile::load(&mem, &dir).unwrap();
+        assert_eq!(back.data().archived_lsn, Lsn(0x1_0000));
+        assert_eq!(back.data().generation, 8);
+        let mut torn = bytes;
+        torn[60] ^= 1;
+        mem.set_file_bytes(&ControlFile::path(&dir), torn);
+        assert_eq!(
+            ControlFile::load(&mem, &dir).unwrap().data(),
+            &want,
+            "a torn v2 slot falls back to the v1 one"
+        );
+    }
+
+    #[test]
+    fn unknown_versions_are_named() {
+        let mut b = encode_slot(&data());
+        b[8] = 9;
+        let crc = crc32c::crc32c(&b[..CRC_AT]);
+        b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode_slot(&b), Err("unsupported version"));
     }
 }

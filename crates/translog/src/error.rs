@@ -53,6 +53,34 @@ pub enum LogError {
         capacity: u64,
         waited: Duration,
     },
+    /// Archive style: no room because extents wait to be archived, which
+    /// no checkpoint can change. Returned at once, without waiting.
+    #[error(
+        "transaction log full: {waiting_extents} extent(s) wait to be archived ({used} of \
+         {capacity} bytes held); writes are refused until `folio archive` copies them to \
+         the archive directory (reads go on)"
+    )]
+    ArchiveNeeded {
+        used: u64,
+        capacity: u64,
+        waiting_extents: u64,
+    },
+    /// A copy in the archive directory does not match its extent; the
+    /// archive mark did not move past it (I31).
+    #[error("archived copy {path} failed verification: {reason}")]
+    ArchiveMismatch { path: PathBuf, reason: String },
+    /// Reading the log back across the archive: extent `seq` (the LSNs
+    /// from `first_lsn`) is neither in the archive nor in the log, though
+    /// later extents are.
+    #[error(
+        "log extent {seq} (LSN {first_lsn} onward) is missing from the archive directory \
+         {archive_dir} and from the log"
+    )]
+    MissingExtent {
+        seq: u64,
+        first_lsn: Lsn,
+        archive_dir: PathBuf,
+    },
     /// An earlier write or fsync of the log failed (I11); nothing is
     /// accepted until the log is reopened.
     #[error("transaction log has failed ({reason}); refusing until it is reopened")]

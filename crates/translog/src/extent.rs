@@ -135,7 +135,8 @@ impl ExtentSet {
     }
 
     /// A handle on extent `seq`, preparing the file if needed. Extents
-    /// below `redo_seq` are free for recycling.
+    /// below `redo_seq` are free for recycling (the caller passes the
+    /// lower of the redo extent and, archive style, the archive mark's).
     pub(crate) fn handle(
         &mut self,
         seq: u64,
@@ -154,6 +155,11 @@ impl ExtentSet {
         self.open.insert(seq, h.clone());
         self.publish_count();
         Ok(h)
+    }
+
+    /// The oldest extent file on disk.
+    pub(crate) fn oldest(&self) -> Option<u64> {
+        self.on_disk.first().copied()
     }
 
     /// Forgets cached handles of extents before `seq` (no longer written).

@@ -132,6 +132,27 @@ pub(crate) fn parse_extent_name(path: &Path) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+/// The archived copy of the extent starting at `first_lsn` of log
+/// `log_id`: `arc-<log_id as 16 hex digits>-<first_lsn as 16 hex>.log`,
+/// so one archive directory can hold several logs and a restore finds an
+/// LSN range by name (I31).
+pub(crate) fn archived_path(dir: &Path, log_id: u64, first_lsn: Lsn) -> PathBuf {
+    dir.join(format!("arc-{log_id:016x}-{:016x}.log", first_lsn.0))
+}
+
+/// The log id and first LSN of an archived copy's name, or `None` for any
+/// other file (a `.partial` copy included).
+pub(crate) fn parse_archived_name(path: &Path) -> Option<(u64, Lsn)> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix("arc-")?.strip_suffix(".log")?;
+    let (id, lsn) = rest.split_once('-')?;
+    if id.len() != 16 || lsn.len() != 16 {
+        return None;
+    }
+    let id = u64::from_str_radix(id, 16).ok()?;
+    Some((id, Lsn(u64::from_str_radix(lsn, 16).ok()?)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +226,23 @@ mod tests {
             "ext-000000000000002a.tmp",
         ] {
             assert_eq!(parse_extent_name(Path::new(bad)), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn archived_names_carry_log_and_position() {
+        let path = archived_path(Path::new("/arc"), 0xab, Lsn(0x1f000));
+        assert_eq!(
+            path,
+            Path::new("/arc/arc-00000000000000ab-000000000001f000.log")
+        );
+        assert_eq!(parse_archived_name(&path), Some((0xab, Lsn(0x1f000))));
+        for bad in [
+            "arc-00000000000000ab-000000000001f000.log.partial",
+            "arc-ab-1f000.log",
+            "ext-000000000000002a.log",
+        ] {
+            assert_eq!(parse_archived_name(Path::new(bad)), None, "{bad}");
         }
     }
 }

@@ -3,6 +3,8 @@
 //! log, including after a failure or while appends are refused as full.
 
 use crate::{LogStyle, Tuning};
+use std::path::PathBuf;
+use std::time::SystemTime;
 use storage::Lsn;
 
 /// Configuration, positions and counters of a running log.
@@ -40,4 +42,15 @@ pub struct LogInfo {
     pub log_full_events: u64,
     /// Checkpoints completed.
     pub checkpoints: u64,
+    /// Where `archive` copies extents by default.
+    pub archive_dir: Option<PathBuf>,
+    /// Archive style: the archive mark (I31); extents wholly below it
+    /// have verified copies.
+    pub archived_lsn: Lsn,
+    /// Archive style: completed extents not yet archived.
+    pub extents_awaiting_archive: u64,
+    /// Archive style: appends are being refused until extents are archived.
+    pub archive_needed: bool,
+    /// When the last archive run of this process finished.
+    pub last_archive: Option<SystemTime>,
 }

@@ -11,14 +11,20 @@
 //! (scan, validate, redo, undo, truncate) so that exactly the committed
 //! prefix of the log is in the database files afterwards.
 //!
+//! In archive style extents are also kept until `archive` has copied and
+//! verified them (I31), and `ArchivedLog` reads the log back across the
+//! archive directory and the live log, for restore.
+//!
 //! Module map, bottom-up: `geometry` (LSN arithmetic), `record`
 //! (framing), `control` and `extent` (on-disk metadata), `reader` (the
 //! I10 scan rules), `describe` (read-only dumps for `folio dump log`),
 //! `recovery` (the phases), `space` (capacity and
 //! checkpoint policy), `shared` and `writer` (append, group commit,
-//! poisoning), `log` and `open` (the public face). The invariants cited in
-//! comments (I1..I11) are those of the project's design spec.
+//! poisoning), `archive` (copying out and reading back), `log` and `open`
+//! (the public face). The invariants cited in comments (I1..I11, I31) are
+//! those of the project's design spec.
 
+mod archive;
 mod batch;
 mod config;
 mod control;
@@ -36,6 +42,7 @@ mod shared;
 mod space;
 mod writer;
 
+pub use archive::{ArchiveReport, ArchivedLog, LogRecord, RecordBody, Records};
 pub use batch::{Appended, Batch, PageChange, TxnId};
 pub use config::{
     LogConfig, LogStyle, Tuning, CIRCULAR_MAX_SIZE, DEFAULT_EXTENT_SIZE, DEFAULT_MAX_SIZE,

@@ -12,7 +12,9 @@ use crate::geometry::Geometry;
 use crate::recovery::Retired;
 use crate::shared::{Shared, StartPoint};
 use crate::space::{Reserve, SpacePolicy};
-use crate::{writer, Appended, Batch, LogConfig, LogError, LogInfo, RecoveryReport};
+use crate::{
+    writer, Appended, ArchiveReport, Batch, LogConfig, LogError, LogInfo, LogStyle, RecoveryReport,
+};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -23,11 +25,14 @@ use storage::{Backend, Lsn};
 
 /// The server-wide write-ahead log.
 pub struct TransLog {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     /// Also serialises checkpoints, so control updates follow LSN order.
-    control: Mutex<ControlFile>,
+    pub(crate) control: Mutex<ControlFile>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    cfg: LogConfig,
+    pub(crate) cfg: LogConfig,
+    pub(crate) backend: Arc<dyn Backend>,
+    /// Serialises archive runs.
+    pub(crate) archiving: Mutex<()>,
 }
 
 impl TransLog {
@@ -58,27 +63,41 @@ impl TransLog {
     pub(crate) fn start(
         backend: Arc<dyn Backend>,
         cfg: LogConfig,
-        control: ControlFile,
-        start: StartPoint,
+        mut control: ControlFile,
+        mut start: StartPoint,
     ) -> Result<Arc<TransLog>, LogError> {
         let geo = Geometry::new(cfg.extent_size);
         let space = SpacePolicy::new(geo, &cfg);
-        let shared = Arc::new(Shared::new(geo, space, cfg.full_wait, start));
+        let archive = cfg.style == LogStyle::Archive;
         let log_id = control.data().log_id;
+        let counters_extents = Arc::default();
         let mut extents = ExtentSet::new(
-            backend,
+            backend.clone(),
             cfg.dir.clone(),
             geo,
             log_id,
-            shared.counters.extents.clone(),
+            Arc::clone(&counters_extents),
         )?;
-        extents.trim(geo.seq_of(start.redo_lsn), space.max_extents())?;
+        if archive {
+            start.archived_lsn = archive_start(&mut control, geo, extents.oldest())?;
+        }
+        let shared = Arc::new(Shared::new(
+            geo,
+            space,
+            archive,
+            cfg.full_wait,
+            start,
+            counters_extents,
+        ));
+        extents.trim(shared.reusable_below(), space.max_extents())?;
         let handle = writer::spawn(shared.clone(), extents)?;
         Ok(Arc::new(TransLog {
             shared,
             control: Mutex::new(control),
             writer: Mutex::new(Some(handle)),
             cfg,
+            backend,
+            archiving: Mutex::new(()),
         }))
     }
 
@@ -185,6 +204,18 @@ impl TransLog {
         self.shared.wait_checkpoint_wanted(timeout)
     }
 
+    /// Archive style: copies every completed extent not yet archived into
+    /// `to` (or `archive_dir`), verifies each copy and only then moves the
+    /// archive mark past it, so the log may reuse it (I31). Idempotent;
+    /// a crash leaves at most a `.partial` copy that the next run replaces.
+    /// Appends go on meanwhile. Fails with [`LogError::Invalid`] in other
+    /// styles or without a directory, with [`LogError::Io`] naming the
+    /// file if a copy cannot be written (the mark stays where it was), and
+    /// with [`LogError::Failed`] if the control file cannot be updated.
+    pub fn archive(&self, to: Option<&Path>) -> Result<ArchiveReport, LogError> {
+        crate::archive::run(self, to)
+    }
+
     /// Configuration, positions and counters.
     pub fn info(&self) -> LogInfo {
         let s = self.shared.snapshot();
@@ -211,6 +242,11 @@ impl TransLog {
             bytes_written: get(&c.bytes_written),
             log_full_events: get(&c.full_events),
             checkpoints: get(&c.checkpoints),
+            archive_dir: self.cfg.archive_dir.clone(),
+            archived_lsn: s.archived,
+            extents_awaiting_archive: s.awaiting_archive,
+            archive_needed: s.archive_needed,
+            last_archive: s.last_archive,
         }
     }
 
@@ -226,6 +262,32 @@ impl TransLog {
         }
         self.shared.finish_shutdown()
     }
+}
+
+/// The archive mark a log in archive style starts with. Extents below the
+/// oldest one still on disk were recycled before archive style was on:
+/// they can never be archived, so the mark starts at that extent (made
+/// durable, I31) and a restore can roll forward only from there.
+fn archive_start(
+    control: &mut ControlFile,
+    geo: Geometry,
+    oldest: Option<u64>,
+) -> Result<Lsn, LogError> {
+    let mark = control.data().archived_lsn;
+    let Some(oldest) = oldest.map(|s| geo.extent_start(s)) else {
+        return Ok(mark);
+    };
+    if mark >= oldest {
+        return Ok(mark);
+    }
+    tracing::warn!(
+        from = %mark,
+        to = %oldest,
+        "archive style: the log below {oldest} was recycled before archiving began; \
+         archived log starts there"
+    );
+    control.update(|c| c.archived_lsn = oldest)?;
+    Ok(oldest)
 }
 
 impl Drop for TransLog {

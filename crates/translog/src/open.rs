@@ -122,6 +122,7 @@ fn truncate(
         checkpoint_lsn: control.data().checkpoint_lsn,
         next_txn: rec.plan.next_txn,
         epoch,
+        archived_lsn: control.data().archived_lsn,
     };
     let log = TransLog::start(backend, cfg, control, point)?;
     log.checkpoint_with(end, Reserve::Restart)
@@ -183,6 +184,7 @@ fn load_or_create(backend: &dyn Backend, cfg: &LogConfig) -> Result<(ControlFile
         extent_size: cfg.extent_size,
         checkpoint_lsn: Lsn::ZERO,
         redo_lsn: Lsn::ZERO,
+        archived_lsn: Lsn::ZERO,
     };
     Ok((ControlFile::create(backend, &cfg.dir, data)?, true))
 }

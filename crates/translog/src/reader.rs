@@ -21,7 +21,7 @@
 
 use crate::control::ControlData;
 use crate::extent::decode_header;
-use crate::geometry::{extent_path, Geometry, EXTENT_HEADER};
+use crate::geometry::{archived_path, extent_path, Geometry, EXTENT_HEADER};
 use crate::record::{self, Body, DecodeError, Header, Kind, RECORD_HEADER};
 use crate::LogError;
 use std::io;
@@ -82,10 +82,24 @@ impl LogIdentity {
     }
 }
 
+/// Where the reader finds the file of extent `seq`.
+#[derive(Clone, Copy)]
+pub(crate) enum ExtentFiles<'a> {
+    /// The live log's directory.
+    Log(&'a Path),
+    /// One file standing for extent `seq`; no other extent exists.
+    Single { seq: u64, path: &'a Path },
+    /// Archived copies (`arc-…` names) first, then the live log if given.
+    Archive {
+        archive: &'a Path,
+        log: Option<&'a Path>,
+    },
+}
+
 /// Sequential reader of records from a starting LSN.
 pub(crate) struct LogReader<'a> {
     backend: &'a dyn Backend,
-    dir: &'a Path,
+    files: ExtentFiles<'a>,
     id: LogIdentity,
     pos: Lsn,
     prev_epoch: u32,
@@ -143,9 +157,19 @@ impl<'a> LogReader<'a> {
         id: LogIdentity,
         start: Lsn,
     ) -> Self {
+        Self::over(backend, ExtentFiles::Log(dir), id, start)
+    }
+
+    /// A reader over extent files found as `files` says.
+    pub(crate) fn over(
+        backend: &'a dyn Backend,
+        files: ExtentFiles<'a>,
+        id: LogIdentity,
+        start: Lsn,
+    ) -> Self {
         LogReader {
             backend,
-            dir,
+            files,
             id,
             pos: start,
             prev_epoch: 0,
@@ -224,7 +248,9 @@ impl<'a> LogReader<'a> {
             return Ok(None);
         }
         self.window = None;
-        let path = extent_path(self.dir, seq);
+        let Some(path) = self.locate(seq) else {
+            return Ok(Some(StopReason::NoExtent));
+        };
         let handle = match self.backend.open(&path, OpenMode::Existing) {
             Ok(h) => h,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Some(StopReason::NoExtent)),
@@ -245,6 +271,22 @@ impl<'a> LogReader<'a> {
         }
         self.window = Some(win);
         Ok(None)
+    }
+
+    /// The file to read extent `seq` from, if there can be one.
+    fn locate(&self, seq: u64) -> Option<PathBuf> {
+        match self.files {
+            ExtentFiles::Log(dir) => Some(extent_path(dir, seq)),
+            ExtentFiles::Single { seq: only, path } => (only == seq).then(|| path.to_path_buf()),
+            ExtentFiles::Archive { archive, log } => {
+                let first = self.id.geo.extent_start(seq);
+                let copy = archived_path(archive, self.id.log_id, first);
+                match log {
+                    Some(dir) if !self.backend.exists(&copy) => Some(extent_path(dir, seq)),
+                    _ => Some(copy),
+                }
+            }
+        }
     }
 
     fn header_matches(&self, bytes: &[u8], seq: u64) -> bool {

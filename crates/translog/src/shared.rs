@@ -75,6 +75,8 @@ pub(crate) struct StartPoint {
     pub(crate) checkpoint_lsn: Lsn,
     pub(crate) next_txn: u64,
     pub(crate) epoch: u32,
+    /// The archive mark from the control file (I31).
+    pub(crate) archived_lsn: Lsn,
 }
 
 /// The tail of the log, guarded by `Shared::state`.
@@ -91,6 +93,11 @@ pub(crate) struct State {
     boundaries: VecDeque<Lsn>,
     full_waiters: usize,
     lifecycle: Lifecycle,
+    /// The archive mark (I31): extents below it have verified copies.
+    archived: Lsn,
+    /// Archive style: the last append was refused for want of archiving.
+    archive_needed: bool,
+    last_archive: Option<SystemTime>,
 }
 
 /// Statistics counters.
@@ -115,6 +122,10 @@ pub(crate) struct Snapshot {
     pub(crate) epoch: u32,
     pub(crate) checkpoint_wanted: bool,
     pub(crate) failed: Option<String>,
+    pub(crate) archived: Lsn,
+    pub(crate) awaiting_archive: u64,
+    pub(crate) archive_needed: bool,
+    pub(crate) last_archive: Option<SystemTime>,
 }
 
 /// A checkpoint record that has been appended.
@@ -137,6 +148,8 @@ pub(crate) struct Shared {
     /// between a durable-LSN update and the collection of callbacks.
     callbacks: Mutex<Vec<(Lsn, DurableFn)>>,
     pub(crate) space: SpacePolicy,
+    /// Archive style: extents are kept until archived (I31).
+    archive: bool,
     full_wait: Duration,
     state: Mutex<State>,
     /// Wakes the writer: bytes appended, shutdown.
@@ -155,8 +168,10 @@ impl Shared {
     pub(crate) fn new(
         geo: Geometry,
         space: SpacePolicy,
+        archive: bool,
         full_wait: Duration,
         start: StartPoint,
+        extents: Arc<AtomicU64>,
     ) -> Self {
         let state = State {
             end: start.end,
@@ -170,11 +185,15 @@ impl Shared {
             boundaries: VecDeque::from([start.end]),
             full_waiters: 0,
             lifecycle: Lifecycle::Running,
+            archived: start.archived_lsn,
+            archive_needed: false,
+            last_archive: None,
         };
         Shared {
             geo,
             callbacks: Mutex::new(Vec::new()),
             space,
+            archive,
             full_wait,
             state: Mutex::new(state),
             work: Condvar::new(),
@@ -182,7 +201,10 @@ impl Shared {
             space_cv: Condvar::new(),
             wanted_cv: Condvar::new(),
             durable: AtomicU64::new(start.end.0),
-            counters: Counters::default(),
+            counters: Counters {
+                extents,
+                ..Counters::default()
+            },
         }
     }
 
@@ -269,6 +291,8 @@ impl Shared {
     }
 
     /// Placements for `lens`, waiting up to `full_wait` for space if `wait`.
+    /// In archive style, when no checkpoint could make room (the archive
+    /// mark holds the log back), fails at once with `ArchiveNeeded`.
     fn reserve(
         &self,
         st: &mut MutexGuard<'_, State>,
@@ -280,8 +304,11 @@ impl Shared {
         let deadline = started.checked_add(self.full_wait).unwrap_or(started);
         loop {
             st.lifecycle.check()?;
-            if let Some(places) = self.space.place(st.redo_lsn, st.end, lens, reserve) {
+            if let Some(places) = self.space.place(self.oldest(st), st.end, lens, reserve) {
                 return Ok(places);
+            }
+            if self.archive_bound(st, lens, reserve) {
+                return Err(self.archive_needed(st));
             }
             if !wait || Instant::now() >= deadline {
                 return Err(self.full(st, started.elapsed()));
@@ -293,9 +320,81 @@ impl Shared {
         }
     }
 
+    /// The oldest LSN the log must keep: extents wholly below it may be
+    /// reused (I8; in archive style also I31).
+    fn oldest(&self, st: &State) -> Lsn {
+        if self.archive {
+            st.redo_lsn.min(st.archived)
+        } else {
+            st.redo_lsn
+        }
+    }
+
+    /// Whether `lens` would not fit even if a checkpoint moved the redo
+    /// LSN to the end: only archiving can make room.
+    fn archive_bound(&self, st: &State, lens: &[u64], reserve: Reserve) -> bool {
+        self.archive
+            && self
+                .space
+                .place(st.archived.min(st.end), st.end, lens, reserve)
+                .is_none()
+    }
+
+    /// Completed extents at or above the archive mark.
+    fn awaiting_archive(&self, st: &State) -> u64 {
+        if !self.archive {
+            return 0;
+        }
+        let first = self.geo.seq_of(st.archived).max(1);
+        self.geo.seq_of(st.durable).saturating_sub(first)
+    }
+
+    fn archive_needed(&self, st: &mut State) -> LogError {
+        self.counters.full_events.fetch_add(1, Ordering::Relaxed);
+        let used = st.end.0 - self.oldest(st).0;
+        let capacity = self.space.capacity();
+        let waiting_extents = self.awaiting_archive(st);
+        if !st.archive_needed {
+            tracing::warn!(
+                used,
+                capacity,
+                waiting_extents,
+                "transaction log full: extents wait to be archived; writes are refused \
+                 until `folio archive` copies them to the archive directory"
+            );
+        }
+        st.archive_needed = true;
+        LogError::ArchiveNeeded {
+            used,
+            capacity,
+            waiting_extents,
+        }
+    }
+
+    /// Archive style: the first extent below `mark` lies wholly below it,
+    /// and its verified copy and the control file's mark are durable
+    /// (I31): it may be reused once the redo LSN has passed it too.
+    pub(crate) fn complete_archive(&self, mark: Lsn) {
+        let mut st = self.state.lock();
+        st.archived = st.archived.max(mark);
+        st.archive_needed = false;
+        self.space_cv.notify_all();
+    }
+
+    /// Archive style: a run of `TransLog::archive` finished.
+    pub(crate) fn note_archive_run(&self) {
+        self.state.lock().last_archive = Some(SystemTime::now());
+    }
+
+    /// The archive mark and the durable LSN, for an archive run.
+    pub(crate) fn archive_window(&self) -> (Lsn, Lsn) {
+        let st = self.state.lock();
+        (st.archived, st.durable)
+    }
+
     fn full(&self, st: &State, waited: Duration) -> LogError {
         self.counters.full_events.fetch_add(1, Ordering::Relaxed);
-        let used = st.end.0 - st.redo_lsn.0;
+        let used = st.end.0 - self.oldest(st).0;
         let capacity = self.space.capacity();
         tracing::warn!(
             used,
@@ -308,6 +407,12 @@ impl Shared {
             capacity,
             waited,
         }
+    }
+
+    /// Extents with a seq below this may be recycled or removed.
+    pub(crate) fn reusable_below(&self) -> u64 {
+        let st = self.state.lock();
+        self.geo.seq_of(self.oldest(&st))
     }
 
     /// Serialises records at their placements; returns their LSNs.
@@ -406,10 +511,6 @@ impl Shared {
 
     pub(crate) fn end_lsn(&self) -> Lsn {
         self.state.lock().end
-    }
-
-    pub(crate) fn redo_lsn(&self) -> Lsn {
-        self.state.lock().redo_lsn
     }
 
     pub(crate) fn checkpoint_wanted(&self) -> bool {
@@ -550,6 +651,10 @@ impl Shared {
                 Lifecycle::Failed(r) => Some(r.clone()),
                 _ => None,
             },
+            archived: st.archived,
+            awaiting_archive: self.awaiting_archive(&st),
+            archive_needed: st.archive_needed,
+            last_archive: st.last_archive,
         }
     }
 }

@@ -71,10 +71,11 @@ impl SpacePolicy {
     }
 
     /// Placements for records of `lens` appended at `end`, if they and
-    /// the reserve fit.
+    /// the reserve fit. `oldest` is the oldest LSN the log must keep: the
+    /// redo LSN, or in archive style the lower of it and the archive mark.
     pub(crate) fn place(
         &self,
-        redo: Lsn,
+        oldest: Lsn,
         end: Lsn,
         lens: &[u64],
         reserve: Reserve,
@@ -84,7 +85,7 @@ impl SpacePolicy {
             .geo
             .layout(after, &vec![CHECKPOINT_LEN; reserve.records()]);
         let last = held.last().or(places.last())?.start;
-        (self.extents_in_use(redo, last) <= self.max_extents).then_some(places)
+        (self.extents_in_use(oldest, last) <= self.max_extents).then_some(places)
     }
 
     /// Extents from the one holding `redo` to the one holding `last`.

@@ -57,13 +57,15 @@ impl Writer {
     /// returns the LSN after it.
     fn write(&mut self, start: Lsn, chunk: &[u8]) -> Result<Lsn, LogError> {
         let geo = self.shared.geo;
-        let redo_seq = geo.seq_of(self.shared.redo_lsn());
+        // I8, I31: only extents below both the redo LSN and (archive
+        // style) the archive mark may be recycled.
+        let free_below = self.shared.reusable_below();
         let mut touched: Vec<(u64, Arc<dyn FileHandle>)> = Vec::new();
         let (mut pos, mut rest) = (start, chunk);
         while !rest.is_empty() {
             let seq = geo.seq_of(pos);
             let n = rest.len().min(geo.room_left(pos) as usize);
-            let h = self.extents.handle(seq, redo_seq)?;
+            let h = self.extents.handle(seq, free_below)?;
             write_all_at(h.as_ref(), &rest[..n], geo.file_offset(pos))
                 .map_err(|e| LogError::io(self.extents.path(seq), e))?;
             touched.push((seq, h));

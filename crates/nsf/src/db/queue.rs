@@ -137,6 +137,9 @@ impl Slot {
 fn replicate(e: &NsfError) -> NsfError {
     match e {
         NsfError::LogFull => NsfError::LogFull,
+        NsfError::LogArchiveNeeded { waiting_extents } => NsfError::LogArchiveNeeded {
+            waiting_extents: *waiting_extents,
+        },
         NsfError::EngineClosed => NsfError::EngineClosed,
         NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
         NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {

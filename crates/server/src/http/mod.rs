@@ -61,10 +61,12 @@
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
 //!   mail_users.rs   mail users: create, list, remove (administrators)
 //!   unread.rs       `Connection: close` on an answer that left the body unread
+//!   archive.rs      archiving the transaction log
 //! ```
 
 mod admin;
 mod answer;
+mod archive;
 mod attachments;
 mod databases;
 mod documents;
@@ -91,6 +93,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/", get(admin::root))
         .route("/_session", post(admin::login))
         .route("/stats", get(admin::statistics))
+        .route("/admin/archive", post(archive::archive))
         .route("/dbs", get(databases::list_databases))
         .route(
             "/db/{db}",

@@ -39,11 +39,13 @@
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
+//!   archive.rs      archiving the transaction log
 //!   wire.rs         engine values as protocol values
 //! ```
 
 mod access;
 mod admin;
+mod archive;
 mod attachments;
 mod databases;
 mod documents;

@@ -186,6 +186,7 @@ mod tests {
             extent_size: 65536,
             checkpoint_lsn: Lsn(checkpoint),
             redo_lsn: Lsn(redo),
+            archived_lsn: Lsn(0),
         }
     }
 
