@@ -436,3 +436,39 @@ fn a_failed_database_does_not_hold_the_log_back() {
     engine.open_database("b.fdb").unwrap().check().unwrap();
     engine.close().unwrap();
 }
+
+/// The replication tree (revisions and histories, I30) lies outside the
+/// rebuilt trees: a fixup after a damaged index keeps it as it was, so the
+/// next replication is still incremental and edits keep their ancestry.
+#[test]
+fn fixup_keeps_a_whole_replication_tree() {
+    let disk = MemBackend::new();
+    let be: Arc<dyn Backend> = Arc::new(disk.clone());
+    let docs = build(be.clone());
+    let (engine, _) = Engine::open(be.clone(), config(true)).unwrap();
+    let db = engine.open_database("a.fdb").unwrap();
+    db.put_replication_history(b"peer", b"seen 42").unwrap();
+    db.update(
+        docs[1].0,
+        doc(1).into_iter().map(nsf::ItemUpdate::Set).collect(),
+        None,
+        false,
+    )
+    .unwrap();
+    let revisions = db.revisions(docs[1].0).unwrap();
+    assert_eq!(revisions.len(), 1, "an update records the replaced version");
+    drop(db);
+    engine.close().unwrap();
+    corrupt(be.as_ref(), roots(be.as_ref())[2]);
+    let (engine, _) = Engine::open(be, config(true)).unwrap();
+    let r = engine.fixup("a.fdb", false).unwrap();
+    assert!(!r.indexes_agreed && !r.lost_anything(), "{r}");
+    let db = engine.open_database("a.fdb").unwrap();
+    assert_eq!(
+        db.replication_histories().unwrap(),
+        vec![(b"peer".to_vec(), b"seen 42".to_vec())]
+    );
+    assert_eq!(db.revisions(docs[1].0).unwrap(), revisions);
+    drop(db);
+    engine.close().unwrap();
+}
