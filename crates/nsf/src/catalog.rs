@@ -598,8 +598,8 @@ impl Reader<'_> {
 }
 
 /// Every database file under `root` with a canonical path (I18), except
-/// inside `skip` (the log directory).
-pub(crate) fn walk(be: &dyn Backend, root: &Path, skip: Option<&Path>) -> NsfResult<Vec<DbPath>> {
+/// inside the directories of `skip` (the log's and its archive's).
+pub(crate) fn walk(be: &dyn Backend, root: &Path, skip: &[PathBuf]) -> NsfResult<Vec<DbPath>> {
     let mut out = Vec::new();
     walk_dir(be, root, root, skip, &mut out)?;
     out.sort();
@@ -610,7 +610,7 @@ fn walk_dir(
     be: &dyn Backend,
     root: &Path,
     dir: &Path,
-    skip: Option<&Path>,
+    skip: &[PathBuf],
     out: &mut Vec<DbPath>,
 ) -> NsfResult<()> {
     let entries = be.read_dir(dir).map_err(|e| NsfError::Io {
@@ -618,7 +618,7 @@ fn walk_dir(
         source: e,
     })?;
     for p in entries {
-        if Some(p.as_path()) == skip {
+        if skip.contains(&p) {
             continue;
         }
         if be.is_dir(&p) {

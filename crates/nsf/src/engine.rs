@@ -362,8 +362,14 @@ impl Engine {
     /// not tried again at every start; opening it reports the problem.
     fn reconcile_catalog(&self, damaged: bool) -> NsfResult<()> {
         let s = &self.shared;
-        let skip = s.cfg.log.as_ref().map(|l| s.cfg.data_dir.join(&l.dir));
-        let on_disk = catalog::walk(s.backend.as_ref(), &s.cfg.data_dir, skip.as_deref())?;
+        let skip: Vec<PathBuf> = s
+            .cfg
+            .log
+            .iter()
+            .flat_map(|l| std::iter::once(&l.dir).chain(&l.archive_dir))
+            .map(|d| s.cfg.data_dir.join(d))
+            .collect();
+        let on_disk = catalog::walk(s.backend.as_ref(), &s.cfg.data_dir, &skip)?;
         let unknown = s.catalog.plan(&on_disk, damaged);
         s.catalog.rewrite()?;
         let started = Instant::now();
