@@ -71,6 +71,14 @@ pub enum NsfError {
     BadStoredAcl { db: String, reason: String },
     #[error("{db}: document {unid} is the access-control list; it is changed only as a whole, with set_acl")]
     AclNote { db: String, unid: Unid },
+    /// An ordinary delete of the design note of a view or folder: it goes
+    /// only with its index, by the views layer's delete.
+    #[error("{db}: document {unid} defines the view or folder {name:?}; delete it with `folio view delete` (HTTP DELETE /db/{{db}}/views/{{name}}), which removes its index too")]
+    ViewDesignNote {
+        db: String,
+        unid: Unid,
+        name: String,
+    },
     /// A foreign version (`Database::put_foreign`) breaks a rule; nothing
     /// was written for it.
     #[error("foreign version of document {unid} refused: {reason}")]
