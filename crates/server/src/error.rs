@@ -138,6 +138,8 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
             ServerError::TooLarge(msg)
         }
         E::BadPath { .. }
+        | E::AclNote { .. }
+        | E::ViewDesignNote { .. }
         | E::SameFile { .. }
         | E::Codec(_)
         | E::Json(_)
