@@ -17,6 +17,18 @@ pub enum NsfError {
     Log(LogError),
     #[error("the transaction log is full; writes are refused until a checkpoint frees space (reads continue)")]
     LogFull,
+    /// A transaction larger than the log accepts at all
+    /// (`translog::LogError::TransactionTooLarge`): refused at once,
+    /// nothing written; only a larger `translog.max_size` helps.
+    #[error(
+        "transaction of {size} bytes exceeds the log's capacity for one transaction, \
+         {limit} bytes (half of its {capacity} bytes); raise translog.max_size; nothing was written"
+    )]
+    TransactionTooLarge {
+        size: u64,
+        limit: u64,
+        capacity: u64,
+    },
     #[error(
         "the transaction log has failed ({0}); writes are refused until restart (reads continue)"
     )]
@@ -97,6 +109,15 @@ impl From<LogError> for NsfError {
     fn from(e: LogError) -> Self {
         match e {
             LogError::Full { .. } => NsfError::LogFull,
+            LogError::TransactionTooLarge {
+                size,
+                limit,
+                capacity,
+            } => NsfError::TransactionTooLarge {
+                size,
+                limit,
+                capacity,
+            },
             LogError::Failed { reason } => NsfError::LogFailed(reason),
             LogError::ShutDown => NsfError::EngineClosed,
             other => NsfError::Log(other),

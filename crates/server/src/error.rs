@@ -131,6 +131,8 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
         | E::NoSuchAttachment { .. } => ServerError::NotFound(msg),
         E::SaveConflict { .. } | E::DatabaseExists(_) => ServerError::SaveConflict(msg),
         E::LogFull => ServerError::Busy(Busy::LogFull),
+        // Retrying cannot help: 413, not 503.
+        E::TransactionTooLarge { .. } => ServerError::TooLarge(msg),
         E::EngineClosed => ServerError::Busy(Busy::ShuttingDown),
         E::Codec(nsf::CodecError::TooLarge { .. })
         | E::Codec(nsf::CodecError::TooManyItems { .. }) => ServerError::TooLarge(msg),

@@ -137,6 +137,15 @@ impl Slot {
 fn replicate(e: &NsfError) -> NsfError {
     match e {
         NsfError::LogFull => NsfError::LogFull,
+        NsfError::TransactionTooLarge {
+            size,
+            limit,
+            capacity,
+        } => NsfError::TransactionTooLarge {
+            size: *size,
+            limit: *limit,
+            capacity: *capacity,
+        },
         NsfError::EngineClosed => NsfError::EngineClosed,
         NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
         NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {
