@@ -255,6 +255,11 @@ impl Client {
         self.wait(self.inner.folder_remove(db, folder, unids))
     }
 
+    /// See [`crate::Client::delete_view`].
+    pub fn delete_view(&self, db: DbHandle, name: &str) -> Result<(), ClientError> {
+        self.wait(self.inner.delete_view(db, name))
+    }
+
     /// Starts a search whose hits are read by iterating; see
     /// [`crate::Client::search_hits`].
     pub fn search_hits(

@@ -299,6 +299,16 @@ impl Client {
         done(self.request(request).await?)
     }
 
+    /// Deletes a view or folder with its index (needs Designer access);
+    /// the name may then be defined again.
+    pub async fn delete_view(&self, db: DbHandle, name: &str) -> Result<(), ClientError> {
+        let request = Request::DeleteView {
+            db,
+            name: name.into(),
+        };
+        done(self.request(request).await?)
+    }
+
     /// The server's statistics.
     pub async fn statistics(&self) -> Result<Vec<Statistic>, ClientError> {
         match self.request(Request::Statistics).await? {

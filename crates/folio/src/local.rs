@@ -267,6 +267,11 @@ impl Store for LocalStore {
         Ok(self.service.create_view(&self.caller, &db, def.clone())?)
     }
 
+    fn delete_view(&self, path: &str, name: &str) -> FolioResult<()> {
+        let db = self.open_db(path)?;
+        Ok(self.service.delete_view(&self.caller, &db, name)?)
+    }
+
     fn list_views(&self, path: &str) -> FolioResult<Vec<ViewSummary>> {
         let db = self.open_db(path)?;
         Ok(self

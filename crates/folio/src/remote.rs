@@ -264,6 +264,10 @@ impl Store for RemoteStore {
         create_view(&self.client, self.open(path)?, def)
     }
 
+    fn delete_view(&self, path: &str, name: &str) -> FolioResult<()> {
+        Ok(self.client.delete_view(self.open(path)?, name)?)
+    }
+
     fn list_views(&self, _path: &str) -> FolioResult<Vec<ViewSummary>> {
         Err(FolioError::NeedsDataDirectory {
             command: "view list",

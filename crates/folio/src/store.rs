@@ -242,6 +242,8 @@ pub trait Store {
 
     /// Creates a view or folder.
     fn create_view(&self, path: &str, def: &ViewDef) -> FolioResult<()>;
+    /// Deletes a view or folder with its index.
+    fn delete_view(&self, path: &str, name: &str) -> FolioResult<()>;
     /// A database's views and folders (data directory only).
     fn list_views(&self, path: &str) -> FolioResult<Vec<ViewSummary>>;
     /// Opens a view (refreshing its index as its refresh option says) and

@@ -70,6 +70,9 @@ pub enum ViewCmd {
         #[arg(long)]
         prefix: bool,
     },
+    /// Delete a view or folder and its index (the name may then be
+    /// defined again; documents are not touched).
+    Delete { path: String, name: String },
     /// Apply the changes since the index's last update.
     Update { path: String, name: String },
     /// Rebuild the index from scratch.
@@ -156,6 +159,7 @@ pub fn view(store: &dyn Store, c: &ViewCmd, out: &mut dyn Write) -> FolioResult<
             out,
             &output::found(store.find_in_view(path, name, key, *prefix)?),
         ),
+        ViewCmd::Delete { path, name } => store.delete_view(path, name),
         ViewCmd::Update { path, name } => {
             output::line(out, &output::view_update(&store.update_view(path, name)?))
         }

@@ -374,6 +374,29 @@ fn script(s: &mut Session, work: &Path) -> Vec<Step> {
         s.run(&["doc", "list", "m.fdb"], ""),
     );
     log.ok("db info after delete", s.run(&["db", "info", "m.fdb"], ""));
+    let by_subject = [
+        "view",
+        "create",
+        "m.fdb",
+        "BySubject",
+        "--select",
+        "SELECT @All",
+        "--column",
+        "Subject=Subject:desc",
+    ];
+    log.ok(
+        "view delete",
+        s.run(&["view", "delete", "m.fdb", "bysubject"], ""),
+    );
+    log.fails(
+        "view read after delete",
+        s.run(&["view", "read", "m.fdb", "BySubject"], ""),
+    );
+    log.ok("view defined again", s.run(&by_subject, ""));
+    log.ok(
+        "view read after it was defined again",
+        s.run(&["view", "read", "m.fdb", "BySubject", "--total"], ""),
+    );
 
     // Failures: the same one line, the same exit.
     log.fails(
@@ -407,6 +430,10 @@ fn script(s: &mut Session, work: &Path) -> Vec<Step> {
     log.fails(
         "no such view",
         s.run(&["view", "read", "m.fdb", "Nope"], ""),
+    );
+    log.fails(
+        "delete no such view",
+        s.run(&["view", "delete", "m.fdb", "Nope"], ""),
     );
     log.fails("bad formula", s.run(&["search", "m.fdb", "SELECT ((("], ""));
     log.fails(

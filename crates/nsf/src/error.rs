@@ -24,6 +24,18 @@ pub enum NsfError {
          are refused until `folio archive` copies them to the archive directory (reads continue)"
     )]
     LogArchiveNeeded { waiting_extents: u64 },
+    /// A transaction larger than the log accepts at all
+    /// (`translog::LogError::TransactionTooLarge`): refused at once,
+    /// nothing written; only a larger `translog.max_size` helps.
+    #[error(
+        "transaction of {size} bytes exceeds the log's capacity for one transaction, \
+         {limit} bytes (half of its {capacity} bytes); raise translog.max_size; nothing was written"
+    )]
+    TransactionTooLarge {
+        size: u64,
+        limit: u64,
+        capacity: u64,
+    },
     #[error(
         "the transaction log has failed ({0}); writes are refused until restart (reads continue)"
     )]
@@ -78,6 +90,14 @@ pub enum NsfError {
     BadStoredAcl { db: String, reason: String },
     #[error("{db}: document {unid} is the access-control list; it is changed only as a whole, with set_acl")]
     AclNote { db: String, unid: Unid },
+    /// An ordinary delete of the design note of a view or folder: it goes
+    /// only with its index, by the views layer's delete.
+    #[error("{db}: document {unid} defines the view or folder {name:?}; delete it with `folio view delete` (HTTP DELETE /db/{{db}}/views/{{name}}), which removes its index too")]
+    ViewDesignNote {
+        db: String,
+        unid: Unid,
+        name: String,
+    },
     /// A foreign version (`Database::put_foreign`) breaks a rule; nothing
     /// was written for it.
     #[error("foreign version of document {unid} refused: {reason}")]
@@ -99,6 +119,15 @@ impl From<LogError> for NsfError {
             LogError::ArchiveNeeded {
                 waiting_extents, ..
             } => NsfError::LogArchiveNeeded { waiting_extents },
+            LogError::TransactionTooLarge {
+                size,
+                limit,
+                capacity,
+            } => NsfError::TransactionTooLarge {
+                size,
+                limit,
+                capacity,
+            },
             LogError::Failed { reason } => NsfError::LogFailed(reason),
             LogError::ShutDown => NsfError::EngineClosed,
             other => NsfError::Log(other),

@@ -8,8 +8,8 @@
 //!   queue like any document write, so index pages and document pages
 //!   commit through the same log, atomically, with the same durability
 //!   (I2, I4). It can also write pages *unlogged* (I14) for indexes whose
-//!   owner chose not to log them, and create design notes in the same
-//!   transaction.
+//!   owner chose not to log them, and create and delete design notes in
+//!   the same transaction.
 //! - [`IndexRead`]: committed pages and the header, read under the same
 //!   short shared lock as document reads (I13), so index readers never
 //!   wait for a writer's fsync and writers never wait for a long scan.
@@ -20,7 +20,7 @@
 
 use crate::dbcore::DbCore;
 use crate::header::DbHeader;
-use crate::records::{create_note, load_note, lookup_unid};
+use crate::records::{create_note, load_note, load_stored, lookup_unid, store_stub};
 use crate::txn::Txn;
 use crate::{Item, Note, NoteId, NoteMeta, NsfError, NsfResult, Seq};
 use std::sync::Arc;
@@ -54,6 +54,27 @@ impl IndexTxn<'_, '_> {
     pub fn create_note(&mut self, items: Vec<Item>) -> NsfResult<NoteMeta> {
         crate::validate_items(&items)?;
         create_note(self.txn, items)
+    }
+
+    /// Deletes a live note in this transaction, leaving a deletion stub
+    /// (which keeps `$DesignType`, so a design note's stub stays a design
+    /// note). The views layer deletes a view's design note this way, in
+    /// the transaction that removes its index; ordinary deletes refuse
+    /// those notes (`NsfError::ViewDesignNote`).
+    pub fn delete_note(&mut self, id: NoteId) -> NsfResult<NoteMeta> {
+        let missing = || NsfError::Invalid(format!("{}: no note {id} to delete", self.txn.name()));
+        let unid = load_note(&*self.txn, &self.txn.header, id)?
+            .ok_or_else(missing)?
+            .oid
+            .unid;
+        let (note, stored) = load_stored(self.txn, unid, id)?;
+        if note.deleted {
+            return Err(NsfError::Deleted {
+                db: self.txn.name().to_string(),
+                unid,
+            });
+        }
+        store_stub(self.txn, note, stored)
     }
 
     /// Reads a note (or stub) by id as this transaction sees it.

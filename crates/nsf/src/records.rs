@@ -18,10 +18,11 @@
 use crate::acl::acl_unid;
 use crate::header::DbHeader;
 use crate::lineage;
+use crate::note::access_item_name;
 use crate::txn::Txn;
 use crate::{
     decode_note, encode_note, Item, Note, NoteId, NsfError, NsfResult, OriginatorId, Seq,
-    Timestamp, Unid, Version,
+    Timestamp, Unid, Version, DESIGN_ITEMS,
 };
 use std::borrow::Cow;
 use storage::{btree, overflow, PageId, PageStore, PageStoreMut};
@@ -211,6 +212,23 @@ pub(crate) fn store_note(
 /// chain in `s` when its encoding is too large.
 pub(crate) fn note_value(s: &mut impl PageStoreMut, note: &Note) -> NsfResult<Vec<u8>> {
     store_value(s, &encode_note(note)?)
+}
+
+/// Replaces the live `note` with its deletion stub: its attachments'
+/// pages freed, its items cut to what a stub keeps — the access items
+/// (whoever could not see the document does not see its deletion either)
+/// and `$DesignType` (a design note's stub stays out of views, change
+/// listings and searches, as the note was).
+pub(crate) fn store_stub(txn: &mut Txn<'_>, mut note: Note, stored: Stored) -> NsfResult<NoteMeta> {
+    for a in note.attachments().cloned().collect::<Vec<_>>() {
+        crate::attach::free_blob(txn, &a)?;
+    }
+    note.items.retain(|i| {
+        access_item_name(&i.name).is_some() || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0])
+    });
+    note.deleted = true;
+    bump(&mut note, txn.now());
+    store_note(txn, &mut note, Some(stored))
 }
 
 /// Creates a note with a fresh UNID.

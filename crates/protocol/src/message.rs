@@ -258,6 +258,15 @@ pub enum Request {
         /// A directory on the server (default: `translog.archive_dir`).
         to: Option<String>,
     },
+    /// Deletes a view or folder: its index and its design note go in one
+    /// transaction, and the name may be defined again; answered with
+    /// `Done`. Needs Designer access.
+    DeleteView {
+        /// The database.
+        db: DbHandle,
+        /// The view's or folder's name (case does not matter).
+        name: String,
+    },
 }
 
 /// How a request names a document.

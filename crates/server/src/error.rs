@@ -146,6 +146,8 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
         E::LogArchiveNeeded { waiting_extents } => {
             ServerError::Busy(Busy::LogArchiveNeeded { waiting_extents })
         }
+        // Retrying cannot help: 413, not 503.
+        E::TransactionTooLarge { .. } => ServerError::TooLarge(msg),
         E::EngineClosed => ServerError::Busy(Busy::ShuttingDown),
         E::Codec(nsf::CodecError::TooLarge { .. })
         | E::Codec(nsf::CodecError::TooManyItems { .. }) => ServerError::TooLarge(msg),
@@ -153,6 +155,8 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
             ServerError::TooLarge(msg)
         }
         E::BadPath { .. }
+        | E::AclNote { .. }
+        | E::ViewDesignNote { .. }
         | E::SameFile { .. }
         | E::Codec(_)
         | E::Json(_)

@@ -630,7 +630,8 @@ fn op_of(r: &Request) -> Op {
         R::UpdateCollection { .. }
         | R::FolderAdd { .. }
         | R::FolderRemove { .. }
-        | R::CreateView { .. } => Op::UpdateCollection,
+        | R::CreateView { .. }
+        | R::DeleteView { .. } => Op::UpdateCollection,
         R::Search { .. } => Op::Search,
         _ => Op::Admin,
     }
@@ -788,6 +789,10 @@ impl Job {
             }
             R::CreateView { db, json } => {
                 s.create_view(caller, &self.db(db)?, s.parse_view(json.as_bytes())?)?;
+                Response::Done
+            }
+            R::DeleteView { db, name } => {
+                s.delete_view(caller, &self.db(db)?, &name)?;
                 Response::Done
             }
             R::MyAccess { path } => {

@@ -23,12 +23,25 @@ pub enum LogError {
     /// outside the log).
     #[error("invalid argument: {0}")]
     Invalid(String),
-    /// A record or batch is larger than the log can ever hold.
+    /// A record is larger than an extent can ever hold.
     #[error("{what} of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge {
         what: &'static str,
         size: u64,
         limit: u64,
+    },
+    /// A transaction's batch is larger than the log accepts at all (half
+    /// its capacity, so that it fits once a checkpoint has freed the log):
+    /// waiting or retrying cannot help, only a larger `translog.max_size`.
+    /// Refused at once; nothing was appended.
+    #[error(
+        "transaction of {size} bytes exceeds the log's capacity for one transaction, \
+         {limit} bytes (half of its {capacity} bytes); raise translog.max_size"
+    )]
+    TransactionTooLarge {
+        size: u64,
+        limit: u64,
+        capacity: u64,
     },
     /// An I/O error while opening, recovering or checkpointing.
     #[error("I/O error on {path}: {source}")]

@@ -109,7 +109,8 @@ impl TransLog {
     /// up to `full_wait` for a checkpoint to free space, then fails with
     /// [`LogError::Full`]. Fails with [`LogError::Failed`] once the log is
     /// poisoned (I11), [`LogError::TooLarge`] for a record larger than an
-    /// extent or a batch larger than half the log, and
+    /// extent, [`LogError::TransactionTooLarge`] at once (never waiting)
+    /// for a batch larger than half the log, and
     /// [`LogError::Invalid`] for a bad path or delta.
     pub fn append(&self, batch: &Batch) -> Result<Appended, LogError> {
         self.shared.append_batch(batch, true)

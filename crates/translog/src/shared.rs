@@ -212,8 +212,14 @@ impl Shared {
     /// page image each would fit, without appending anything. Lets a
     /// caller wait for space *before* it pins pages for a batch, so that a
     /// full log never waits on a checkpoint that is waiting on it.
+    ///
+    /// Room for more than the largest batch accepted is never waited for:
+    /// a batch that large is refused by the append at once, and a smaller
+    /// one (deltas, not images) needs no more than the largest.
     pub(crate) fn wait_for_room(&self, records: usize) -> Result<(), LogError> {
-        let lens = vec![crate::record::MAX_PAGE_RECORD_LEN; records.max(1)];
+        let max = crate::record::MAX_PAGE_RECORD_LEN;
+        let fit = usize::try_from(self.space.batch_limit() / max).unwrap_or(usize::MAX);
+        let lens = vec![max; records.min(fit).max(1)];
         let mut st = self.state.lock();
         self.reserve(&mut st, &lens, Reserve::Batch, true)
             .map(|_| ())
@@ -226,10 +232,10 @@ impl Shared {
         let lens: Vec<u64> = bodies.iter().map(Body::encoded_len).collect();
         let size = lens.iter().sum();
         if size > self.space.batch_limit() {
-            return Err(LogError::TooLarge {
-                what: "batch",
+            return Err(LogError::TransactionTooLarge {
                 size,
                 limit: self.space.batch_limit(),
+                capacity: self.space.capacity(),
             });
         }
         let mut st = self.state.lock();

@@ -18,6 +18,7 @@ mod catalog;
 mod collate;
 mod collection;
 mod def;
+mod delete;
 mod entries;
 mod error;
 mod rebuild;

@@ -16,6 +16,7 @@
 
 use crate::catalog::{ViewState, FLAG_BUILT};
 use crate::def::Compiled;
+use crate::delete::free_trees;
 use crate::entries::{encode_docmap, selects, Contribution, NoteDoc, RefDoc, Source};
 use crate::views::{with_state, Views};
 use crate::ViewResult;
@@ -89,27 +90,8 @@ pub(crate) fn rebuild(
         let pages = pages.clone();
         move |tx| -> nsf::NsfResult<ViewResult<()>> {
             Ok(with_state(tx, &path, &vname, |tx, st| {
-                if st.logged() {
-                    btree::free_all(tx, st.entries_root)?;
-                    btree::free_all(tx, st.docmap_root)?;
-                    if !st.restricted_root.is_none() {
-                        btree::free_all(tx, st.restricted_root)?;
-                    }
-                } else {
-                    let owned: Vec<PageId> = btree::range(
-                        &*tx,
-                        st.owned_root,
-                        std::ops::Bound::Unbounded,
-                        std::ops::Bound::Unbounded,
-                    )
-                    .map(|kv| {
-                        kv.map(|(k, _)| {
-                            PageId(u32::from_be_bytes(k[..4].try_into().unwrap_or_default()))
-                        })
-                    })
-                    .collect::<Result<_, _>>()?;
-                    tx.free_many(&owned)?;
-                    btree::free_all(tx, st.owned_root)?;
+                free_trees(tx, &vname, st)?;
+                if !st.logged() {
                     // The new pages were reserved in ascending order.
                     let mut sorted = pages.clone();
                     sorted.sort_unstable();

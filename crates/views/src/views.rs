@@ -109,6 +109,19 @@ impl DbViews {
     }
 }
 
+/// Forgets what the instance of `db` kept for a deleted view (its
+/// compiled definition, its marks), so a view defined later under the
+/// same name starts afresh and no close hook looks for the deleted one.
+pub(crate) fn forget_view(db: &Database, name: &str, design_note: NoteId) {
+    let ext = DbViews::of(db);
+    let key = name.to_lowercase();
+    ext.defs.lock().remove(&design_note);
+    ext.rebuilt_unclean.lock().remove(&key);
+    for names in ext.dirtied.lock().values_mut() {
+        names.remove(&key);
+    }
+}
+
 /// What an update did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct UpdateReport {

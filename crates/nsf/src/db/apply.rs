@@ -12,14 +12,13 @@ use crate::acl::{acl_note_items, acl_unid, is_acl_note};
 use crate::attach;
 use crate::index::IndexTxn;
 use crate::lineage;
-use crate::note::access_item_name;
 use crate::records::{
-    bump, create_note, create_with_unid, load_stored, lookup_unid, store_note, Stored,
+    bump, create_note, create_with_unid, load_stored, lookup_unid, store_note, store_stub, Stored,
 };
 use crate::txn::Txn;
 use crate::{
     validate_items, AttachmentRef, Item, ItemUpdate, ItemValue, Note, NoteMeta, NsfError,
-    NsfResult, Unid, ATTACHMENT_PREFIX,
+    NsfResult, Unid, ATTACHMENT_PREFIX, DESIGN_ITEMS,
 };
 use storage::{PageId, PageStoreMut};
 
@@ -96,17 +95,16 @@ impl Database {
                 based_on,
                 force,
             } => {
-                let (mut note, stored) = self.load_for_write(txn, unid)?;
+                let (note, stored) = self.load_for_write(txn, unid)?;
                 check_conflict(&note, based_on, force)?;
-                for a in note.attachments().cloned().collect::<Vec<_>>() {
-                    attach::free_blob(txn, &a)?;
+                if let Some(name) = view_design_name(&note) {
+                    return Err(NsfError::ViewDesignNote {
+                        db: self.core.path.clone(),
+                        unid,
+                        name,
+                    });
                 }
-                // The stub keeps the access items: whoever could not see
-                // the document does not see its deletion either.
-                note.items.retain(|i| access_item_name(&i.name).is_some());
-                note.deleted = true;
-                bump(&mut note, txn.now());
-                store_note(txn, &mut note, Some(stored)).map(Some)
+                store_stub(txn, note, stored).map(Some)
             }
             WriteOp::Attach { unid, blob } => {
                 let (mut note, stored) = self.load_for_write(txn, unid)?;
@@ -193,6 +191,23 @@ impl Database {
         bump(&mut note, txn.now());
         store_note(txn, &mut note, Some(stored))
     }
+}
+
+/// The name of the view or folder `note` defines, if it is the design
+/// note of one (`$DesignType` `view` or `folder`): such a note is deleted
+/// only with its index, by the views layer (`IndexTxn::delete_note`).
+fn view_design_name(note: &Note) -> Option<String> {
+    let kind = note.item(DESIGN_ITEMS[0])?;
+    let ItemValue::Text(kind) = &kind.value else {
+        return None;
+    };
+    if kind != "view" && kind != "folder" {
+        return None;
+    }
+    Some(match note.item(DESIGN_ITEMS[1]).map(|i| &i.value) {
+        Some(ItemValue::Text(title)) => title.clone(),
+        _ => String::new(),
+    })
 }
 
 fn check_conflict(note: &Note, based_on: Option<u32>, force: bool) -> NsfResult<()> {

@@ -140,6 +140,15 @@ fn replicate(e: &NsfError) -> NsfError {
         NsfError::LogArchiveNeeded { waiting_extents } => NsfError::LogArchiveNeeded {
             waiting_extents: *waiting_extents,
         },
+        NsfError::TransactionTooLarge {
+            size,
+            limit,
+            capacity,
+        } => NsfError::TransactionTooLarge {
+            size: *size,
+            limit: *limit,
+            capacity: *capacity,
+        },
         NsfError::EngineClosed => NsfError::EngineClosed,
         NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
         NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {

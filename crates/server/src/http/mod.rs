@@ -116,10 +116,16 @@ pub fn router(service: Arc<Service>) -> Router {
             get(attachments::get_attachment).put(attachments::put_attachment),
         )
         .route("/db/{db}/views", post(views::create_view))
-        .route("/db/{db}/views/{name}", get(views::read_view))
+        .route(
+            "/db/{db}/views/{name}",
+            get(views::read_view).delete(views::delete_view),
+        )
         .route("/db/{db}/views/{name}/find", get(views::find_in_view))
         .route("/db/{db}/views/{name}/update", post(views::update_view))
-        .route("/db/{db}/folders/{name}", get(views::read_view))
+        .route(
+            "/db/{db}/folders/{name}",
+            get(views::read_view).delete(views::delete_view),
+        )
         .route("/db/{db}/folders/{name}/add", post(views::folder_add))
         .route("/db/{db}/folders/{name}/remove", post(views::folder_remove))
         .route("/db/{db}/search", post(views::search))

@@ -1,4 +1,4 @@
-//! Views and folders (read, find, update, create, change a folder) and
+//! Views and folders (read, find, update, create, delete, change a folder) and
 //! formula searches, streamed as NDJSON.
 
 use super::answer::{
@@ -149,6 +149,16 @@ pub(super) async fn create_view(State(s): Svc, c: Call, body: Body) -> Answer {
         header::LOCATION,
         &location,
     ))
+}
+
+pub(super) async fn delete_view(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let (path, name) = (c.param("db"), c.param("name"));
+    c.run(&s, Op::UpdateCollection, move |s, caller| {
+        s.delete_view(caller, &open_db(s, caller, &path)?, &name)
+    })
+    .await?;
+    Ok(ok(json!({"ok": true, "name": c.param("name")})))
 }
 
 pub(super) async fn find_in_view(State(s): Svc, c: Call) -> Answer {

@@ -1,5 +1,5 @@
 //! Views and folders: open, read a page, find by key, bring up to date,
-//! create, change a folder's documents, and formula searches.
+//! create, delete, change a folder's documents, and formula searches.
 //!
 //! A caller sees a view as if the documents it may not read did not
 //! exist: the index leaves them out as of its last update, and while the
@@ -209,6 +209,20 @@ impl Service {
             ));
         }
         self.views.create(db, def).map_err(view_err)
+    }
+
+    /// Deletes a view or folder, its index and its design note (Designer
+    /// access). Durable when it returns (I2); an unknown name is 404.
+    pub fn delete_view(&self, caller: &Caller, db: &Arc<Database>, name: &str) -> ServerResult<()> {
+        let access = self.access(caller, db)?;
+        if !access.can_design() {
+            return Err(forbidden(
+                caller,
+                "needs Designer access to delete views in",
+                db,
+            ));
+        }
+        self.views.delete(db, name).map_err(view_err)
     }
 
     /// Parses a view or folder definition's JSON text (at most

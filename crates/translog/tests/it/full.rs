@@ -77,11 +77,36 @@ fn a_checkpointer_thread_keeps_a_busy_log_from_filling() {
 #[test]
 fn batches_larger_than_half_the_log_are_too_large_at_once() {
     let m = mem();
-    let (log, _) = open(&m, cfg(2));
+    let config = LogConfig {
+        full_wait: Duration::from_secs(60),
+        ..cfg(2)
+    };
+    let (log, _) = open(&m, config);
+    let end = log.end_lsn();
+    // Waiting for room for more records than the log could ever hold
+    // waits for no more than the largest batch, which an empty log has.
+    log.wait_for_room(10_000).unwrap();
     let pages = (0..10).map(|i| (i, img(1))).collect();
-    assert!(matches!(
-        log.append(&batch("f.fdb", pages)),
-        Err(LogError::TooLarge { .. })
-    ));
+    let e = log.append(&batch("f.fdb", pages)).unwrap_err();
+    let LogError::TransactionTooLarge {
+        size,
+        limit,
+        capacity,
+    } = e
+    else {
+        panic!("expected TransactionTooLarge, got {e}");
+    };
+    assert!(size > limit && limit == capacity / 2, "{e}");
+    assert_eq!(capacity, log.info().capacity);
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("transaction of {size} bytes")),
+        "{text}"
+    );
+    assert!(text.contains("raise translog.max_size"), "{text}");
     assert_eq!(log.info().log_full_events, 0);
+    assert_eq!(log.end_lsn(), end, "nothing was appended");
+    // The log goes on as before.
+    let a = log.append(&batch("f.fdb", vec![(1, img(2))])).unwrap();
+    log.wait_durable(a.end_lsn).unwrap();
 }
