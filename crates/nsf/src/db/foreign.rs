@@ -45,17 +45,86 @@ impl Database {
     /// changes nothing (I4). Attachment content is written to new pages
     /// and synced before the commit (I7), and given back if the version
     /// is not stored.
-    pub fn put_foreign(&self, mut note: ForeignNote) -> NsfResult<ForeignOutcome> {
+    pub fn put_foreign(&self, note: ForeignNote) -> NsfResult<ForeignOutcome> {
+        // I20: the ACL note replicates like any document, and its change
+        // is announced to the catalog like set_acl's.
+        let _change = (note.oid.unid == self.acl_unid())
+            .then(|| self.begin_acl_change())
+            .transpose()?;
+        let (op, slot, extents) = match self.prepare_foreign(note)? {
+            Prepared::Decided(outcome) => return Ok(outcome),
+            Prepared::Write { op, slot, extents } => (op, slot, extents),
+        };
+        if let Err(e) = self.submit(op) {
+            self.release_blob(extents);
+            return Err(e);
+        }
+        take_outcome(&slot)
+    }
+
+    /// [`Database::put_foreign`] for several notes at once: every one is
+    /// queued before the queue runs, so up to the group limit they share
+    /// one transaction and one log fsync (how the mail router delivers
+    /// several messages to one mail file). Each note gets its own outcome,
+    /// in order; the durability contract is `put_foreign`'s for each (I2,
+    /// I4, I25): an outcome is known only once its write is durable.
+    pub fn put_foreign_batch(&self, notes: Vec<ForeignNote>) -> Vec<NsfResult<ForeignOutcome>> {
+        let mut out: Vec<Option<NsfResult<ForeignOutcome>>> = Vec::new();
+        let mut queued = Vec::new();
+        for note in notes {
+            if note.oid.unid == self.acl_unid() {
+                // The ACL note goes alone, announced as put_foreign does.
+                out.push(Some(self.put_foreign(note)));
+                continue;
+            }
+            match self.prepare_foreign(note) {
+                Err(e) => out.push(Some(Err(e))),
+                Ok(Prepared::Decided(outcome)) => out.push(Some(Ok(outcome))),
+                Ok(Prepared::Write { op, slot, extents }) => {
+                    let waiter = Arc::new(super::queue::Slot::default());
+                    let filled = waiter.clone();
+                    let (ticket, _) =
+                        self.enqueue(op, Box::new(move |r| filled.fill(r)), Some(waiter.clone()));
+                    queued.push((out.len(), ticket, waiter, slot, extents));
+                    out.push(None);
+                }
+            }
+        }
+        if let Some((_, first, ..)) = queued.first() {
+            self.drain(Some(*first), None);
+        }
+        for (at, ticket, waiter, slot, extents) in queued {
+            let r = waiter.wait(|| {
+                self.drain(Some(ticket), None);
+            });
+            out[at] = Some(match r {
+                Ok(_) => take_outcome(&slot),
+                Err(e) => {
+                    self.release_blob(extents);
+                    Err(e)
+                }
+            });
+        }
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(NsfError::Invalid(
+                        "internal error: a queued foreign write left no result".into(),
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Everything of a foreign write before it is queued: checks, the
+    /// early `Lost`, attachment content streamed and synced (I7). The ACL
+    /// note's announcement (I20) is the caller's.
+    fn prepare_foreign(&self, mut note: ForeignNote) -> NsfResult<Prepared> {
         validate(&note)?;
         self.core.check_writable()?;
         let unid = note.oid.unid;
-        // I20: the ACL note replicates like any document, and its change
-        // is announced to the catalog like set_acl's.
-        let _change = (unid == self.acl_unid())
-            .then(|| self.begin_acl_change())
-            .transpose()?;
         if let Some(lost) = self.loses_already(&note)? {
-            return Ok(lost);
+            return Ok(Prepared::Decided(lost));
         }
         let mut items = std::mem::take(&mut note.items);
         let mut streamed: Vec<AttachmentRef> = Vec::new();
@@ -95,14 +164,7 @@ impl Database {
             note: Box::new(stored),
             outcome: slot.clone(),
         };
-        if let Err(e) = self.submit(op) {
-            self.release_blob(extents);
-            return Err(e);
-        }
-        let outcome = slot.lock().take();
-        outcome.ok_or_else(|| {
-            NsfError::Invalid("internal error: a foreign write left no outcome".into())
-        })
+        Ok(Prepared::Write { op, slot, extents })
     }
 
     /// `Lost` if the note here already has a higher sequence number, or
@@ -189,6 +251,23 @@ impl Database {
             }
         }
     }
+}
+
+/// A foreign write checked and ready to queue, or already decided.
+enum Prepared {
+    Decided(ForeignOutcome),
+    Write {
+        op: WriteOp,
+        slot: OutcomeSlot,
+        extents: Vec<(u32, u32)>,
+    },
+}
+
+/// The outcome the transaction left for a durable foreign write.
+fn take_outcome(slot: &OutcomeSlot) -> NsfResult<ForeignOutcome> {
+    let outcome = slot.lock().take();
+    outcome
+        .ok_or_else(|| NsfError::Invalid("internal error: a foreign write left no outcome".into()))
 }
 
 /// What a write would return for `note` as stored.

@@ -102,7 +102,7 @@ struct SlotState {
 }
 
 impl Slot {
-    fn fill(&self, r: WriteResult) {
+    pub(super) fn fill(&self, r: WriteResult) {
         self.state.lock().result = Some(r);
         self.ready.notify_one();
     }
@@ -115,7 +115,7 @@ impl Slot {
     /// Sleeps until filled; `run` runs the queue when kicked, and whenever
     /// a long wait passes (a safety net: the hand-off never strands a
     /// write).
-    fn wait(&self, run: impl Fn()) -> WriteResult {
+    pub(super) fn wait(&self, run: impl Fn()) -> WriteResult {
         let mut st = self.state.lock();
         loop {
             if let Some(done) = st.result.take() {
