@@ -44,7 +44,7 @@
 
 use crate::attach::{self, Attachment};
 use crate::directory::Person;
-use crate::message::{datetime, text_list, Address, Items, Message, MessageId};
+use crate::message::{datetime, text, text_list, Address, Items, Message, MessageId};
 use crate::sysdb::{self, SystemDb};
 use crate::{MailConfig, MailError, MailResult};
 use nsf::{Acl, Database, DbPath, Engine, Item, ItemUpdate, ItemValue, Timestamp, Unid};
@@ -63,6 +63,16 @@ pub mod item {
     pub const DELIVERY_REASON: &str = "DeliveryReason";
     pub const DELIVERY_ATTEMPTS: &str = "DeliveryAttempts";
     pub const DEPOSITED: &str = "Deposited";
+    /// Per recipient: when the router tries again (µs since the epoch;
+    /// 0 = at once). Absent until a first attempt failed.
+    pub const DELIVERY_NEXT: &str = "DeliveryNext";
+    /// The sender's copy in Sent: `pending`, `filed` or `failed`.
+    pub const SENDER_COPY: &str = "SenderCopy";
+    /// Attempts at the sender's copy so far, and when the next is due.
+    pub const SENDER_COPY_ATTEMPTS: &str = "SenderCopyAttempts";
+    pub const SENDER_COPY_NEXT: &str = "SenderCopyNext";
+    /// When the delay notice went to the sender; absent before.
+    pub const DELAY_NOTICE: &str = "DelayNotice";
 }
 
 /// Where one recipient's copy stands.
@@ -77,7 +87,7 @@ pub enum DeliveryState {
 }
 
 impl DeliveryState {
-    fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             DeliveryState::Pending => "pending",
             DeliveryState::Delivered => "delivered",
@@ -156,7 +166,7 @@ fn box_design() -> Vec<ViewDef> {
     let col = |spec: &str| ColumnDef::parse(spec).expect("the mail box's columns parse");
     vec![ViewDef::view(
         PENDING_VIEW,
-        "SELECT @IsAvailable(Deposited) & DeliveryState = \"pending\"",
+        "SELECT @IsAvailable(Deposited) & (DeliveryState = \"pending\" | SenderCopy = \"pending\")",
         vec![col("Deposited=Deposited:asc"), col("MessageID=MessageID")],
     )]
 }
@@ -184,6 +194,7 @@ pub fn deposit(
     let mail_box = box_for(&message_id, config.boxes());
     let db = open_box(engine, views, &mail_box)?;
     let mut state = delivery_items(&pending(&msg));
+    state.push(text(item::SENDER_COPY, "pending"));
     state.push(datetime(item::DEPOSITED, now));
     let unid = if files.is_empty() {
         // I28: the message and its `Deposited` in one commit.
@@ -223,7 +234,7 @@ fn pending(msg: &Message) -> Vec<Delivery> {
         .collect()
 }
 
-fn delivery_items(d: &[Delivery]) -> Vec<Item> {
+pub(crate) fn delivery_items(d: &[Delivery]) -> Vec<Item> {
     let reason = |s: &DeliveryState| match s {
         DeliveryState::Failed { reason } => reason.clone(),
         _ => String::new(),
@@ -251,7 +262,12 @@ fn delivery_items(d: &[Delivery]) -> Vec<Item> {
 /// Reads a mail box document back: the message and each recipient's
 /// state. A document whose items do not make one is `BadStored`.
 pub fn read_deposit(db: &Database, unid: Unid) -> MailResult<Deposit> {
-    let note = db.get(unid)?;
+    deposit_of(db, &db.get(unid)?)
+}
+
+/// [`read_deposit`] for a note already read.
+pub(crate) fn deposit_of(db: &Database, note: &nsf::Note) -> MailResult<Deposit> {
+    let unid = note.oid.unid;
     let read = || -> MailResult<Deposit> {
         let r = Items(&note.items);
         Ok(Deposit {
