@@ -72,6 +72,17 @@ pub struct FileConfig {
     pub tls: TlsSection,
     #[serde(default)]
     pub mail: MailSection,
+    #[serde(default)]
+    pub router: RouterSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSection {
+    /// Hours a message waits before its sender gets a delay notice.
+    pub delay_notice_hours: Option<u32>,
+    /// Hours a message waits before a recipient is given up (NDR).
+    pub expire_hours: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -316,6 +327,18 @@ impl FileConfig {
             .max_message_size
             .map_or(mail::MailConfig::DEFAULT_MAX_MESSAGE_BYTES, |Size(n)| n);
         mail::MailConfig::new(boxes, max).map_err(|e| e.to_string())
+    }
+
+    /// The router settings (`[router]`), validated.
+    pub fn router_config(&self) -> Result<mail::RouterConfig, String> {
+        let r = &self.router;
+        mail::RouterConfig::new(
+            r.delay_notice_hours
+                .unwrap_or(mail::RouterConfig::DEFAULT_DELAY_NOTICE_HOURS),
+            r.expire_hours
+                .unwrap_or(mail::RouterConfig::DEFAULT_EXPIRE_HOURS),
+        )
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -590,6 +613,24 @@ mod tests {
         let env = [("FOLIO__MAIL__BOXES".to_string(), "2".to_string())];
         let c = parse_with_env("", env.into_iter()).unwrap();
         assert_eq!(c.mail_config().unwrap().boxes(), 2);
+    }
+
+    #[test]
+    fn router_settings() {
+        let c = parse("").unwrap().router_config().unwrap();
+        assert_eq!(c, mail::RouterConfig::default());
+        let c = parse("[router]\ndelay_notice_hours = 1\nexpire_hours = 2")
+            .unwrap()
+            .router_config()
+            .unwrap();
+        assert_eq!(c.expire().as_secs(), 7200);
+        let e = parse("[router]\nexpire_hours = 2")
+            .unwrap()
+            .router_config()
+            .unwrap_err();
+        assert!(e.contains("router.delay_notice_hours"), "{e}");
+        let e = parse("[router]\nexpire = 2").unwrap_err();
+        assert!(e.contains("expire"), "{e}");
     }
 
     #[test]
