@@ -442,6 +442,7 @@ impl FileConfig {
         if let Some(n) = self.attachment_streams {
             limits.attachment_streams = n;
         }
+        limits.mail = self.mail_config()?;
         Ok(limits)
     }
 

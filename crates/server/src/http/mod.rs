@@ -59,6 +59,7 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
+//!   mail.rs         sending mail as the signed-in user
 //! ```
 
 mod admin;
@@ -67,6 +68,7 @@ mod attachments;
 mod databases;
 mod documents;
 mod extract;
+mod mail;
 mod stream;
 mod views;
 
@@ -88,6 +90,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/_session", post(admin::login))
         .route("/stats", get(admin::statistics))
         .route("/dbs", get(databases::list_databases))
+        .route("/mail/send", post(mail::send))
         .route(
             "/db/{db}",
             get(databases::database_info).put(databases::create_database),
