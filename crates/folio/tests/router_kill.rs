@@ -201,3 +201,55 @@ fn every_accepted_message_reaches_every_recipient_once_across_kill_9() {
     assert!(stats["router.delivered"].as_u64().is_some(), "{stats}");
     srv.stop();
 }
+
+#[test]
+fn send_is_refused_for_strangers_and_bad_input_and_deposits_nothing() {
+    let data = users_dir(&["ann", "eve"]);
+    let out = common::folio(
+        data.path(),
+        &["mail", "create-user", "ann", "--server-user", "ann"],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let srv = Server::start(data.path());
+    let http = format!("http://{}", srv.http);
+    let post = |auth: Option<(&str, &str)>, body: serde_json::Value| {
+        let mut r = ureq::post(&format!("{http}/mail/send"));
+        if let Some((u, p)) = auth {
+            r = r.set("Authorization", &basic(u, p));
+        }
+        match r.send_json(body) {
+            Ok(resp) => (resp.status(), resp.into_string().unwrap()),
+            Err(ureq::Error::Status(code, resp)) => (code, resp.into_string().unwrap()),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let ann = Some(("ann", "ann-password"));
+    let msg = serde_json::json!({"to": "ann", "subject": "s", "body": "b"});
+    assert_eq!(post(None, msg.clone()).0, 401);
+    let (code, text) = post(Some(("eve", "eve-password")), msg.clone());
+    assert_eq!(code, 403, "{text}");
+    assert!(text.contains("directory"), "{text}");
+    let (code, text) = post(ann, serde_json::json!({"to": "a<b", "subject": "s"}));
+    assert_eq!(code, 400, "{text}");
+    let (code, text) = post(ann, serde_json::json!({"to": "ann", "from": "eve"}));
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("from"), "{text}");
+    let (code, text) = post(ann, serde_json::json!({"subject": "nobody"}));
+    assert_eq!(code, 400, "{text}");
+    // Nothing of those was deposited: only the good one arrives.
+    let (code, text) = post(ann, msg);
+    assert_eq!(code, 201, "{text}");
+    let sent = common::json(&text);
+    assert!(
+        sent["message_id"].as_str().unwrap().ends_with("@folio>"),
+        "{sent}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while inbox(&http, "ann").is_empty() {
+        assert!(Instant::now() < deadline, "not delivered in a minute");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(inbox(&http, "ann"), BTreeMap::from([("s".to_string(), 1)]));
+    srv.stop();
+}
