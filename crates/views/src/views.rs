@@ -393,7 +393,11 @@ impl Views {
         // place would build on pages the crash lost (I14).
         let st = self.state(db, name)?;
         if let Some(why) = self.rebuild_reason(db, name, &st) {
-            tracing::warn!(db = %db.path(), folder = %name, "rebuilding folder index: {why}");
+            if st.built() {
+                tracing::warn!(db = %db.path(), folder = %name, "rebuilding folder index: {why}");
+            } else {
+                tracing::info!(db = %db.path(), folder = %name, "building folder index: {why}");
+            }
             self.rebuild(db, name)?;
         }
         let lock = self.lock(db, name);

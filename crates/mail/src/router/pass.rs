@@ -81,11 +81,11 @@ impl Router {
     }
 
     /// Delivers what is due in every mail box (see the module docs).
-    /// Fails only if the directory cannot be read; a box, a mail file or
+    /// Fails only if the directory cannot be read (it is opened only
+    /// when there is work); a box, a mail file or
     /// a deposit that cannot be handled is left for a later pass.
     pub fn pass(&self, engine: &Engine, views: &Views) -> MailResult<Pass> {
         let now = self.clock.now();
-        let directory = Directory::open(engine, views)?;
         let mut report = Pass::default();
         let mut work: Vec<(Arc<Database>, Routing)> = Vec::new();
         for path in pending::boxes(engine)? {
@@ -98,6 +98,13 @@ impl Router {
                 Err(_) => report.more = true,
             }
         }
+        if work.is_empty() {
+            // Nothing to route: the directory is not even opened (a server
+            // without mail makes no names.fdb).
+            self.stats.pass_done(0, std::iter::empty());
+            return Ok(report);
+        }
+        let directory = Directory::open(engine, views)?;
         let mut people: BTreeMap<DbPath, Person> = BTreeMap::new();
         let mut jobs: BTreeMap<DbPath, Vec<Job>> = BTreeMap::new();
         let mut to_fail: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
