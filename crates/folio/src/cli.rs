@@ -464,7 +464,15 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
     let databases = engine.list_databases()?.len();
     let logged = engine.is_logged();
     let data = data_dir.display().to_string();
-    let host = server::Host::new(engine, views)?;
+    let router = file.router_config().map_err(FolioError::Settings)?;
+    let mut host = server::Host::new(engine, views)?;
+    let task = server::RouterTask::new(
+        host.engine().clone(),
+        host.views().clone(),
+        host.stats(),
+        router,
+    );
+    host.add_task(task)?;
     let served = server::run(
         settings,
         host,

@@ -76,6 +76,8 @@ pub struct FileConfig {
     pub mail: MailSection,
     #[serde(default)]
     pub smtp: SmtpSection,
+    #[serde(default)]
+    pub router: RouterSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -93,6 +95,15 @@ pub struct SmtpSection {
     pub data_timeout_secs: Option<f64>,
     /// The name in the greeting (default: the host name).
     pub server_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSection {
+    /// Hours a message waits before its sender gets a delay notice.
+    pub delay_notice_hours: Option<u32>,
+    /// Hours a message waits before a recipient is given up (NDR).
+    pub expire_hours: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -348,6 +359,18 @@ impl FileConfig {
             .map_or(mail::MailConfig::DEFAULT_MAX_MESSAGE_BYTES, |Size(n)| n);
         mail::MailConfig::new(boxes, max).map_err(|e| e.to_string())
     }
+
+    /// The router settings (`[router]`), validated.
+    pub fn router_config(&self) -> Result<mail::RouterConfig, String> {
+        let r = &self.router;
+        mail::RouterConfig::new(
+            r.delay_notice_hours
+                .unwrap_or(mail::RouterConfig::DEFAULT_DELAY_NOTICE_HOURS),
+            r.expire_hours
+                .unwrap_or(mail::RouterConfig::DEFAULT_EXPIRE_HOURS),
+        )
+        .map_err(|e| e.to_string())
+    }
 }
 
 impl FileConfig {
@@ -451,6 +474,7 @@ impl FileConfig {
         if let Some(n) = self.attachment_streams {
             limits.attachment_streams = n;
         }
+        limits.mail = self.mail_config()?;
         Ok(limits)
     }
 
@@ -755,6 +779,24 @@ mod tests {
         let env = [("FOLIO__MAIL__BOXES".to_string(), "2".to_string())];
         let c = parse_with_env("", env.into_iter()).unwrap();
         assert_eq!(c.mail_config().unwrap().boxes(), 2);
+    }
+
+    #[test]
+    fn router_settings() {
+        let c = parse("").unwrap().router_config().unwrap();
+        assert_eq!(c, mail::RouterConfig::default());
+        let c = parse("[router]\ndelay_notice_hours = 1\nexpire_hours = 2")
+            .unwrap()
+            .router_config()
+            .unwrap();
+        assert_eq!(c.expire().as_secs(), 7200);
+        let e = parse("[router]\nexpire_hours = 2")
+            .unwrap()
+            .router_config()
+            .unwrap_err();
+        assert!(e.contains("router.delay_notice_hours"), "{e}");
+        let e = parse("[router]\nexpire = 2").unwrap_err();
+        assert!(e.contains("expire"), "{e}");
     }
 
     #[test]

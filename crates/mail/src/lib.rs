@@ -1,7 +1,7 @@
 //! Mail and calendar: the mail template, the message model, the
 //! directory of people, mail files and sending (deposit into a mail
-//! box); to come, the router that delivers deposited messages exactly
-//! once, and meeting invitations.
+//! box); the router that delivers deposited messages exactly once; to
+//! come, meeting invitations.
 //!
 //! This crate sits above `views` (a mail file's Inbox is a folder, its
 //! Sent and Calendar are views; the directory is looked up through a
@@ -15,6 +15,7 @@
 //!   mailfile.rs   mail/<short name>.fdb from the template; drafts
 //!   mailbox.rs    mail.box databases: deposit, delivery state
 //!   inbound.rs    mail received by SMTP, deposited for its envelope recipients
+//!   router/       the router: exactly-once delivery, backoff, NDRs, stats
 //!   attach.rs     files sent with a message, within its size limit
 //!   sysdb.rs      making a database with its design and ACL, crash-safely
 //!   template.rs   the mail file design
@@ -29,6 +30,7 @@ mod mailbox;
 mod mailfile;
 mod message;
 pub mod mime;
+mod router;
 pub mod smtp;
 mod sysdb;
 mod template;
@@ -50,4 +52,7 @@ pub use message::{
     item, Address, Appointment, Form, Header, Memo, Message, MessageId, Notice, NoticeType, Reply,
     MAX_ADDRESS_BYTES, MAX_BODY_BYTES, MAX_MESSAGE_ID_BYTES, MAX_RECIPIENTS, MAX_SUBJECT_BYTES,
 };
-pub use template::{create_design, design};
+pub use router::{
+    backoff, copy_unid, Pass, Router, RouterConfig, RouterStats, StatsSnapshot, BACKOFF,
+};
+pub use template::{create_design, design, INBOX};

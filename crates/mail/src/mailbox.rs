@@ -46,7 +46,7 @@
 
 use crate::attach::{self, Attachment};
 use crate::directory::Person;
-use crate::message::{datetime, text_list, Address, Items, Message, MessageId};
+use crate::message::{datetime, text, text_list, Address, Items, Message, MessageId};
 use crate::sysdb::{self, SystemDb};
 use crate::{MailConfig, MailError, MailResult};
 use nsf::{Acl, Database, DbPath, Engine, Item, ItemUpdate, ItemValue, Timestamp, Unid};
@@ -68,6 +68,16 @@ pub mod item {
     /// On a message received from outside (SMTP): the envelope sender,
     /// `""` for the null path of a bounce (`inbound.rs`).
     pub const INBOUND_FROM: &str = "InboundFrom";
+    /// Per recipient: when the router tries again (µs since the epoch;
+    /// 0 = at once). Absent until a first attempt failed.
+    pub const DELIVERY_NEXT: &str = "DeliveryNext";
+    /// The sender's copy in Sent: `pending`, `filed` or `failed`.
+    pub const SENDER_COPY: &str = "SenderCopy";
+    /// Attempts at the sender's copy so far, and when the next is due.
+    pub const SENDER_COPY_ATTEMPTS: &str = "SenderCopyAttempts";
+    pub const SENDER_COPY_NEXT: &str = "SenderCopyNext";
+    /// When the delay notice went to the sender; absent before.
+    pub const DELAY_NOTICE: &str = "DelayNotice";
 }
 
 /// Where one recipient's copy stands.
@@ -82,7 +92,7 @@ pub enum DeliveryState {
 }
 
 impl DeliveryState {
-    fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             DeliveryState::Pending => "pending",
             DeliveryState::Delivered => "delivered",
@@ -161,7 +171,7 @@ fn box_design() -> Vec<ViewDef> {
     let col = |spec: &str| ColumnDef::parse(spec).expect("the mail box's columns parse");
     vec![ViewDef::view(
         PENDING_VIEW,
-        "SELECT @IsAvailable(Deposited) & DeliveryState = \"pending\"",
+        "SELECT @IsAvailable(Deposited) & (DeliveryState = \"pending\" | SenderCopy = \"pending\")",
         vec![col("Deposited=Deposited:asc"), col("MessageID=MessageID")],
     )]
 }
@@ -182,7 +192,10 @@ pub fn deposit(
     sender.sign(&mut msg)?;
     msg.validate_for_sending()?;
     let deliveries = pending(msg.header().recipients());
-    commit(engine, views, config, msg, deliveries, Vec::new(), files)
+    // The sender's copy is filed in Sent by the router (a message from
+    // outside, `inbound.rs`, has no local sender and so no such item).
+    let extra = vec![text(item::SENDER_COPY, "pending")];
+    commit(engine, views, config, msg, deliveries, extra, files)
 }
 
 /// Stores a checked message with its delivery state (`deliveries`, at
@@ -245,7 +258,7 @@ pub(crate) fn pending<'a>(recipients: impl Iterator<Item = &'a Address>) -> Vec<
         .collect()
 }
 
-fn delivery_items(d: &[Delivery]) -> Vec<Item> {
+pub(crate) fn delivery_items(d: &[Delivery]) -> Vec<Item> {
     let reason = |s: &DeliveryState| match s {
         DeliveryState::Failed { reason } => reason.clone(),
         _ => String::new(),
@@ -273,7 +286,12 @@ fn delivery_items(d: &[Delivery]) -> Vec<Item> {
 /// Reads a mail box document back: the message and each recipient's
 /// state. A document whose items do not make one is `BadStored`.
 pub fn read_deposit(db: &Database, unid: Unid) -> MailResult<Deposit> {
-    let note = db.get(unid)?;
+    deposit_of(db, &db.get(unid)?)
+}
+
+/// [`read_deposit`] for a note already read.
+pub(crate) fn deposit_of(db: &Database, note: &nsf::Note) -> MailResult<Deposit> {
+    let unid = note.oid.unid;
     let read = || -> MailResult<Deposit> {
         let r = Items(&note.items);
         Ok(Deposit {

@@ -30,10 +30,13 @@ fn column(title: &str, formula: &str, sort: Sort) -> ColumnDef {
     }
 }
 
+/// The folder the router files delivered mail in.
+pub const INBOX: &str = "Inbox";
+
 /// The view and folder definitions of a new mail file.
 pub fn design() -> Vec<ViewDef> {
     let inbox = ViewDef::folder(
-        "Inbox",
+        INBOX,
         vec![
             column("Date", "@Created", Sort::Desc),
             column("From", "From", Sort::None),

@@ -424,3 +424,39 @@ proptest! {
         engine.close().unwrap();
     }
 }
+
+#[test]
+fn a_batch_of_foreign_notes_shares_one_commit_and_answers_each() {
+    let (engine, db) = engine_with_db("batch.fdb");
+    let note = |i: u8| ForeignNote {
+        oid: OriginatorId {
+            unid: Unid([i; 16]),
+            seq_num: 1,
+            seq_time: Timestamp(5_000),
+        },
+        ..version(1, 5_000, vec![text("Subject", &format!("n{i}"))])
+    };
+    db.put_foreign(note(3)).unwrap();
+    let before = engine.log_info().unwrap().commits;
+    let bad = ForeignNote {
+        oid: OriginatorId {
+            seq_num: 0,
+            ..note(9).oid
+        },
+        ..note(9)
+    };
+    let out = db.put_foreign_batch(vec![note(1), note(2), note(3), bad, note(4)]);
+    assert_eq!(engine.log_info().unwrap().commits - before, 1, "one commit");
+    assert!(matches!(out[0], Ok(ForeignOutcome::Stored(_))));
+    assert!(matches!(out[1], Ok(ForeignOutcome::Stored(_))));
+    assert!(matches!(out[2], Ok(ForeignOutcome::AlreadyHave(_))));
+    assert!(matches!(out[3], Err(NsfError::BadForeignNote { .. })));
+    assert!(matches!(out[4], Ok(ForeignOutcome::Stored(_))));
+    for i in [1u8, 2, 4] {
+        assert_eq!(db.get(Unid([i; 16])).unwrap().oid.seq_num, 1);
+    }
+    assert!(db.get(Unid([9; 16])).is_err());
+    db.check().unwrap();
+    drop(db);
+    engine.close().unwrap();
+}

@@ -15,6 +15,7 @@
 //!   host.rs    the Host: engine, views, users, stats and background tasks,
 //!              built once, closed once (checkpoint whoever holds the engine)
 //!   tasks.rs   background tasks: lifecycle, registry, start/stop order
+//!   router_task.rs  the mail router as a task, woken by mail box commits
 //!   run.rs     runtime, listeners, task start and stop, graceful shutdown
 //!
 //!   connection lifetime (limits, timeouts, shutdown):
@@ -37,6 +38,7 @@ mod http_conn;
 pub mod json;
 mod listener;
 pub mod native;
+mod router_task;
 mod run;
 pub mod service;
 pub mod smtp;
@@ -48,6 +50,7 @@ mod upload;
 pub use error::{Busy, ServerError, ServerResult};
 pub use host::Host;
 pub use listener::Lifecycle;
+pub use router_task::RouterTask;
 pub use run::{run, Bound, ServerSettings};
 pub use service::{Caller, Limits, Service};
 pub use tasks::{Task, TaskContext, TaskError, TaskResult, TaskState};

@@ -133,6 +133,8 @@ pub struct Stats {
     last_checkpoint: Mutex<(u64, Instant)>,
     /// The background tasks' states, kept by the task registry.
     tasks: Arc<TaskBoard>,
+    /// The mail router, once its task is registered.
+    router: std::sync::OnceLock<Arc<mail::Router>>,
 }
 
 const WINDOW: usize = 61;
@@ -167,7 +169,14 @@ impl Stats {
             samples: Mutex::new(VecDeque::with_capacity(WINDOW)),
             last_checkpoint: Mutex::new((0, now)),
             tasks: Arc::default(),
+            router: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Reports `router`'s statistics (`router.*`) from now on; the first
+    /// router set is the one reported.
+    pub fn set_router(&self, router: Arc<mail::Router>) {
+        let _ = self.router.set(router);
     }
 
     /// Records one completed transaction of kind `op` that took `elapsed`.
@@ -328,6 +337,9 @@ impl Stats {
         engine_gauges(&mut out, engine);
         let age = self.last_checkpoint.lock().1.elapsed().as_secs_f64();
         gauge(&mut out, "log.checkpoint_age_s", age);
+        if let Some(r) = self.router.get() {
+            router_stats(&mut out, &r.stats().snapshot(r.now()));
+        }
         for (name, state) in self.tasks.states() {
             out.push(Statistic {
                 name: format!("task.{name}.state"),
@@ -427,6 +439,33 @@ impl Task for Ticker {
             }
         })
     }
+}
+
+/// The mail router's figures (docs/mail.md).
+fn router_stats(out: &mut Vec<Statistic>, s: &mail::StatsSnapshot) {
+    let mut put = |name: &str, value: StatValue| {
+        out.push(Statistic {
+            name: format!("router.{name}"),
+            value,
+        })
+    };
+    put("waiting", StatValue::Count(s.waiting));
+    put("retrying", StatValue::Count(s.retrying));
+    let reasons: Vec<String> = s
+        .retry_reasons
+        .iter()
+        .map(|(why, n)| format!("{n}: {why}"))
+        .collect();
+    put("retrying_reasons", StatValue::Text(reasons.join("; ")));
+    put("delivered", StatValue::Count(s.delivered));
+    put(
+        "delivered_per_min",
+        StatValue::Gauge(s.delivered_per_min as f64),
+    );
+    put("latency_p50_ms", StatValue::Gauge(s.latency_p50_ms));
+    put("latency_p99_ms", StatValue::Gauge(s.latency_p99_ms));
+    put("ndr", StatValue::Count(s.ndr));
+    put("delay_notices", StatValue::Count(s.delay_notices));
 }
 
 /// Buffer pool, log and lock figures straight from the engine.

@@ -312,7 +312,8 @@ impl Views {
 
     /// Applies every change since the index's last sequence.
     pub fn update(&self, db: &Arc<Database>, name: &str) -> ViewResult<UpdateReport> {
-        if !self.state(db, name)?.current() {
+        let st = self.state(db, name)?;
+        if !st.current() || self.rebuild_reason(db, name, &st).is_some() {
             // Never built (or built by a version without every tree): a
             // rebuild is the fast way to apply everything.
             let r = self.rebuild(db, name)?;
@@ -413,6 +414,18 @@ impl Views {
         unids: &[Unid],
         add: bool,
     ) -> ViewResult<()> {
+        // An unlogged index a crash left untrustworthy is rebuilt (from
+        // the logged membership) before it is changed: changing it in
+        // place would build on pages the crash lost (I14).
+        let st = self.state(db, name)?;
+        if let Some(why) = self.rebuild_reason(db, name, &st) {
+            if st.built() {
+                tracing::warn!(db = %db.path(), folder = %name, "rebuilding folder index: {why}");
+            } else {
+                tracing::info!(db = %db.path(), folder = %name, "building folder index: {why}");
+            }
+            self.rebuild(db, name)?;
+        }
         let lock = self.lock(db, name);
         let _g = lock.lock();
         let st = self.state(db, name)?;

@@ -105,6 +105,63 @@ impl Database {
         self.foreign_batch(&content, move |t| t.put(&put))
     }
 
+    /// [`Database::put_foreign`] for several notes at once, in one
+    /// transaction and one log fsync (how the mail router delivers several
+    /// messages to one mail file). Each note gets its own outcome, in
+    /// order: a note refused by its checks, or one that already loses, is
+    /// answered alone and the rest still go; if the transaction fails,
+    /// every note staged into it gets the failure and none is stored (I4).
+    /// Durable when it returns (I2, I25).
+    pub fn put_foreign_batch(&self, notes: Vec<ForeignNote>) -> Vec<NsfResult<ForeignOutcome>> {
+        let mut out: Vec<Option<NsfResult<ForeignOutcome>>> = Vec::with_capacity(notes.len());
+        let mut staged = Vec::new();
+        let mut places = Vec::new();
+        for note in notes {
+            let early = validate(&note)
+                .and_then(|()| self.core.check_writable())
+                .and_then(|()| self.loses_already(&note));
+            match early {
+                Err(e) => out.push(Some(Err(e))),
+                Ok(Some(lost)) => out.push(Some(Ok(lost))),
+                Ok(None) => match self.stage_foreign(note) {
+                    Err(e) => out.push(Some(Err(e))),
+                    Ok(s) => {
+                        places.push(out.len());
+                        out.push(None);
+                        staged.push(s);
+                    }
+                },
+            }
+        }
+        if !staged.is_empty() {
+            let puts = staged.clone();
+            let done = self.foreign_batch(&staged, move |t| {
+                puts.iter().map(|s| t.put(s)).collect::<NsfResult<Vec<_>>>()
+            });
+            match done {
+                Ok(outcomes) => {
+                    for (at, o) in places.into_iter().zip(outcomes) {
+                        out[at] = Some(Ok(o));
+                    }
+                }
+                Err(e) => {
+                    for at in places {
+                        out[at] = Some(Err(super::queue::replicate(&e)));
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(NsfError::Invalid(
+                        "internal error: a foreign write of a batch left no outcome".into(),
+                    ))
+                })
+            })
+            .collect()
+    }
+
     /// Checks a foreign note and streams its attachment content to new
     /// pages, synced (I7), for a later [`Database::foreign_batch`]. A
     /// failure gives back what was streamed and changes nothing.

@@ -134,7 +134,7 @@ impl Slot {
 }
 
 /// A failure shared by every write of a combined transaction, for each.
-fn replicate(e: &NsfError) -> NsfError {
+pub(super) fn replicate(e: &NsfError) -> NsfError {
     match e {
         NsfError::LogFull => NsfError::LogFull,
         NsfError::LogArchiveNeeded { waiting_extents } => NsfError::LogArchiveNeeded {

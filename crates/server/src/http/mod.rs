@@ -62,6 +62,7 @@
 //!   mail_users.rs   mail users: create, list, remove (administrators)
 //!   unread.rs       `Connection: close` on an answer that left the body unread
 //!   archive.rs      archiving the transaction log
+//!   mail.rs         sending mail as the signed-in user
 //! ```
 
 mod admin;
@@ -71,6 +72,7 @@ mod attachments;
 mod databases;
 mod documents;
 mod extract;
+mod mail;
 mod mail_users;
 mod stream;
 mod unread;
@@ -95,6 +97,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/stats", get(admin::statistics))
         .route("/admin/archive", post(archive::archive))
         .route("/dbs", get(databases::list_databases))
+        .route("/mail/send", post(mail::send))
         .route(
             "/db/{db}",
             get(databases::database_info).put(databases::create_database),

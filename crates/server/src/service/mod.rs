@@ -49,6 +49,7 @@ mod archive;
 mod attachments;
 mod databases;
 mod documents;
+mod mail;
 mod mail_users;
 mod views;
 mod wire;
@@ -80,6 +81,8 @@ pub struct Limits {
     /// wait their turn: a few streams already fill the disk, and every
     /// megabyte in flight is one a small commit's log fsync waits behind.
     pub attachment_streams: usize,
+    /// Mail boxes and the largest message (`POST /mail/send`).
+    pub mail: ::mail::MailConfig,
 }
 
 impl Default for Limits {
@@ -90,6 +93,7 @@ impl Default for Limits {
             max_page_rows: 10_000,
             max_changes: 1_000,
             attachment_streams: 0,
+            mail: ::mail::MailConfig::default(),
         }
     }
 }

@@ -1,0 +1,30 @@
+//! The router: delivers what senders deposited in the mail boxes, each
+//! recipient exactly once across crashes (design.md §12, I32, I33).
+//!
+//! Synchronous over nsf and views, with no thread, sleep or poll of its
+//! own: whoever drives it (the server's `router` task) calls
+//! [`Router::pass`] when a mail box changed or the earliest retry is due,
+//! and the pass says when that is.
+//!
+//! ```text
+//!   pending.rs   the (Pending) rows of every box → routing states, due work
+//!   state.rs     a deposit's routing state in its box document, transitions
+//!   schedule.rs  the settings and the backoff schedule
+//!   batch.rs     one mail file's copies: one batch of foreign writes, Inbox
+//!   notices.rs   deterministic ids; the sender's copy, NDRs, delay notices
+//!   stats.rs     what `show stats` reports of the router
+//!   pass.rs      one pass: resolve, deliver by mail file, record, notify
+//! ```
+
+mod batch;
+mod notices;
+mod pass;
+mod pending;
+mod schedule;
+mod state;
+mod stats;
+
+pub use notices::copy_unid;
+pub use pass::{Pass, Router};
+pub use schedule::{backoff, RouterConfig, BACKOFF};
+pub use stats::{RouterStats, StatsSnapshot};

@@ -1,0 +1,349 @@
+//! One pass of the router over every mail box.
+//!
+//! ```text
+//!   scan boxes ─▶ for each due recipient: resolve through (Names)
+//!      person ─▶ job for their mail file        unknown/ambiguous ─▶ to fail
+//!   + the sender's copy as a job for the sender's mail file
+//!   per mail file: batch.rs files the jobs (one transaction) ─▶ filed / wait
+//!   expired waits ─▶ to fail;  waited past delay_notice ─▶ delay notice
+//!   to fail ─▶ NDR filed in the sender's mail file ─▶ marked failed
+//!   each changed deposit ─▶ one update of its box document
+//! ```
+//!
+//! The order is I33's: a copy, an NDR or a notice is durable (and a
+//! copy in the Inbox) before the box document records it, so a crash
+//! between any two writes leaves the recipient pending, and the next pass
+//! finds the copy by its UNID and writes nothing twice.
+
+use super::batch::{self, Copy, Filed, Job};
+use super::notices::{delay_items, delay_unid, foreign, ndr_items, ndr_unid};
+use super::pending;
+use super::schedule::RouterConfig;
+use super::state::Routing;
+use super::stats::RouterStats;
+use crate::directory::{Directory, Person, Resolved};
+use crate::mailfile::open_mail_file;
+use crate::template::INBOX;
+use crate::{MailError, MailResult};
+use nsf::{Clock, Database, DbPath, Engine, NsfError, Timestamp, Unid};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use views::Views;
+
+/// Most deposits one pass takes from each box (a pass that leaves more
+/// says so, and its driver runs another at once).
+const PER_BOX: usize = 2_000;
+
+/// What one pass did and what it left.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Copies filed and recorded (recipients delivered).
+    pub delivered: usize,
+    /// Recipients given up (each in an NDR).
+    pub failed: usize,
+    /// Recipients that wait for a later attempt.
+    pub retrying: usize,
+    /// The earliest time a waiting recipient is due again.
+    pub next_due: Option<Timestamp>,
+    /// Work was left for another pass (a box had more than a pass takes,
+    /// or recording failed): run again now.
+    pub more: bool,
+    /// Documents the pending views list that are not deposits.
+    pub damaged: usize,
+}
+
+/// The router (see the module docs of `router`).
+pub struct Router {
+    config: RouterConfig,
+    clock: Arc<dyn Clock>,
+    stats: Arc<RouterStats>,
+}
+
+impl Router {
+    /// A router with `config`, reading the time from `clock` (the
+    /// engine's in production, a `ManualClock` in tests).
+    pub fn new(config: RouterConfig, clock: Arc<dyn Clock>) -> Router {
+        Router {
+            config,
+            clock,
+            stats: Arc::default(),
+        }
+    }
+
+    /// The statistics this router keeps.
+    pub fn stats(&self) -> &Arc<RouterStats> {
+        &self.stats
+    }
+
+    /// The router's current time.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Delivers what is due in every mail box (see the module docs).
+    /// Fails only if the directory cannot be read (it is opened only
+    /// when there is work); a box, a mail file or
+    /// a deposit that cannot be handled is left for a later pass.
+    pub fn pass(&self, engine: &Engine, views: &Views) -> MailResult<Pass> {
+        let now = self.clock.now();
+        let mut report = Pass::default();
+        let mut work: Vec<(Arc<Database>, Routing)> = Vec::new();
+        for path in pending::boxes(engine)? {
+            match pending::scan(engine, views, &path, PER_BOX) {
+                Ok(s) => {
+                    report.damaged += s.damaged;
+                    report.more |= s.more;
+                    work.extend(s.work.into_iter().map(|r| (s.db.clone(), r)));
+                }
+                Err(_) => report.more = true,
+            }
+        }
+        if work.is_empty() {
+            // Nothing to route: the directory is not even opened (a server
+            // without mail makes no names.fdb).
+            self.stats.pass_done(0, std::iter::empty());
+            return Ok(report);
+        }
+        let directory = Directory::open(engine, views)?;
+        let mut people: BTreeMap<DbPath, Person> = BTreeMap::new();
+        let mut jobs: BTreeMap<DbPath, Vec<Job>> = BTreeMap::new();
+        let mut to_fail: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
+        for (w, (_, r)) in work.iter_mut().enumerate() {
+            let due: Vec<usize> = r.due(now).collect();
+            for i in due {
+                let address = r.deposit.deliveries[i].recipient.clone();
+                match directory.resolve_address(&address) {
+                    Ok(Resolved::Person(p)) => {
+                        jobs.entry(p.mail_file.clone()).or_default().push(Job {
+                            routing: w,
+                            copy: Copy::Recipient(i),
+                        });
+                        people.insert(p.mail_file.clone(), p);
+                    }
+                    Ok(Resolved::Unknown) => to_fail
+                        .entry(w)
+                        .or_default()
+                        .push((i, "unknown recipient".into())),
+                    Ok(Resolved::Ambiguous(ps)) => {
+                        let names: Vec<String> = ps.into_iter().map(|p| p.full_name).collect();
+                        to_fail
+                            .entry(w)
+                            .or_default()
+                            .push((i, format!("ambiguous: names {}", names.join(", "))));
+                    }
+                    Err(e) => r.retry(i, format!("resolving: {e}"), now),
+                }
+            }
+            if r.sender_due(now) {
+                match sender(&directory, r) {
+                    Some(p) => {
+                        jobs.entry(p.mail_file.clone()).or_default().push(Job {
+                            routing: w,
+                            copy: Copy::Sender,
+                        });
+                        people.insert(p.mail_file.clone(), p);
+                    }
+                    None => r.sender_failed(),
+                }
+            }
+        }
+        for (file, group) in &jobs {
+            let person = &people[file];
+            let filed = batch::deliver(engine, views, person, group, &work, now);
+            for (job, f) in group.iter().zip(filed) {
+                let r = &mut work[job.routing].1;
+                match (job.copy, f) {
+                    (Copy::Recipient(i), Filed::Done) => {
+                        r.delivered(i);
+                        report.delivered += 1;
+                        self.stats.delivered(now.0 - r.deposited().0, now);
+                    }
+                    (Copy::Recipient(i), Filed::Wait(why)) => r.retry(i, why, now),
+                    (Copy::Sender, Filed::Done) => r.sender_filed(),
+                    (Copy::Sender, Filed::Wait(_)) => r.sender_retry(now),
+                }
+            }
+        }
+        for (w, (_, r)) in work.iter_mut().enumerate() {
+            if r.waited(now) < self.config.expire() {
+                continue;
+            }
+            let hours = self.config.expire().as_secs() / 3600;
+            for i in 0..r.deposit.deliveries.len() {
+                if let Some(why) = r.waiting_reason(i) {
+                    let reason = format!("not delivered in {hours} hours: {why}");
+                    to_fail.entry(w).or_default().push((i, reason));
+                }
+            }
+            if r.sender_copy == super::state::SenderCopy::Pending {
+                r.sender_failed();
+            }
+        }
+        for (w, failures) in to_fail {
+            let r = &mut work[w].1;
+            match self.file_ndr(engine, views, &directory, r, &failures, now) {
+                Ok(()) => {
+                    for (i, reason) in failures {
+                        r.failed(i, reason);
+                        report.failed += 1;
+                    }
+                }
+                Err(e) => {
+                    for (i, _) in failures {
+                        r.retry(i, format!("the non-delivery report waits: {e}"), now);
+                    }
+                }
+            }
+        }
+        for (_, r) in work.iter_mut() {
+            self.maybe_delay_notice(engine, views, &directory, r, now);
+        }
+        let mut reasons: Vec<String> = Vec::new();
+        let mut waiting = 0u64;
+        for (db, r) in &work {
+            if r.changed && db.update(r.deposit.unid, r.updates(), None, true).is_err() {
+                // The copies are filed; a pass after the first backoff
+                // finds them and records them (I33).
+                let retry = Timestamp(now.0.saturating_add(60_000_000));
+                report.next_due = earliest(report.next_due, retry);
+                continue;
+            }
+            let mut waits = false;
+            for i in 0..r.deposit.deliveries.len() {
+                if let Some(why) = r.waiting_reason(i) {
+                    reasons.push(why.to_string());
+                    report.retrying += 1;
+                }
+                if r.deposit.deliveries[i].state == crate::DeliveryState::Pending {
+                    waits = true;
+                    report.next_due = earliest(report.next_due, r.next[i]);
+                }
+            }
+            if r.sender_copy == super::state::SenderCopy::Pending {
+                report.next_due = earliest(report.next_due, r.sender_next);
+            }
+            waiting += u64::from(waits);
+        }
+        self.stats
+            .pass_done(waiting, reasons.iter().map(String::as_str));
+        Ok(report)
+    }
+
+    /// Files one NDR for `failures` of `r` in the sender's mail file, or
+    /// none if the sender is no longer in the directory.
+    fn file_ndr(
+        &self,
+        engine: &Engine,
+        views: &Views,
+        directory: &Directory<'_>,
+        r: &Routing,
+        failures: &[(usize, String)],
+        now: Timestamp,
+    ) -> MailResult<()> {
+        let Some(person) = sender(directory, r) else {
+            return Ok(());
+        };
+        let indexes: Vec<usize> = failures.iter().map(|(i, _)| *i).collect();
+        let listed: Vec<(String, String)> = failures
+            .iter()
+            .map(|(i, why)| (r.deposit.deliveries[*i].recipient.to_string(), why.clone()))
+            .collect();
+        let from = r.deposit.message.header().from.clone();
+        let Some(from) = from else { return Ok(()) };
+        let items = ndr_items(&r.deposit.message, &from, &listed, now);
+        if file_notice(
+            engine,
+            views,
+            &person,
+            ndr_unid(r.deposit.unid, &indexes),
+            items,
+            now,
+        )? {
+            self.stats.ndr();
+        }
+        Ok(())
+    }
+
+    /// Sends the delay notice for `r` once it has waited long enough.
+    fn maybe_delay_notice(
+        &self,
+        engine: &Engine,
+        views: &Views,
+        directory: &Directory<'_>,
+        r: &mut Routing,
+        now: Timestamp,
+    ) {
+        if r.delay_notice.is_some() || r.waited(now) < self.config.delay_notice() {
+            return;
+        }
+        let waiting: Vec<(String, String)> = (0..r.deposit.deliveries.len())
+            .filter_map(|i| {
+                r.waiting_reason(i).map(|why| {
+                    (
+                        r.deposit.deliveries[i].recipient.to_string(),
+                        why.to_string(),
+                    )
+                })
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let (Some(person), Some(from)) = (
+            sender(directory, r),
+            r.deposit.message.header().from.clone(),
+        ) else {
+            return;
+        };
+        let hours = self.config.delay_notice().as_secs() / 3600;
+        let items = delay_items(&r.deposit.message, &from, &waiting, hours, now);
+        // A notice that cannot be filed now is tried again next pass.
+        let unid = delay_unid(r.deposit.unid);
+        if let Ok(new) = file_notice(engine, views, &person, unid, items, now) {
+            if new {
+                self.stats.delay_notice();
+            }
+            r.delay_notice = Some(now);
+            r.changed = true;
+        }
+    }
+}
+
+/// The person who sent `r`, by its `From` (None: no longer in the
+/// directory, or the name is now ambiguous).
+fn sender(directory: &Directory<'_>, r: &Routing) -> Option<Person> {
+    let from = r.deposit.message.header().from.as_ref()?;
+    match directory.resolve_address(from) {
+        Ok(Resolved::Person(p)) => Some(p),
+        _ => None,
+    }
+}
+
+/// Files a notice under `unid` in `person`'s mail file and Inbox, unless
+/// it is there already (true if it was filed now).
+fn file_notice(
+    engine: &Engine,
+    views: &Views,
+    person: &Person,
+    unid: Unid,
+    items: Vec<nsf::Item>,
+    now: Timestamp,
+) -> MailResult<bool> {
+    let db = open_mail_file(engine, views, person)?;
+    let new = match db.get_any(unid) {
+        Ok(n) if n.deleted => return Ok(false),
+        Ok(_) => false,
+        Err(NsfError::NoSuchDocument { .. }) => {
+            db.put_foreign(foreign(unid, items, now))?;
+            true
+        }
+        Err(e) => return Err(MailError::Nsf(e)),
+    };
+    // I33: in the Inbox before the box records the notice.
+    views.folder_add(&db, INBOX, &[unid])?;
+    Ok(new)
+}
+
+fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
+    Some(a.map_or(b, |a| a.min(b)))
+}

@@ -1,0 +1,132 @@
+//! The router's statistics: counters the pass moves, a latency histogram
+//! (deposit → the copy in the recipient's Inbox), deliveries per second
+//! over the last minute, and what the last pass found waiting and why.
+//! Times come from the router's clock, so tests can read exact rates.
+
+use hdrhistogram::Histogram;
+use nsf::Timestamp;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the router reports (see [`RouterStats::snapshot`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatsSnapshot {
+    /// Deposits with a recipient still pending, as of the last pass.
+    pub waiting: u64,
+    /// Recipients waiting after a failed attempt, as of the last pass.
+    pub retrying: u64,
+    /// Why they wait: reason → recipients, as of the last pass.
+    pub retry_reasons: Vec<(String, u64)>,
+    pub delivered: u64,
+    /// Deliveries in the last 60 seconds.
+    pub delivered_per_min: u64,
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    pub ndr: u64,
+    pub delay_notices: u64,
+    pub passes: u64,
+}
+
+/// Shared between the router and whoever reports (the server's stats).
+pub struct RouterStats {
+    delivered: AtomicU64,
+    ndr: AtomicU64,
+    delay_notices: AtomicU64,
+    passes: AtomicU64,
+    latency_ms: Mutex<Histogram<u64>>,
+    /// (second, deliveries in it), the last 60 seconds.
+    per_second: Mutex<VecDeque<(i64, u64)>>,
+    waiting: Mutex<(u64, BTreeMap<String, u64>)>,
+}
+
+impl Default for RouterStats {
+    fn default() -> Self {
+        RouterStats {
+            delivered: AtomicU64::new(0),
+            ndr: AtomicU64::new(0),
+            delay_notices: AtomicU64::new(0),
+            passes: AtomicU64::new(0),
+            latency_ms: Mutex::new(
+                Histogram::new_with_bounds(1, 30 * 86_400_000, 3).expect("valid histogram bounds"),
+            ),
+            per_second: Mutex::new(VecDeque::new()),
+            waiting: Mutex::new((0, BTreeMap::new())),
+        }
+    }
+}
+
+/// Reasons are grouped by their first characters (a reason names a file,
+/// and a few hundred distinct ones are still a readable report).
+const REASON_CHARS: usize = 120;
+
+impl RouterStats {
+    pub(crate) fn delivered(&self, latency_us: i64, now: Timestamp) {
+        self.delivered.fetch_add(1, Ordering::Relaxed);
+        let ms = (latency_us.max(0) / 1000) as u64;
+        self.latency_ms.lock().saturating_record(ms.max(1));
+        let sec = now.0.div_euclid(1_000_000);
+        let mut q = self.per_second.lock();
+        match q.back_mut() {
+            Some((s, n)) if *s == sec => *n += 1,
+            _ => q.push_back((sec, 1)),
+        }
+        while q.front().is_some_and(|(s, _)| *s <= sec - 60) {
+            q.pop_front();
+        }
+    }
+
+    pub(crate) fn ndr(&self) {
+        self.ndr.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn delay_notice(&self) {
+        self.delay_notices.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What a pass found waiting: `waiting` deposits, and the reasons of
+    /// the recipients retrying.
+    pub(crate) fn pass_done<'a>(&self, waiting: u64, reasons: impl Iterator<Item = &'a str>) {
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        let mut by = BTreeMap::new();
+        for r in reasons {
+            *by.entry(r.chars().take(REASON_CHARS).collect::<String>())
+                .or_insert(0) += 1;
+        }
+        *self.waiting.lock() = (waiting, by);
+    }
+
+    /// The statistics as of `now` (by the router's clock).
+    pub fn snapshot(&self, now: Timestamp) -> StatsSnapshot {
+        let h = self.latency_ms.lock().clone();
+        let (p50, p99) = if h.is_empty() {
+            (0.0, 0.0)
+        } else {
+            (
+                h.value_at_quantile(0.50) as f64,
+                h.value_at_quantile(0.99) as f64,
+            )
+        };
+        let sec = now.0.div_euclid(1_000_000);
+        let per_min = self
+            .per_second
+            .lock()
+            .iter()
+            .filter(|(s, _)| *s > sec - 60)
+            .map(|(_, n)| n)
+            .sum();
+        let (waiting, reasons) = self.waiting.lock().clone();
+        StatsSnapshot {
+            waiting,
+            retrying: reasons.values().sum(),
+            retry_reasons: reasons.into_iter().collect(),
+            delivered: self.delivered.load(Ordering::Relaxed),
+            delivered_per_min: per_min,
+            latency_p50_ms: p50,
+            latency_p99_ms: p99,
+            ndr: self.ndr.load(Ordering::Relaxed),
+            delay_notices: self.delay_notices.load(Ordering::Relaxed),
+            passes: self.passes.load(Ordering::Relaxed),
+        }
+    }
+}
