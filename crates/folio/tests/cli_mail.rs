@@ -84,7 +84,14 @@ fn users_mail_files_and_sending_from_the_command_line() {
     views.sort();
     assert_eq!(
         views,
-        ["All Documents", "Calendar", "Drafts", "Inbox", "Sent"]
+        [
+            "(Notices)",
+            "All Documents",
+            "Calendar",
+            "Drafts",
+            "Inbox",
+            "Sent"
+        ]
     );
 
     // Names are unique across the directory, ignoring case and spaces.

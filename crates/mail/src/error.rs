@@ -78,6 +78,19 @@ pub enum MailError {
         unid: Unid,
         reason: String,
     },
+    /// The caller's mail file holds no such meeting (never made there,
+    /// or cancelled).
+    #[error("no meeting {meeting} in {mail_file}")]
+    UnknownMeeting { meeting: Unid, mail_file: String },
+    /// Only a meeting's chair may move or cancel it.
+    #[error("{person:?} does not chair meeting {meeting}")]
+    NotChair { meeting: Unid, person: String },
+    /// No invitation to the meeting is in the person's mail file.
+    #[error("{person:?} has no invitation to meeting {meeting}")]
+    NotInvited { meeting: Unid, person: String },
+    /// The chair cancelled the meeting.
+    #[error("meeting {meeting} was cancelled")]
+    MeetingCancelled { meeting: Unid },
 }
 
 pub type MailResult<T> = Result<T, MailError>;

@@ -1,7 +1,7 @@
 //! Mail and calendar: the mail template, the message model, the
 //! directory of people, mail files and sending (deposit into a mail
-//! box); the router that delivers deposited messages exactly once; to
-//! come, meeting invitations.
+//! box); the router that delivers deposited messages exactly once;
+//! meetings: invitations, answers, reschedules and cancellations.
 //!
 //! This crate sits above `views` (a mail file's Inbox is a folder, its
 //! Sent and Calendar are views; the directory is looked up through a
@@ -16,12 +16,14 @@
 //!   mailbox.rs    mail.box databases: deposit, delivery state
 //!   inbound.rs    mail received by SMTP, deposited for its envelope recipients
 //!   router/       the router: exactly-once delivery, backoff, NDRs, stats
+//!   calendar/     meetings: the chair's entry, invitations, answers (I34)
 //!   attach.rs     files sent with a message, within its size limit
 //!   sysdb.rs      making a database with its design and ACL, crash-safely
 //!   template.rs   the mail file design
 //! ```
 
 mod attach;
+mod calendar;
 mod config;
 mod directory;
 mod error;
@@ -36,6 +38,11 @@ mod sysdb;
 mod template;
 
 pub use attach::{Attachment, MAX_ATTACHMENTS};
+pub use calendar::{
+    attendee_entry_unid, cancel_meeting, create_meeting, read_meeting, reschedule_meeting, respond,
+    AttendeeStatus, Meeting, NewMeeting, NewTime, Response, ATTENDEE_STATUS, ATTENDEE_STATUS_DATE,
+    NOTICES_VIEW, NOTICE_DATE,
+};
 pub use config::MailConfig;
 pub use directory::{
     Directory, NewPerson, Person, Resolved, DIRECTORY_PATH, MAIL_FOLDER, MAX_ALIASES,

@@ -176,7 +176,14 @@ mod tests {
         names.sort();
         assert_eq!(
             names,
-            ["All Documents", "Calendar", "Drafts", "Inbox", "Sent"]
+            [
+                "(Notices)",
+                "All Documents",
+                "Calendar",
+                "Drafts",
+                "Inbox",
+                "Sent"
+            ]
         );
         assert_eq!(dir.person("alice smith").unwrap(), p);
     }

@@ -6,7 +6,11 @@
 //!   Drafts         view    memos and replies never posted               (no PostedDate)
 //!   Sent           view    what the owner sent                          (PostedDate, no DeliveredDate)
 //!   Calendar       view    SELECT Form = "Appointment", by start time
+//!   (Notices)      view    SELECT Form = "Notice", by ApptUNID    (hidden: answering a meeting)
 //! ```
+//!
+//! A mail file made before a view was added gets it on its first open
+//! (`sysdb.rs` completes missing views).
 //!
 //! The forms (Memo, Reply, Appointment, Notice) are the message model in
 //! `message.rs`; docs/mail.md lists the items each uses. Definitions are
@@ -79,7 +83,16 @@ pub fn design() -> Vec<ViewDef> {
             column("Location", "Location", Sort::None),
         ],
     );
-    vec![inbox, all, drafts, sent, calendar]
+    let notices = ViewDef::view(
+        crate::NOTICES_VIEW,
+        "SELECT Form = \"Notice\"",
+        vec![
+            column("Meeting", "ApptUNID", Sort::Asc),
+            column("Posted", "PostedDate", Sort::None),
+            column("Type", "NoticeType", Sort::None),
+        ],
+    );
+    vec![inbox, all, drafts, sent, calendar, notices]
 }
 
 /// Gives a new mail file the template's design.
@@ -113,7 +126,14 @@ mod tests {
         let names: Vec<&str> = d.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(
             names,
-            ["Inbox", "All Documents", "Drafts", "Sent", "Calendar"]
+            [
+                "Inbox",
+                "All Documents",
+                "Drafts",
+                "Sent",
+                "Calendar",
+                "(Notices)"
+            ]
         );
         for def in &d {
             def.check_new().unwrap();

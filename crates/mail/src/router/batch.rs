@@ -9,9 +9,12 @@
 //!            else a foreign note ──▶ put_foreign_batch ──▶ per note: stored/already → Inbox
 //!                                                                    error → waits
 //!   Inbox += the recipients' live copies (adding twice is harmless) ──fails──▶ they wait
+//!   each filed Notice ──▶ calendar::apply_delivered ──fails──▶ it waits
 //! ```
 //!
-//! Only what this returns as filed may be marked delivered (I33).
+//! A filed Notice is then applied to the mail file's calendar
+//! (`calendar/apply.rs`, I34). Only what this returns as filed may be
+//! marked delivered (I33).
 
 use super::notices::{copy_items, copy_unid, foreign, sent_items, sent_unid};
 use super::state::Routing;
@@ -112,9 +115,22 @@ pub(crate) fn deliver(
             out[j] = Some(filed.clone());
         }
     }
-    out.into_iter()
+    let mut out: Vec<Filed> = out
+        .into_iter()
         .map(|f| f.unwrap_or_else(|| Filed::Wait("internal error: a job had no outcome".into())))
-        .collect()
+        .collect();
+    // I34: a filed notice is applied to the calendar before it is
+    // recorded delivered; a failure leaves the recipient pending.
+    for (job, filed) in jobs.iter().zip(out.iter_mut()) {
+        if job.copy == Copy::Sender || *filed != Filed::Done {
+            continue;
+        }
+        let msg = &work[job.routing].1.deposit.message;
+        if let Err(e) = crate::calendar::apply_delivered(&db, person, msg) {
+            *filed = Filed::Wait(format!("calendar of {}: {e}", person.mail_file));
+        }
+    }
+    out
 }
 
 /// The foreign note of one copy, its attachments read from the box.

@@ -25,6 +25,7 @@ mod state;
 mod stats;
 
 pub use notices::copy_unid;
+pub(crate) use notices::{derive as derive_unid, foreign};
 pub use pass::{Pass, Router};
 pub use schedule::{backoff, RouterConfig, BACKOFF};
 pub use stats::{RouterStats, StatsSnapshot};

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 /// Who notices come from.
 const ROUTER_NAME: &str = "Mail Router";
 
-fn derive(kind: &str, message: Unid, parts: &[&[u8]]) -> Unid {
+pub(crate) fn derive(kind: &str, message: Unid, parts: &[&[u8]]) -> Unid {
     let mut h = Sha256::new();
     for p in [b"folio-router-1".as_slice(), kind.as_bytes(), &message.0]
         .into_iter()
