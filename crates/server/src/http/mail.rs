@@ -39,7 +39,7 @@ pub(super) async fn send(State(s): Svc, c: Call, body: Body) -> Answer {
 
 /// An address list field: a comma-separated string or an array of
 /// addresses; absent is empty.
-fn addresses(m: &Map<String, Json>, key: &str) -> Result<Vec<Address>, ApiError> {
+pub(super) fn addresses(m: &Map<String, Json>, key: &str) -> Result<Vec<Address>, ApiError> {
     let parse = |s: &str| Address::parse_list(s).map_err(|e| bad(format!("{key:?}: {e}")));
     match m.get(key) {
         None | Some(Json::Null) => Ok(Vec::new()),

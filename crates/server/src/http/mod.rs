@@ -63,12 +63,14 @@
 //!   unread.rs       `Connection: close` on an answer that left the body unread
 //!   archive.rs      archiving the transaction log
 //!   mail.rs         sending mail as the signed-in user
+//!   calendar.rs     meetings as the signed-in user
 //! ```
 
 mod admin;
 mod answer;
 mod archive;
 mod attachments;
+mod calendar;
 mod databases;
 mod documents;
 mod extract;
@@ -98,6 +100,14 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/admin/archive", post(archive::archive))
         .route("/dbs", get(databases::list_databases))
         .route("/mail/send", post(mail::send))
+        .route("/mail/meetings", post(calendar::create))
+        .route("/mail/meetings/{apptunid}", get(calendar::read))
+        .route("/mail/meetings/{apptunid}/respond", post(calendar::respond))
+        .route(
+            "/mail/meetings/{apptunid}/reschedule",
+            post(calendar::reschedule),
+        )
+        .route("/mail/meetings/{apptunid}/cancel", post(calendar::cancel))
         .route(
             "/db/{db}",
             get(databases::database_info).put(databases::create_database),

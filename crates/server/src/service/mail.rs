@@ -42,7 +42,7 @@ impl Service {
     }
 
     /// The directory person who signs in as `user`.
-    fn person_of(&self, user: &str) -> ServerResult<Person> {
+    pub(super) fn person_of(&self, user: &str) -> ServerResult<Person> {
         let dir = Directory::open(self.engine(), self.views()).map_err(mail_err)?;
         let signs_in = |p: &Person| p.server_user.eq_ignore_ascii_case(user);
         if let Ok(Resolved::Person(p)) = dir.resolve(user) {
@@ -68,9 +68,12 @@ pub(crate) fn mail_err(e: MailError) -> ServerError {
         MailError::Nsf(e) => nsf_err(e),
         MailError::View(e) => view_err(e),
         e @ MailError::TooLarge { .. } => ServerError::TooLarge(e.to_string()),
-        e @ (MailError::UnknownPerson(_) | MailError::AmbiguousPerson { .. }) => {
-            ServerError::NotFound(e.to_string())
-        }
+        e @ (MailError::UnknownPerson(_)
+        | MailError::AmbiguousPerson { .. }
+        | MailError::UnknownMeeting { .. }
+        | MailError::NotInvited { .. }) => ServerError::NotFound(e.to_string()),
+        e @ MailError::NotChair { .. } => ServerError::Forbidden(e.to_string()),
+        e @ MailError::MeetingCancelled { .. } => ServerError::SaveConflict(e.to_string()),
         e @ (MailError::BadAddress { .. }
         | MailError::BadName { .. }
         | MailError::BadMessage(_)

@@ -38,6 +38,7 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
+//!   calendar.rs     meetings as the signed-in user: create, respond, reschedule, cancel
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   archive.rs      archiving the transaction log
 //!   wire.rs         engine values as protocol values
@@ -47,6 +48,7 @@ mod access;
 mod admin;
 mod archive;
 mod attachments;
+mod calendar;
 mod databases;
 mod documents;
 mod mail;
