@@ -62,12 +62,14 @@
 //!   mail_users.rs   mail users: create, list, remove (administrators)
 //!   unread.rs       `Connection: close` on an answer that left the body unread
 //!   archive.rs      archiving the transaction log
+//!   backup.rs       online backup
 //! ```
 
 mod admin;
 mod answer;
 mod archive;
 mod attachments;
+mod backup;
 mod databases;
 mod documents;
 mod extract;
@@ -94,6 +96,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/_session", post(admin::login))
         .route("/stats", get(admin::statistics))
         .route("/admin/archive", post(archive::archive))
+        .route("/admin/backup", post(backup::backup))
         .route("/dbs", get(databases::list_databases))
         .route(
             "/db/{db}",

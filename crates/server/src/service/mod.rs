@@ -40,6 +40,7 @@
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   archive.rs      archiving the transaction log
+//!   backup.rs       online backup
 //!   wire.rs         engine values as protocol values
 //! ```
 
@@ -47,6 +48,7 @@ mod access;
 mod admin;
 mod archive;
 mod attachments;
+mod backup;
 mod databases;
 mod documents;
 mod mail_users;
