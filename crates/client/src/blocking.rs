@@ -296,6 +296,15 @@ impl Client {
         self.wait(self.inner.archive(to))
     }
 
+    /// See [`crate::Client::backup`].
+    pub fn backup(
+        &self,
+        dest: &str,
+        dbs: &[String],
+    ) -> Result<protocol::BackupSummary, ClientError> {
+        self.wait(self.inner.backup(dest, dbs))
+    }
+
     /// See [`crate::Client::get_acl`].
     pub fn get_acl(&self, path: &str) -> Result<String, ClientError> {
         self.wait(self.inner.get_acl(path))

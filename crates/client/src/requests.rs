@@ -329,6 +329,24 @@ impl Client {
         }
     }
 
+    /// Online backup (archive style) of `dbs` (every database when empty)
+    /// into `dest`, an absolute directory on the server. Server
+    /// administrators only.
+    pub async fn backup(
+        &self,
+        dest: &str,
+        dbs: &[String],
+    ) -> Result<protocol::BackupSummary, ClientError> {
+        let req = Request::Backup {
+            dest: dest.to_string(),
+            dbs: dbs.to_vec(),
+        };
+        match self.request(req).await? {
+            Response::BackedUp(summary) => Ok(summary),
+            other => Err(ClientError::unexpected("BackedUp", &other)),
+        }
+    }
+
     /// A database's access-control list as JSON (needs Manager access).
     pub async fn get_acl(&self, path: &str) -> Result<String, ClientError> {
         match self.request(Request::GetAcl { path: path.into() }).await? {

@@ -124,6 +124,40 @@ pub enum Cmd {
         #[arg(long)]
         to: Option<PathBuf>,
     },
+    /// Online backup (archive style): copy databases while users write,
+    /// consistent through the log, into DEST with a manifest; the log
+    /// range the copies need is archived. Prints the summary as JSON.
+    /// With --server, asks the server (administrators only; DEST is an
+    /// absolute directory on the server).
+    Backup {
+        /// The backup directory (empty or new).
+        dest: PathBuf,
+        /// A database to copy (repeatable; default: every database).
+        #[arg(long = "db")]
+        dbs: Vec<String>,
+    },
+    /// Restore databases from a backup and roll them forward with the
+    /// archived and live log, to the latest commit or to --until (the
+    /// server must be stopped). Prints what was restored as JSON.
+    Restore {
+        /// The backup directory.
+        backup: PathBuf,
+        /// The database of the backup to restore (default: every one).
+        #[arg(long)]
+        db: Option<String>,
+        /// Roll forward only to the last commit at or before this RFC 3339
+        /// time.
+        #[arg(long)]
+        until: Option<String>,
+        /// Restore under this path instead (one database; the original
+        /// stays as it is).
+        #[arg(long)]
+        to: Option<String>,
+        /// Where archived extents are (default: setting
+        /// translog.archive_dir).
+        #[arg(long)]
+        archive_dir: Option<PathBuf>,
+    },
     /// Live information from a running server.
     #[command(subcommand)]
     Show(ShowCmd),
@@ -414,6 +448,10 @@ fn check_options(args: &Args) -> FolioResult<()> {
         // process holding the data directory (no server running) may do.
         Cmd::Fixup { .. } if server.is_some() => {
             Err(FolioError::NeedsDataDirectory { command: "fixup" })
+        }
+        // Likewise: restore replaces a file, which no running server may hold.
+        Cmd::Restore { .. } if server.is_some() => {
+            Err(FolioError::NeedsDataDirectory { command: "restore" })
         }
         _ if server.is_some() => refuse(
             &[&data, &config],

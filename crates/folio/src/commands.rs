@@ -46,6 +46,24 @@ pub fn run(
         Cmd::Archive { to } => {
             output::pretty(out, &output::archived(&store.archive(to.as_deref())?))
         }
+        Cmd::Backup { dest, dbs } => crate::backupcli::backup(store, dest, dbs, out),
+        Cmd::Restore {
+            backup,
+            db,
+            until,
+            to,
+            archive_dir,
+        } => crate::backupcli::restore(
+            store,
+            backup,
+            crate::backupcli::RestoreArgs {
+                db: db.clone(),
+                until: until.as_deref(),
+                to: to.clone(),
+                archive_dir: archive_dir.clone(),
+            },
+            out,
+        ),
         Cmd::Show(ShowCmd::Stats) => output::pretty(out, &output::statistics(&store.statistics()?)),
         Cmd::Serve(_)
         | Cmd::User(_)

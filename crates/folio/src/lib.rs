@@ -2,6 +2,7 @@
 //! the load tools and the crash-test workload. Kept as a library so the
 //! end-to-end tests drive exactly the code the binary runs.
 
+pub mod backupcli;
 pub mod bigview;
 pub mod cli;
 pub mod commands;

@@ -459,6 +459,28 @@ impl Store for LocalStore {
         Ok(self.service.archive(&self.caller, to.as_deref())?)
     }
 
+    fn backup(
+        &self,
+        dest: &std::path::Path,
+        dbs: &[String],
+    ) -> FolioResult<protocol::BackupSummary> {
+        let dest =
+            std::path::absolute(dest).map_err(|e| FolioError::io(dest.display().to_string(), e))?;
+        Ok(self
+            .service
+            .backup(&self.caller, &dest.to_string_lossy(), dbs)?)
+    }
+
+    fn restore(
+        &self,
+        backup: &std::path::Path,
+        opts: &nsf::RestoreOptions,
+    ) -> FolioResult<Vec<nsf::RestoreReport>> {
+        // The directory is locked by this process (no server runs on it),
+        // and the engine claims each target path while it works (I18).
+        Ok(self.service.engine().restore(backup, opts)?)
+    }
+
     fn log_info(&self) -> FolioResult<translog::LogInfo> {
         self.service.engine().log_info().ok_or_else(|| {
             FolioError::Settings(

@@ -404,6 +404,22 @@ impl Store for RemoteStore {
         Ok(self.client.archive(to.as_deref())?)
     }
 
+    fn backup(
+        &self,
+        dest: &std::path::Path,
+        dbs: &[String],
+    ) -> FolioResult<protocol::BackupSummary> {
+        Ok(self.client.backup(&dest.to_string_lossy(), dbs)?)
+    }
+
+    fn restore(
+        &self,
+        _backup: &std::path::Path,
+        _opts: &nsf::RestoreOptions,
+    ) -> FolioResult<Vec<nsf::RestoreReport>> {
+        Err(FolioError::NeedsDataDirectory { command: "restore" })
+    }
+
     fn log_info(&self) -> FolioResult<translog::LogInfo> {
         Err(FolioError::NeedsDataDirectory {
             command: "log info",

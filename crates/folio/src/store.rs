@@ -337,4 +337,20 @@ pub trait Store {
     /// directory on the server), verifies them and lets the log reuse
     /// them; durable when it returns. Server administrators only.
     fn archive(&self, to: Option<&std::path::Path>) -> FolioResult<protocol::ArchiveSummary>;
+    /// Online backup of `dbs` (every database when empty) into `dest`
+    /// (over a server, an absolute directory on the server) while writers
+    /// go on; archive style. Durable when it returns. Server
+    /// administrators only.
+    fn backup(
+        &self,
+        dest: &std::path::Path,
+        dbs: &[String],
+    ) -> FolioResult<protocol::BackupSummary>;
+    /// Restores from a backup and rolls forward (data directory only, the
+    /// server stopped). Durable when it returns.
+    fn restore(
+        &self,
+        backup: &std::path::Path,
+        opts: &nsf::RestoreOptions,
+    ) -> FolioResult<Vec<nsf::RestoreReport>>;
 }

@@ -53,6 +53,8 @@
 //! holder's later writes fail before touching a file; its reads of what is
 //! cached or on disk go on.
 
+mod backup;
+
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
 use crate::db::{Database, Life, LockCounters};

@@ -110,6 +110,23 @@ pub enum NsfError {
     /// held it: nothing more is written, nothing is opened.
     #[error("the engine is closed (it was shut down); nothing was written")]
     EngineClosed,
+    /// A backup directory that cannot be restored from: no manifest (the
+    /// backup did not finish), a manifest that does not parse, a copy
+    /// whose checksum or size differs from the manifest's.
+    #[error("{dir}: not a usable backup: {reason}")]
+    BadBackup { dir: String, reason: String },
+    /// The backup's copy, or the log it needs, belongs to another database
+    /// instance than the one the restore rolls forward (I36).
+    #[error("{path}: cannot restore: database instance id mismatch: {reason}")]
+    InstanceMismatch { path: String, reason: String },
+    /// The requested point cannot be reached from this backup and log
+    /// (a missing extent is `Log(MissingExtent)`, which names it).
+    #[error("{path}: cannot restore to {wanted}: {reason}")]
+    RestoreUnreachable {
+        path: String,
+        wanted: String,
+        reason: String,
+    },
 }
 
 impl From<LogError> for NsfError {

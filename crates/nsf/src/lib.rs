@@ -9,6 +9,7 @@
 
 mod acl;
 mod attach;
+mod backup;
 mod catalog;
 mod changes;
 mod clock;
@@ -38,6 +39,7 @@ pub use acl::{
     MAX_ACL_JSON_BYTES, MAX_ACL_NAME_BYTES, MAX_ACL_ROLES, MAX_ROLE_BYTES,
 };
 pub use attach::{read_full, AttachmentReader, BLOB_DATA};
+pub use backup::{BackedUpDb, BackupManifest, BackupReport, RestoreOptions, RestoreReport};
 pub use catalog::{Audience, Listed};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{CheckReport, CloseHook, Database, DbInfo, ForeignTxn, StagedNote};

@@ -49,8 +49,8 @@ pub use handshake::{
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use message::{
-    ArchiveSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta,
-    ReadFlags, Request, Response, Row, Shape, Start, StatValue, Statistic, Value,
+    ArchiveSummary, BackupSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found,
+    NoteMeta, ReadFlags, Request, Response, Row, Shape, Start, StatValue, Statistic, Value,
     MAX_ERROR_MESSAGE,
 };
 pub use server::{ServerConfig, ServerConnection, ServerEvent};

@@ -267,6 +267,15 @@ pub enum Request {
         /// The view's or folder's name (case does not matter).
         name: String,
     },
+    /// Online backup (archive style) of `dbs` (every database when
+    /// empty) into `dest`, a directory on the server; answered with
+    /// `BackedUp`. Server administrators only.
+    Backup {
+        /// An absolute directory on the server, empty or new.
+        dest: String,
+        /// Paths relative to the data directory.
+        dbs: Vec<String>,
+    },
 }
 
 /// How a request names a document.
@@ -413,6 +422,28 @@ pub enum Response {
     MailAdmin(MailAdminAnswer),
     /// Answer to `Archive`.
     Archived(ArchiveSummary),
+    /// Answer to `Backup`.
+    BackedUp(BackupSummary),
+}
+
+/// What an online backup did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct BackupSummary {
+    /// The backup directory (on the server).
+    pub dest: String,
+    /// The databases copied.
+    pub databases: Vec<String>,
+    /// The log the range belongs to, 16 hex digits.
+    pub log_id: String,
+    /// Restore rolls forward from this LSN ...
+    pub start_lsn: u64,
+    /// ... to at least this one.
+    pub end_lsn: u64,
+    /// Bytes read from database files.
+    pub bytes: u64,
+    /// How long the backup took, in milliseconds.
+    pub millis: u64,
 }
 
 /// What an archive run did.

@@ -161,7 +161,10 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
         | E::Codec(_)
         | E::Json(_)
         | E::Invalid(_)
-        | E::Setting { .. } => ServerError::BadRequest(msg),
+        | E::Setting { .. }
+        | E::BadBackup { .. }
+        | E::InstanceMismatch { .. }
+        | E::RestoreUnreachable { .. } => ServerError::BadRequest(msg),
         _ => ServerError::Internal(msg),
     }
 }

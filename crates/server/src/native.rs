@@ -801,6 +801,7 @@ impl Job {
             }
             R::MailAdmin(request) => Response::MailAdmin(s.mail_admin(caller, request)?),
             R::Archive { to } => Response::Archived(s.archive(caller, to.as_deref())?),
+            R::Backup { dest, dbs } => Response::BackedUp(s.backup(caller, &dest, &dbs)?),
         })
     }
 

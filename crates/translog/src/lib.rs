@@ -18,7 +18,8 @@
 //! Module map, bottom-up: `geometry` (LSN arithmetic), `record`
 //! (framing), `control` and `extent` (on-disk metadata), `reader` (the
 //! I10 scan rules), `describe` (read-only dumps for `folio dump log`),
-//! `recovery` (the phases), `space` (capacity and
+//! `recovery` (the phases), `rollforward` (media recovery of one
+//! database for restore), `space` (capacity and
 //! checkpoint policy), `shared` and `writer` (append, group commit,
 //! poisoning), `archive` (copying out and reading back), `log` and `open`
 //! (the public face). The invariants cited in comments (I1..I11, I31) are
@@ -38,6 +39,7 @@ mod open;
 mod reader;
 mod record;
 mod recovery;
+mod rollforward;
 mod shared;
 mod space;
 mod writer;
@@ -56,4 +58,5 @@ pub use info::LogInfo;
 pub use log::TransLog;
 pub use reader::StopReason;
 pub use recovery::{FailedDatabase, PhaseTimes, RecoveryReport, Retired, TouchedDatabase};
+pub use rollforward::{roll_forward, RollForward, RollOutcome, RollStop};
 pub use shared::DurableFn;

@@ -50,6 +50,7 @@
 //! `LockCounters`; the uncontended path reads no clock.
 
 mod apply;
+mod backup;
 mod batch;
 mod check;
 mod commit;
@@ -61,6 +62,7 @@ mod read;
 mod watch;
 mod write;
 
+pub(crate) use backup::BackupSource;
 pub use batch::ForeignTxn;
 pub use check::CheckReport;
 pub use foreign::StagedNote;

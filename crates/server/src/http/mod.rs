@@ -64,12 +64,14 @@
 //!   archive.rs      archiving the transaction log
 //!   mail.rs         sending mail as the signed-in user
 //!   calendar.rs     meetings as the signed-in user
+//!   backup.rs       online backup
 //! ```
 
 mod admin;
 mod answer;
 mod archive;
 mod attachments;
+mod backup;
 mod calendar;
 mod databases;
 mod documents;
@@ -98,6 +100,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/_session", post(admin::login))
         .route("/stats", get(admin::statistics))
         .route("/admin/archive", post(archive::archive))
+        .route("/admin/backup", post(backup::backup))
         .route("/dbs", get(databases::list_databases))
         .route("/mail/send", post(mail::send))
         .route("/mail/meetings", post(calendar::create))

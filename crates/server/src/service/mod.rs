@@ -41,6 +41,7 @@
 //!   calendar.rs     meetings as the signed-in user: create, respond, reschedule, cancel
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   archive.rs      archiving the transaction log
+//!   backup.rs       online backup
 //!   wire.rs         engine values as protocol values
 //! ```
 
@@ -48,6 +49,7 @@ mod access;
 mod admin;
 mod archive;
 mod attachments;
+mod backup;
 mod calendar;
 mod databases;
 mod documents;

@@ -9,7 +9,9 @@ mod scan;
 mod undo;
 mod validate;
 
-pub(crate) use redo::{redo, RedoInput, RedoOutcome};
+pub(crate) use redo::{
+    apply_delta_record, apply_image, load_page, redo, seal, CachedPage, RedoInput, RedoOutcome,
+};
 pub use report::{FailedDatabase, PhaseTimes, RecoveryReport, Retired, TouchedDatabase};
 pub(crate) use scan::{scan, scan_start, sync_scanned, ScanOutput};
 pub(crate) use undo::{undo, UndoOutcome};

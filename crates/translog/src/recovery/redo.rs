@@ -78,16 +78,16 @@ pub(crate) fn redo(input: &RedoInput<'_>, plan: &Plan) -> Result<RedoOutcome, Lo
 }
 
 /// A touched page as redo sees it.
-enum PageState {
+pub(crate) enum PageState {
     /// Verified (or rebuilt from an image); `lsn` is its page LSN.
     Valid { lsn: Lsn, dirty: bool },
     /// Failed verification and no image has replaced it yet.
     Invalid(String),
 }
 
-struct CachedPage {
-    buf: PageBuf,
-    state: PageState,
+pub(crate) struct CachedPage {
+    pub(crate) buf: PageBuf,
+    pub(crate) state: PageState,
 }
 
 /// One database file being redone.
@@ -198,7 +198,7 @@ enum Change<'a> {
 }
 
 /// Reads and verifies a page; past the end of the file it is invalid.
-fn load_page(file: &dyn FileHandle, path: &str, id: PageId) -> io::Result<CachedPage> {
+pub(crate) fn load_page(file: &dyn FileHandle, path: &str, id: PageId) -> io::Result<CachedPage> {
     let mut buf = PageBuf::zeroed();
     match read_exact_at(file, buf.bytes_mut(), id.offset()) {
         Ok(()) => {}
@@ -217,7 +217,7 @@ fn load_page(file: &dyn FileHandle, path: &str, id: PageId) -> io::Result<Cached
 
 /// I5: an image replaces a page that fails verification or is older than
 /// the record.
-fn apply_image(page: &mut CachedPage, lsn: Lsn, image: &[u8; PAGE_SIZE]) -> bool {
+pub(crate) fn apply_image(page: &mut CachedPage, lsn: Lsn, image: &[u8; PAGE_SIZE]) -> bool {
     let needed = match page.state {
         PageState::Valid { lsn: have, .. } => have < lsn,
         PageState::Invalid(_) => true,
@@ -231,7 +231,7 @@ fn apply_image(page: &mut CachedPage, lsn: Lsn, image: &[u8; PAGE_SIZE]) -> bool
 
 /// I5: a delta applies only to a page that verifies and is older than the
 /// record; a delta that does not fit the page leaves it invalid.
-fn apply_delta_record(page: &mut CachedPage, lsn: Lsn, ranges: &[DeltaRange]) -> bool {
+pub(crate) fn apply_delta_record(page: &mut CachedPage, lsn: Lsn, ranges: &[DeltaRange]) -> bool {
     let PageState::Valid { lsn: have, .. } = page.state else {
         return false;
     };
@@ -247,7 +247,7 @@ fn apply_delta_record(page: &mut CachedPage, lsn: Lsn, ranges: &[DeltaRange]) ->
 
 /// I5: a changed page gets the LSN of the last record applied. Returns
 /// whether the page must be written, or why it is unrecoverable.
-fn seal(id: PageId, page: &mut CachedPage, path: &str) -> Result<bool, String> {
+pub(crate) fn seal(id: PageId, page: &mut CachedPage, path: &str) -> Result<bool, String> {
     match page.state {
         PageState::Invalid(ref reason) => Err(reason.clone()),
         PageState::Valid { dirty: false, .. } => Ok(false),

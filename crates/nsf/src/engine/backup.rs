@@ -1,0 +1,178 @@
+//! The engine's doors to online backup and restore (design.md §3.6): what
+//! they need of the engine (the log, the open-database cache, the retired
+//! list) is gathered here; the work is in `crate::backup`.
+
+use super::{close_if_idle, Engine, Lookup};
+use crate::backup::{restore_one, take_backup, RestoreCtx, TakeCtx};
+use crate::dbpath::DbPath;
+use crate::{BackupManifest, BackupReport, NsfError, NsfResult, RestoreOptions, RestoreReport};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use translog::{LogStyle, TransLog};
+
+impl Engine {
+    /// Online backup (I35) of `dbs` (every database when empty) into
+    /// `dest`, a directory that must not already hold a backup. Writers go
+    /// on meanwhile: no writer lock is taken. Needs archive style, so the
+    /// log range the copies need stays until archived (I31); the completed
+    /// extents are archived before it returns. Durable when it returns:
+    /// every copy is fdatasynced and `manifest.json`, written last and
+    /// atomically (I9), completes the backup. Bad requests (unlogged,
+    /// another style, a bad path, a database that refuses writes) are
+    /// errors that write nothing in the data directory.
+    pub fn backup(&self, dest: &Path, dbs: &[String]) -> NsfResult<BackupReport> {
+        self.check_open()?;
+        let s = &*self.shared;
+        let log = self.archive_style_log("back up")?;
+        let paths = if dbs.is_empty() {
+            self.list_databases()?
+        } else {
+            dbs.to_vec()
+        };
+        let mut keys: Vec<DbPath> = Vec::new();
+        for p in &paths {
+            let key = DbPath::parse(p)?;
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        if keys.is_empty() {
+            return Err(NsfError::Invalid("there is no database to back up".into()));
+        }
+        let opened = keys
+            .iter()
+            .map(|k| self.open_database(k.as_str()))
+            .collect::<NsfResult<Vec<_>>>()?;
+        let start = self
+            .checkpoint()?
+            .ok_or_else(|| NsfError::Invalid("the transaction log is disabled".into()))?;
+        let archive = || self.archive(None).map(|_| ());
+        let ctx = TakeCtx {
+            backend: s.backend.clone(),
+            log,
+            log_dir: self.log_dir()?,
+            archive_dir: self.archive_dir(None)?,
+            dbs: opened,
+            start,
+            archive: &archive,
+        };
+        take_backup(&ctx, dest)
+    }
+
+    /// Restores databases from the backup in `backup` and rolls them
+    /// forward with the archived and live log (I36), to the end of the log
+    /// or to the last commit at or before `opts.until`. Each target must
+    /// not be open (embedded use, with the server stopped). Durable when
+    /// it returns: each restored file is synced, renamed into place and
+    /// its directory synced. A restore that cannot reach the requested
+    /// point (missing extent, instance mismatch, `until` before the
+    /// backup's end) fails with a typed error and leaves the target as it
+    /// was (at most a stale `NAME-restore` file beside it).
+    pub fn restore(&self, backup: &Path, opts: &RestoreOptions) -> NsfResult<Vec<RestoreReport>> {
+        self.check_open()?;
+        let s = &*self.shared;
+        self.logged_log("restore")?;
+        let manifest = BackupManifest::load(s.backend.as_ref(), backup)?;
+        let chosen: Vec<_> = match &opts.db {
+            Some(db) => {
+                let key = DbPath::parse(db)?;
+                let found = manifest
+                    .databases
+                    .iter()
+                    .find(|d| d.path == key.as_str())
+                    .ok_or_else(|| NsfError::BadBackup {
+                        dir: backup.display().to_string(),
+                        reason: format!("it holds no copy of {key}"),
+                    })?;
+                vec![found.clone()]
+            }
+            None => manifest.databases.clone(),
+        };
+        if opts.to.is_some() && chosen.len() != 1 {
+            return Err(NsfError::Invalid(format!(
+                "--to restores one database; this backup holds {}: name one with --db",
+                chosen.len()
+            )));
+        }
+        let log_dir = self.log_dir()?;
+        let archive_dir = self.archive_dir(opts.archive_dir.as_deref())?;
+        let ctx = RestoreCtx {
+            backend: &s.backend,
+            data_dir: &s.cfg.data_dir,
+            log_dir: &log_dir,
+            archive_dir: &archive_dir,
+            retired: &s.retired,
+            backup,
+            manifest: &manifest,
+            until: opts.until,
+        };
+        let mut reports = Vec::new();
+        for entry in &chosen {
+            let target = DbPath::parse(opts.to.as_deref().unwrap_or(&entry.path))?;
+            self.outside_log(&target)?;
+            if opts.to.is_some() && s.backend.exists(&self.full_path(target.as_str())) {
+                return Err(NsfError::DatabaseExists(target.to_string()));
+            }
+            close_if_idle(s, &target);
+            let claim = match self.lookup(&target) {
+                Lookup::Open(..) => {
+                    return Err(NsfError::Invalid(format!(
+                        "{target} is open; restore needs the database closed (stop the server and run `folio restore` on its data directory)"
+                    )))
+                }
+                Lookup::Claimed(claim) => claim,
+            };
+            let report = restore_one(&ctx, entry, target.as_str());
+            drop(claim);
+            let report = report?;
+            // I20: opening the restored file records its new identity.
+            drop(self.open_database(&report.path)?);
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    fn logged_log(&self, what: &str) -> NsfResult<&Arc<TransLog>> {
+        self.shared.log.as_ref().ok_or_else(|| {
+            NsfError::Invalid(format!(
+                "cannot {what}: the transaction log is disabled (translog.enabled = false)"
+            ))
+        })
+    }
+
+    fn archive_style_log(&self, what: &str) -> NsfResult<&TransLog> {
+        let log = self.logged_log(what)?;
+        if log.info().style != LogStyle::Archive {
+            return Err(NsfError::Invalid(format!(
+                "cannot {what} online: the log range that makes the copy consistent must be kept \
+                 until archived, which needs translog.style = \"archive\""
+            )));
+        }
+        Ok(log)
+    }
+
+    fn log_dir(&self) -> NsfResult<PathBuf> {
+        let s = &*self.shared;
+        let lc = s
+            .cfg
+            .log
+            .as_ref()
+            .ok_or_else(|| NsfError::Invalid("the transaction log is disabled".into()))?;
+        Ok(s.cfg.data_dir.join(&lc.dir))
+    }
+
+    fn archive_dir(&self, given: Option<&Path>) -> NsfResult<PathBuf> {
+        let configured = self
+            .shared
+            .cfg
+            .log
+            .as_ref()
+            .and_then(|l| l.archive_dir.clone());
+        given.map(Path::to_path_buf).or(configured).ok_or_else(|| {
+            NsfError::Invalid(
+                "no archive directory: give one (--archive-dir DIR) or set translog.archive_dir"
+                    .into(),
+            )
+        })
+    }
+}
