@@ -50,7 +50,7 @@ pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, 
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use message::{
     ArchiveSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found, NoteMeta,
-    ReadFlags, Request, Response, Row, Shape, Start, StatValue, Statistic, Value,
+    ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue, Statistic, Value,
     MAX_ERROR_MESSAGE,
 };
 pub use server::{ServerConfig, ServerConnection, ServerEvent};
