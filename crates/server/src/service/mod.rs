@@ -40,6 +40,7 @@
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   archive.rs      archiving the transaction log
+//!   replicate.rs    the server's side of a replication; the change feed's wait
 //!   wire.rs         engine values as protocol values
 //! ```
 
@@ -50,12 +51,14 @@ mod attachments;
 mod databases;
 mod documents;
 mod mail_users;
+mod replicate;
 mod views;
 mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
+pub use replicate::ReplicaSession;
 pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;
 
