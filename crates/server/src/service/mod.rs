@@ -105,6 +105,9 @@ pub struct Service {
     stats: Arc<Stats>,
     limits: Limits,
     streams: Turns,
+    /// Set once the server starts shutting down: what long waits (the
+    /// change feeds) watch so they never hold shutdown up.
+    draining: tokio::sync::watch::Sender<bool>,
 }
 
 impl Service {
@@ -123,6 +126,20 @@ impl Service {
             stats,
             limits,
             streams: Turns::default(),
+            draining: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    /// The server is shutting down: change feeds end now.
+    pub fn start_draining(&self) {
+        self.draining.send_replace(true);
+    }
+
+    /// Resolves once the server starts shutting down.
+    pub fn until_draining(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.draining.subscribe();
+        async move {
+            let _ = rx.wait_for(|d| *d).await;
         }
     }
 
