@@ -284,10 +284,7 @@ impl Driver {
     fn read(&mut self, read: io::Result<usize>) {
         match read {
             Ok(0) => self.close(format!("{} closed the connection", self.addr)),
-            Ok(n) => match {
-                self.shared.received.fetch_add(n as u64, Ordering::Relaxed);
-                self.conn.receive(&self.inbuf[..n])
-            } {
+            Ok(n) => match self.received(n) {
                 Ok(events) => events.into_iter().for_each(|e| self.dispatch(e)),
                 Err(e) => self.close(format!("the server broke the protocol: {e}")),
             },
@@ -295,6 +292,12 @@ impl Driver {
         }
         // A violation queued an error frame for the server.
         self.collect_output();
+    }
+
+    /// Counts `n` bytes read and hands them to the protocol.
+    fn received(&mut self, n: usize) -> Result<Vec<ClientEvent>, protocol::ProtocolError> {
+        self.shared.received.fetch_add(n as u64, Ordering::Relaxed);
+        self.conn.receive(&self.inbuf[..n])
     }
 
     fn dispatch(&mut self, event: ClientEvent) {

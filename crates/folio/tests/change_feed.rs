@@ -6,7 +6,7 @@
 //! only generous bounds.
 
 mod common;
-use common::{json, Server, ADMIN_PW};
+use common::{json, Server};
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
