@@ -286,6 +286,37 @@ impl Client {
         self.wait(self.inner.search(db, formula, since, on_hit))
     }
 
+    /// One step of a replication session; see [`crate::Client::replicate`].
+    pub fn replicate(
+        &self,
+        db: DbHandle,
+        session: u64,
+        direction: protocol::ReplicaDirection,
+        packets: Vec<Vec<u8>>,
+        on_packet: impl FnMut(Vec<u8>),
+    ) -> Result<bool, ClientError> {
+        self.wait(
+            self.inner
+                .replicate(db, session, direction, packets, on_packet),
+        )
+    }
+
+    /// One turn of the change feed; see [`crate::Client::wait_changes`].
+    pub fn wait_changes(
+        &self,
+        db: DbHandle,
+        since: Cursor,
+        limit: u32,
+        timeout_ms: u32,
+    ) -> Result<(Vec<Document>, Cursor, bool), ClientError> {
+        self.wait(self.inner.wait_changes(db, since, limit, timeout_ms))
+    }
+
+    /// Bytes this connection wrote and read; see [`crate::Client::traffic`].
+    pub fn traffic(&self) -> (u64, u64) {
+        self.inner.traffic()
+    }
+
     /// See [`crate::Client::statistics`].
     pub fn statistics(&self) -> Result<Vec<Statistic>, ClientError> {
         self.wait(self.inner.statistics())

@@ -134,6 +134,11 @@ impl Client {
     }
 
     /// The error of a call made on a closed connection.
+    /// What the connection task shares with its callers.
+    pub(crate) fn shared(&self) -> &crate::driver::Shared {
+        &self.inner.shared
+    }
+
     pub(crate) fn closed_error(&self) -> ClientError {
         self.inner.shared.closed_error()
     }

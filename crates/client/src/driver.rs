@@ -58,6 +58,7 @@ use bytes::{Buf, Bytes};
 use protocol::{ClientConnection, ClientEvent, Request, RequestId, Response};
 use std::collections::{HashMap, VecDeque};
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
@@ -124,13 +125,25 @@ pub(crate) enum Delivery {
     Final(Answer),
 }
 
-/// What the connection task and its callers share: why it closed.
+/// What the connection task and its callers share: why it closed, and
+/// the bytes it moved since the handshake.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     reason: OnceLock<String>,
+    sent: AtomicU64,
+    received: AtomicU64,
 }
 
 impl Shared {
+    /// Bytes written to and read from the socket since the handshake
+    /// (as they travel: framed, compressed, before TLS).
+    pub(crate) fn traffic(&self) -> (u64, u64) {
+        (
+            self.sent.load(Ordering::Relaxed),
+            self.received.load(Ordering::Relaxed),
+        )
+    }
+
     /// Why the connection closed, once it has.
     pub(crate) fn reason(&self) -> Option<&str> {
         self.reason.get().map(String::as_str)
@@ -238,6 +251,7 @@ impl Driver {
         match wrote {
             Ok(Wrote::Bytes(0)) => self.close(format!("{} stopped accepting bytes", self.addr)),
             Ok(Wrote::Bytes(n)) => {
+                self.shared.sent.fetch_add(n as u64, Ordering::Relaxed);
                 self.consume_output(n);
                 self.unflushed = true;
             }
@@ -270,7 +284,7 @@ impl Driver {
     fn read(&mut self, read: io::Result<usize>) {
         match read {
             Ok(0) => self.close(format!("{} closed the connection", self.addr)),
-            Ok(n) => match self.conn.receive(&self.inbuf[..n]) {
+            Ok(n) => match self.received(n) {
                 Ok(events) => events.into_iter().for_each(|e| self.dispatch(e)),
                 Err(e) => self.close(format!("the server broke the protocol: {e}")),
             },
@@ -278,6 +292,12 @@ impl Driver {
         }
         // A violation queued an error frame for the server.
         self.collect_output();
+    }
+
+    /// Counts `n` bytes read and hands them to the protocol.
+    fn received(&mut self, n: usize) -> Result<Vec<ClientEvent>, protocol::ProtocolError> {
+        self.shared.received.fetch_add(n as u64, Ordering::Relaxed);
+        self.conn.receive(&self.inbuf[..n])
     }
 
     fn dispatch(&mut self, event: ClientEvent) {

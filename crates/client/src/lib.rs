@@ -68,6 +68,7 @@ mod driver;
 mod error;
 mod mailadmin;
 mod options;
+mod replication;
 mod requests;
 mod search;
 mod transport;
@@ -82,6 +83,6 @@ pub use search::SearchHits;
 pub use protocol::{
     CollectionHandle, Compression, Cursor, DatabaseInfo, DatabaseSummary, DbHandle, DocRef,
     Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailUser, NoteId, NoteMeta,
-    ProtocolError, ReadFlags, Request, Response, Row, SessionId, Start, StatValue, Statistic,
-    Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
+    ProtocolError, ReadFlags, ReplicaDirection, Request, Response, Row, SessionId, Start,
+    StatValue, Statistic, Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
 };

@@ -77,19 +77,27 @@ pub enum Cmd {
     /// Folder membership.
     #[command(subcommand)]
     Folder(FolderCmd),
-    /// Replicate two replicas of a database in the data directory (the
-    /// same replica id): only what changed since their last replication
-    /// travels. Prints a summary of each pull as JSON.
+    /// Replicate two replicas of a database (the same replica id): only
+    /// what changed since their last replication travels. Embedded, both
+    /// are in the data directory; with --server HOST:PORT, SRC is in the
+    /// data directory and DST on the server. Prints a summary of each
+    /// pull as JSON.
     Replicate {
         src: String,
         dst: String,
         /// pull: SRC into DST; push: DST into SRC; both: pull, then push.
+        /// With --server: pull brings DST's (the server's) changes into
+        /// SRC, push sends SRC's to DST.
         #[arg(long, value_enum, default_value = "pull")]
         direction: crate::replcli::Direction,
         /// Only documents this formula selects travel (deletion stubs
         /// always do).
         #[arg(long)]
         selection: Option<String>,
+        /// With --server: make SRC a new replica of the server's DST,
+        /// then pull.
+        #[arg(long)]
+        create: bool,
     },
     /// Print every document a formula selects, as JSON lines.
     Search {
@@ -324,6 +332,7 @@ pub fn run(args: Args) -> FolioResult<()> {
             crashtest::run_child(c, &args).map_err(FolioError::Workload)
         }
         cmd => match (&args.server, cmd) {
+            (Some(server), Cmd::Replicate { .. }) => replicate_with_server(&args, server),
             (Some(server), _) => over_server(&args, server),
             // `show stats` asks the local server by default.
             (None, Cmd::Show(_)) => over_server(&args, client::DEFAULT_ADDR),
@@ -345,11 +354,42 @@ fn over_data_directory(args: &Args) -> FolioResult<()> {
             dst,
             direction,
             selection,
+            ..
         } => to_console(|out| {
             replcli::replicate(&store, (src, dst), *direction, selection.as_deref(), out)
         }),
         cmd => on_console(&store, cmd),
     };
+    let closed = store.close();
+    result.and(closed)
+}
+
+/// `replicate --server`: the data directory and a server at once.
+fn replicate_with_server(args: &Args, server: &str) -> FolioResult<()> {
+    let Cmd::Replicate {
+        src,
+        dst,
+        direction,
+        selection,
+        create,
+    } = &args.cmd
+    else {
+        return Err(FolioError::Internal("not a replicate command".into()));
+    };
+    let client = crate::remote::Endpoint::from_args(args, server)?.connect("folio replicate")?;
+    let store = LocalStore::open(args.data_dir(), args.config.as_deref())?;
+    let result = to_console(|out| {
+        replcli::replicate_remote(
+            &store,
+            &client,
+            (src, dst),
+            *direction,
+            selection.as_deref(),
+            *create,
+            out,
+        )
+    });
+    client.close();
     let closed = store.close();
     result.and(closed)
 }
@@ -435,9 +475,12 @@ fn check_options(args: &Args) -> FolioResult<()> {
         Cmd::Db(DbCmd::Copy { .. }) if server.is_some() => Err(FolioError::NotYetOverServer {
             command: "db copy",
         }),
-        Cmd::Replicate { .. } if server.is_some() => Err(FolioError::NotYetOverServer {
-            command: "replicate",
-        }),
+        // The one command with both: SRC in the data directory, DST on
+        // the server.
+        Cmd::Replicate { .. } if server.is_some() => Ok(()),
+        Cmd::Replicate { create: true, .. } => Err(FolioError::Usage(
+            "--create makes a local replica of a server database: give --server HOST:PORT (embedded, use db copy --replica)".into(),
+        )),
         Cmd::Mail(MailCmd::Send { from, .. }) if server.is_some() && from.is_some() => Err(
             FolioError::Usage("--from does not apply with --server: the sender is the signed-in user".into()),
         ),

@@ -20,6 +20,7 @@ pub mod output;
 pub mod progress;
 pub mod remote;
 pub mod replcli;
+pub mod replnet;
 pub mod report;
 pub mod store;
 pub mod usercli;

@@ -2,9 +2,11 @@
 //! replication between two databases of the data directory, through the
 //! replication layer's local driver (`replica::local`).
 //!
-//! Both run embedded only: the driver needs the two databases in this
-//! process, and the network drivers are not written yet, so with
-//! `--server` they are refused (`cli.rs`). Every pull writes through the
+//! `folio replicate LOCAL REMOTE --server HOST:PORT [--create]` runs the
+//! network driver instead (`replnet.rs`): LOCAL in the data directory,
+//! REMOTE on the server; pull brings REMOTE's changes into LOCAL, push
+//! sends LOCAL's to REMOTE, and `--create` first makes LOCAL a new
+//! replica of REMOTE. `db copy --replica` stays embedded. Every pull writes through the
 //! log in batches and returns once its writes and history are durable
 //! (I2, I26, I27): the summary printed is of durable work. A pull cut
 //! short prints nothing but the error, and a rerun resumes from the
@@ -12,7 +14,7 @@
 
 use crate::error::{FolioError, FolioResult};
 use crate::local::LocalStore;
-use crate::output;
+use crate::{output, replnet};
 use clap::ValueEnum;
 use nsf::Database;
 use replica::local::{pull, LocalOptions, LocalReport};
@@ -90,6 +92,66 @@ pub fn replicate(
     if direction != Direction::Pull {
         pulls.push(summary(dst, src, &run_pull(&b, &a, &options)?));
     }
+    output::pretty(out, &json!({ "pulls": pulls }))
+}
+
+/// Replicates `local` (in the data directory) with `remote` on the server
+/// `client` is connected to, in `direction` (pull: from the server);
+/// with `create`, `local` is first made a new replica of `remote`.
+/// Prints one summary per pull.
+pub fn replicate_remote(
+    store: &LocalStore,
+    client: &client::blocking::Client,
+    (local, remote): (&str, &str),
+    direction: Direction,
+    selection: Option<&str>,
+    create: bool,
+    out: &mut dyn Write,
+) -> FolioResult<()> {
+    if let Some(f) = selection {
+        formula::Formula::parse(f)
+            .map_err(|e| FolioError::BadInput(format!("selection formula {f:?}: {e}")))?;
+    }
+    if selection.is_some() && direction != Direction::Pull {
+        return Err(FolioError::Usage(
+            "--selection applies to pulls only with --server (a push to a server carries no formula yet)".into(),
+        ));
+    }
+    if create && direction != Direction::Pull {
+        return Err(FolioError::Usage(
+            "--create makes a new local replica by a pull: leave --direction at pull".into(),
+        ));
+    }
+    let (db, info) = client.open_database(remote)?;
+    let target = if create {
+        store
+            .engine()
+            .create_replica(local, nsf::ReplicaId(info.replica_id), &info.title)?
+    } else {
+        let target = store.database(local)?;
+        let ours = target.info()?.replica_id;
+        if ours.0 != info.replica_id {
+            return Err(FolioError::BadInput(format!(
+                "{local} (replica id {ours}) is not a replica of {remote} on the server (replica id {})",
+                nsf::ReplicaId(info.replica_id)
+            )));
+        }
+        target
+    };
+    let options = LocalOptions {
+        selection: selection.map(str::to_owned),
+        ..LocalOptions::default()
+    };
+    let mut pulls = Vec::new();
+    if direction != Direction::Push {
+        let r = replnet::pull(client, db, &target, &options)?;
+        pulls.push(replnet::summary(remote, local, &r));
+    }
+    if direction != Direction::Pull {
+        let r = replnet::push(client, db, &target)?;
+        pulls.push(replnet::summary(local, remote, &r));
+    }
+    let _ = client.close_database(db);
     output::pretty(out, &json!({ "pulls": pulls }))
 }
 

@@ -113,9 +113,9 @@ fn a_selection_formula_and_refused_options() {
     );
     fails(
         d,
-        &["--server", "127.0.0.1:1", "replicate", "a.fdb", "b.fdb"],
+        &["replicate", "c.fdb", "a.fdb", "--create"],
         "",
-        "replicate is not yet supported over --server",
+        "--create makes a local replica of a server database",
     );
     fails(
         d,

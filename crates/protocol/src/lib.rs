@@ -50,8 +50,8 @@ pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, 
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use message::{
     ArchiveSummary, BackupSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found,
-    NoteMeta, ReadFlags, Request, Response, Row, Shape, Start, StatValue, Statistic, Value,
-    MAX_ERROR_MESSAGE,
+    NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue,
+    Statistic, Value, MAX_ERROR_MESSAGE,
 };
 pub use server::{ServerConfig, ServerConnection, ServerEvent};
 pub use state::Phase;

@@ -24,6 +24,7 @@
 //!   PutAttachment     Request, Chunk*, End ─────────────▶ Response | Error
 //!   GetAttachment     Request ─▶ Item(AttachmentHeader), Chunk* ▶ Response | Error
 //!   Search            Request ─▶ Item(SearchHit)* ──────▶ Response | Error
+//!   Replicate         Request ─▶ Item(ReplicationPacket)* ▶ Response | Error
 //! ```
 //!
 //! Error frames have a fixed body rather than a postcard one, so that any
@@ -276,6 +277,49 @@ pub enum Request {
         /// Paths relative to the data directory.
         dbs: Vec<String>,
     },
+    /// One step of a replication session with the server: the caller's
+    /// side hands over its packets (the replica crate's wire form,
+    /// opaque here), the server's side takes them, does what they ask on
+    /// `db`, and streams back every packet it sends as an
+    /// `Item(ReplicationPacket)`, then `Replicated`. The first step of a
+    /// session opens it on this connection; it lives until it is over or
+    /// the connection closes. Pull needs Reader access (documents the
+    /// caller may not read never travel); push needs Author access, and
+    /// each document is written only if the caller may write it.
+    Replicate {
+        /// The database.
+        db: DbHandle,
+        /// The session, chosen by the caller.
+        session: u64,
+        /// Which way documents flow, for the caller.
+        direction: ReplicaDirection,
+        /// The caller's packets, in order.
+        packets: Vec<Vec<u8>>,
+    },
+    /// The documents changed after `since` that the caller may read, as
+    /// `ModifiedSince`, but if there are none yet, waits for a change for
+    /// up to `timeout_ms` (at most the server's feed limit) and answers
+    /// `Changes` with what came (maybe nothing: a heartbeat).
+    WaitChanges {
+        /// The database.
+        db: DbHandle,
+        /// Changes after this position.
+        since: Cursor,
+        /// At most this many documents in the answer.
+        limit: u32,
+        /// How long to wait for a first change, in milliseconds.
+        timeout_ms: u32,
+    },
+}
+
+/// Which way a replication session moves documents, for the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum ReplicaDirection {
+    /// From the server to the caller: the server runs the source.
+    Pull,
+    /// From the caller to the server: the server runs the target.
+    Push,
 }
 
 /// How a request names a document.
@@ -424,6 +468,14 @@ pub enum Response {
     Archived(ArchiveSummary),
     /// Answer to `Backup`.
     BackedUp(BackupSummary),
+    /// A packet of the server's replication side (an item of `Replicate`).
+    ReplicationPacket(Vec<u8>),
+    /// Final answer to `Replicate`: whether the server's side of the
+    /// session is over (finished or failed; it is then forgotten).
+    Replicated {
+        /// The session is over on the server.
+        over: bool,
+    },
 }
 
 /// What an online backup did.
@@ -613,7 +665,7 @@ impl Request {
         match self {
             Request::PutAttachment { .. } => Shape::Upload,
             Request::GetAttachment { .. } => Shape::Download,
-            Request::Search { .. } => Shape::Stream,
+            Request::Search { .. } | Request::Replicate { .. } => Shape::Stream,
             _ => Shape::Single,
         }
     }

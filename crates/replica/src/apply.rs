@@ -46,6 +46,9 @@ pub enum Outcome {
     AlreadyHave,
     /// A higher version is held.
     Lost,
+    /// The driver's access check refused it (the writer may not change
+    /// that document here); nothing was written for it.
+    Refused,
 }
 
 /// The result for one incoming document.

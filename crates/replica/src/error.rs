@@ -173,6 +173,15 @@ pub enum ReplicaError {
     /// The driver answered with something that was not asked for.
     #[error("driver answer does not match the request: {0}")]
     BadAnswer(String),
+    /// Bytes from the network that are not a packet of the wire form
+    /// (`local::net`); nothing of them is used.
+    #[error("a malformed {what} packet: {reason}")]
+    Malformed {
+        /// Which direction's packet.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl ReplicaError {

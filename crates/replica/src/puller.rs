@@ -139,6 +139,8 @@ pub struct PullReport {
     pub lost: u64,
     /// Conflict documents written.
     pub conflicts: u64,
+    /// Documents the driver's access check refused (not written).
+    pub refused: u64,
     /// The history's checkpoint: every selected change of the source up
     /// to here is written.
     pub checkpoint: Seq,
@@ -600,6 +602,7 @@ impl<V: Version, N: Clone> Puller<V, N> {
                 Outcome::Replaced => self.report.replaced += 1,
                 Outcome::AlreadyHave => self.report.already += 1,
                 Outcome::Lost => self.report.lost += 1,
+                Outcome::Refused => self.report.refused += 1,
             }
             if w.conflict.is_some() {
                 self.report.conflicts += 1;

@@ -39,7 +39,7 @@
 use crate::auth::Secret;
 use crate::guard::{Guarded, OwnReads};
 use crate::listener::{finish, Gate, Lifecycle, Listener};
-use crate::service::{Caller, DocWrite, FolderChange, Service, WriteDone};
+use crate::service::{Caller, DocWrite, FolderChange, ReplicaSession, Service, WriteDone};
 use crate::stats::Op;
 use crate::upload::{Piece, UploadReader};
 use crate::{Busy, ServerError, ServerResult};
@@ -105,6 +105,13 @@ const CHUNK_QUEUE: usize = 4;
 const READ_BUFFER: usize = 16 << 10;
 /// Open databases and collections per connection.
 const MAX_HANDLES: usize = 10_000;
+/// Replication sessions open at once per connection.
+const MAX_REPLICATIONS: usize = 8;
+/// The longest a `WaitChanges` waits, whatever it asks.
+const MAX_FEED_WAIT: Duration = Duration::from_secs(60);
+/// Room left in a frame for its header and the item's tag: a replication
+/// packet must fit in what remains.
+const ITEM_OVERHEAD: usize = 64;
 
 /// Accepts connections until the lifecycle leaves `Serving`, then waits
 /// for every connection to finish its in-flight requests, or drops those
@@ -197,6 +204,9 @@ struct Handles {
     next: u32,
     dbs: HashMap<DbHandle, Arc<Database>>,
     collections: HashMap<CollectionHandle, (DbHandle, String)>,
+    /// Replication sessions by the caller's id: the database and
+    /// direction they were opened on, and the server's side.
+    replications: HashMap<u64, (DbHandle, Arc<Mutex<ReplicaSession>>)>,
 }
 
 impl Handles {
@@ -234,6 +244,8 @@ struct Conn {
     uploads: HashMap<RequestId, mpsc::Sender<Piece>>,
     jobs: usize,
     tx: mpsc::Sender<Out>,
+    life: watch::Receiver<Lifecycle>,
+    max_item: usize,
 }
 
 /// Counts an open native connection for the statistics while it lives
@@ -305,6 +317,8 @@ async fn connection<S>(
         uploads: HashMap::new(),
         jobs: 0,
         tx,
+        life: life.clone(),
+        max_item: (settings.max_frame_size as usize).saturating_sub(ITEM_OVERHEAD),
     };
     let mut reading = true;
     let mut stopping = *life.borrow() != Lifecycle::Serving;
@@ -502,6 +516,10 @@ impl Conn {
             Some(other) => other,
             None => return,
         };
+        let request = match self.change_feed(id, request, &caller, started) {
+            Some(other) => other,
+            None => return,
+        };
         let upload = if matches!(request, Request::PutAttachment { .. }) {
             let (utx, urx) = mpsc::channel(CHUNK_QUEUE);
             self.uploads.insert(id, utx);
@@ -517,6 +535,7 @@ impl Conn {
             handles: self.handles.clone(),
             tx: self.tx.clone(),
             id,
+            max_item: self.max_item,
         };
         let work = move || {
             let result = job.run(request, upload);
@@ -536,6 +555,58 @@ impl Conn {
 }
 
 impl Conn {
+    /// Runs a `WaitChanges` as a task of its own: it waits on the
+    /// database's commits, not on a worker thread, and answers at once
+    /// when the server starts shutting down (so a feed never holds
+    /// shutdown); other requests are handed back.
+    fn change_feed(
+        &mut self,
+        id: RequestId,
+        request: Request,
+        caller: &Arc<Caller>,
+        started: Instant,
+    ) -> Option<Request> {
+        let Request::WaitChanges {
+            db,
+            since,
+            limit,
+            timeout_ms,
+        } = request
+        else {
+            return Some(request);
+        };
+        self.jobs += 1;
+        let (service, caller, tx) = (self.service.clone(), caller.clone(), self.tx.clone());
+        let database = self.handles.lock().db(db);
+        let mut life = self.life.clone();
+        tokio::spawn(async move {
+            let stop = async move {
+                while *life.borrow() == Lifecycle::Serving {
+                    if life.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            let wait = Duration::from_millis(u64::from(timeout_ms)).min(MAX_FEED_WAIT);
+            let result = match database {
+                Ok(database) => service
+                    .changes_after(&caller, &database, since, limit, wait, stop)
+                    .await
+                    .map(|(docs, next, more)| Response::Changes { docs, next, more }),
+                Err(e) => Err(e),
+            };
+            let _ = tx
+                .send(Out::Final {
+                    id,
+                    result,
+                    op: Op::Changes,
+                    started,
+                })
+                .await;
+        });
+        None
+    }
+
     /// Queues a document write with its database, answering when it is
     /// durable; other requests are handed back.
     fn document_write(
@@ -633,6 +704,7 @@ fn op_of(r: &Request) -> Op {
         | R::CreateView { .. }
         | R::DeleteView { .. } => Op::UpdateCollection,
         R::Search { .. } => Op::Search,
+        R::Replicate { .. } | R::WaitChanges { .. } => Op::Changes,
         _ => Op::Admin,
     }
 }
@@ -644,6 +716,7 @@ struct Job {
     handles: Arc<Mutex<Handles>>,
     tx: mpsc::Sender<Out>,
     id: RequestId,
+    max_item: usize,
 }
 
 impl Job {
@@ -802,7 +875,80 @@ impl Job {
             R::MailAdmin(request) => Response::MailAdmin(s.mail_admin(caller, request)?),
             R::Archive { to } => Response::Archived(s.archive(caller, to.as_deref())?),
             R::Backup { dest, dbs } => Response::BackedUp(s.backup(caller, &dest, &dbs)?),
+            R::Replicate {
+                db,
+                session,
+                direction,
+                packets,
+            } => self.replicate(db, session, direction, packets)?,
+            R::WaitChanges { .. } => {
+                return Err(ServerError::Internal(
+                    "a change feed runs as a task of its own, not as a job".into(),
+                ))
+            }
         })
+    }
+
+    /// One step of a replication session: opens it on its first step,
+    /// streams the server's packets as items, forgets it once over.
+    fn replicate(
+        &self,
+        db: DbHandle,
+        id: u64,
+        direction: protocol::ReplicaDirection,
+        packets: Vec<Vec<u8>>,
+    ) -> ServerResult<Response> {
+        let database = self.db(db)?;
+        let existing = self.handles.lock().replications.get(&id).cloned();
+        let session = match existing {
+            Some((on, session)) => {
+                if on != db || session.lock().direction() != direction {
+                    return Err(ServerError::BadRequest(format!(
+                        "replication session {id} was opened on another database or direction"
+                    )));
+                }
+                session
+            }
+            None => {
+                let opened = self
+                    .service
+                    .open_replication(&self.caller, &database, direction)?;
+                let session = Arc::new(Mutex::new(opened));
+                let mut h = self.handles.lock();
+                if h.replications.len() >= MAX_REPLICATIONS {
+                    return Err(ServerError::TooLarge(format!(
+                        "a connection may run at most {MAX_REPLICATIONS} replication sessions at once"
+                    )));
+                }
+                h.replications.insert(id, (db, session.clone()));
+                session
+            }
+        };
+        let mut send = |bytes: Vec<u8>| {
+            if bytes.len() > self.max_item {
+                return Err(ServerError::TooLarge(format!(
+                    "a replication packet of {} bytes does not fit the frame limit (max_frame_size)",
+                    bytes.len()
+                )));
+            }
+            self.send(Out::Item(self.id, Response::ReplicationPacket(bytes)))
+        };
+        let step = {
+            let mut session = session.lock();
+            self.service
+                .replicate_step(&mut session, &database, packets, &mut send)
+        };
+        let over = match step {
+            Ok(over) => over,
+            Err(e) => {
+                self.handles.lock().replications.remove(&id);
+                return Err(e);
+            }
+        };
+        if over {
+            self.handles.lock().replications.remove(&id);
+        }
+        Ok(Response::Replicated { over })
     }
 
     /// Streams an attachment: a header item, then chunks as read.

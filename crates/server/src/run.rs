@@ -319,6 +319,7 @@ async fn serve(
         grace.as_secs_f64()
     );
     let _ = life_tx.send(Lifecycle::Draining);
+    service.start_draining();
     let deadline = tokio::time::Instant::now() + grace;
     let listeners = async {
         let _ = native.await;

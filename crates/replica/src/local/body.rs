@@ -68,6 +68,22 @@ impl NoteBody {
         }
     }
 
+    /// The note this body stands for, as an access check or the wire
+    /// form sees it: its items (no attachment items) under its identity,
+    /// with no local ids (note id 1, change 0).
+    pub fn to_note(&self) -> Note {
+        Note {
+            note_id: nsf::NoteId(1),
+            oid: self.oid,
+            created: self.created,
+            modified: self.modified,
+            added: self.modified,
+            change_seq: nsf::Seq(0),
+            deleted: self.deleted,
+            items: self.items.clone(),
+        }
+    }
+
     /// The foreign note to stage at the target, with `revisions`.
     pub(crate) fn to_foreign(&self, revisions: Vec<nsf::Version>) -> ForeignNote {
         ForeignNote {

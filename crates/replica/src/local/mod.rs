@@ -3,12 +3,17 @@
 //!
 //! `body.rs` is what travels (an nsf note with its attachments as bytes)
 //! and how nsf versions are replication versions; `store.rs` carries out
-//! the machines' reads and writes on nsf; `run.rs` runs one pull and
-//! reports it.
+//! the machines' reads and writes on nsf; `side.rs` is one side of a pull
+//! over one database (a machine plus its store), which network drivers
+//! use too, with `net.rs` the packets' wire form; `run.rs` runs one pull
+//! between two local files and reports it.
 
 mod body;
+pub mod net;
 mod run;
+mod side;
 mod store;
 
-pub use body::NoteBody;
+pub use body::{Attachment, NoteBody};
 pub use run::{pull, LocalFailure, LocalOptions, LocalReport};
+pub use side::{ReadCheck, SourceSide, TargetSide, WriteCheck};

@@ -20,19 +20,22 @@ use crate::apply::{ForeignStore, WriteBatch, Written};
 use crate::conflict::{Applied, ConflictDoc, Held};
 use crate::history::History;
 use crate::msg::{Entry, Envelope, Summary};
-use nsf::{Database, ForeignOutcome, ForeignTxn, NsfError, NsfResult, Seq, StagedNote, Unid};
+use nsf::{Database, ForeignOutcome, ForeignTxn, Note, NsfError, NsfResult, Seq, StagedNote, Unid};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::sync::Arc;
 
 /// Reads the page of changes after `after` (at most `limit`), as
-/// `SourceAction::ReadChanges` asks.
+/// `SourceAction::ReadChanges` asks. Documents `visible` refuses (the
+/// peer may not read them) are left out like unselected ones: they move
+/// `upto` but never appear.
 pub(crate) fn read_changes(
     db: &Database,
     after: Seq,
     limit: u32,
     selection: Option<&formula::Formula>,
     now: i64,
+    visible: &dyn Fn(&Note) -> bool,
 ) -> NsfResult<Summary<nsf::Version>> {
     let notes = db.modified_since(after, limit as usize)?;
     let last = notes.len() < limit as usize;
@@ -41,6 +44,7 @@ pub(crate) fn read_changes(
     let entries = notes
         .iter()
         .filter(|n| n.deleted || selection.is_none_or(|f| f.selects(&FormulaDoc(n), &ctx)))
+        .filter(|n| visible(n))
         .map(|n| Entry {
             unid: n.oid.unid,
             version: n.version(),
@@ -56,16 +60,21 @@ pub(crate) fn read_changes(
     })
 }
 
-/// Reads these documents, in order, leaving out those gone.
+/// Reads these documents, in order, leaving out those gone (and those
+/// `visible` refuses, as if gone).
 pub(crate) fn read_notes(
     db: &Database,
     unids: &[Unid],
+    visible: &dyn Fn(&Note) -> bool,
 ) -> NsfResult<Vec<Envelope<nsf::Version, NoteBody>>> {
     let mut out = Vec::with_capacity(unids.len());
     for &unid in unids {
         let Some((note, revisions)) = db.get_with_revisions(unid)? else {
             continue;
         };
+        if !visible(&note) {
+            continue;
+        }
         let mut attachments = Vec::new();
         for a in note.attachments() {
             let mut bytes = Vec::with_capacity(a.size as usize);

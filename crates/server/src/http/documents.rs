@@ -107,9 +107,18 @@ pub(super) async fn read_document(State(s): Svc, c: Call) -> Answer {
 }
 
 pub(super) async fn changes(State(s): Svc, c: Call) -> Answer {
-    c.query.allow(&["since", "limit"])?;
+    c.query
+        .allow(&["since", "limit", "feed", "heartbeat", "timeout"])?;
     let since = protocol::Cursor(c.query.number("since")?.unwrap_or(0));
     let limit = c.query.number("limit")?.unwrap_or(DEFAULT_CHANGES);
+    if c.query.text("feed").is_some() {
+        return super::feed::changes_feed(s, c, since, limit).await;
+    }
+    if c.query.text("heartbeat").is_some() || c.query.text("timeout").is_some() {
+        return Err(bad(
+            "heartbeat and timeout apply to a change feed: add feed=longpoll or feed=continuous",
+        ));
+    }
     let path = c.param("db");
     let (docs, next, more) = c
         .run(&s, Op::Changes, move |s, caller| {

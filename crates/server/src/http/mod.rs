@@ -56,6 +56,7 @@
 //!   stream.rs       answers fed by a job as it goes (downloads, searches)
 //!   databases.rs    list, create, describe
 //!   documents.rs    create, read, update, delete, changes
+//!   feed.rs         the change feed: longpoll and continuous (NDJSON)
 //!   attachments.rs  streamed upload and download
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
@@ -76,6 +77,7 @@ mod calendar;
 mod databases;
 mod documents;
 mod extract;
+mod feed;
 mod mail;
 mod mail_users;
 mod stream;

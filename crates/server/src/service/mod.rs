@@ -42,6 +42,7 @@
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   archive.rs      archiving the transaction log
 //!   backup.rs       online backup
+//!   replicate.rs    the server's side of a replication; the change feed's wait
 //!   wire.rs         engine values as protocol values
 //! ```
 
@@ -55,12 +56,14 @@ mod databases;
 mod documents;
 mod mail;
 mod mail_users;
+mod replicate;
 mod views;
 mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
+pub use replicate::ReplicaSession;
 pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;
 
@@ -110,6 +113,9 @@ pub struct Service {
     stats: Arc<Stats>,
     limits: Limits,
     streams: Turns,
+    /// Set once the server starts shutting down: what long waits (the
+    /// change feeds) watch so they never hold shutdown up.
+    draining: tokio::sync::watch::Sender<bool>,
 }
 
 impl Service {
@@ -128,6 +134,20 @@ impl Service {
             stats,
             limits,
             streams: Turns::default(),
+            draining: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    /// The server is shutting down: change feeds end now.
+    pub fn start_draining(&self) {
+        self.draining.send_replace(true);
+    }
+
+    /// Resolves once the server starts shutting down.
+    pub fn until_draining(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.draining.subscribe();
+        async move {
+            let _ = rx.wait_for(|d| *d).await;
         }
     }
 

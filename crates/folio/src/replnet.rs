@@ -1,0 +1,268 @@
+//! `folio replicate LOCAL REMOTE --server HOST:PORT`: replication between
+//! a database of the data directory and one on a server, over the native
+//! protocol's `Replicate` request.
+//!
+//! This is the network driver: one side of each pull runs here on the
+//! local file (`replica::local::{TargetSide, SourceSide}`, the same store
+//! work as the local driver), the other on the server, and the packets
+//! between them travel in the replica crate's wire form
+//! (`replica::local::net`), compressed by the connection. It lives in the
+//! binary because it is the one crate that sees both `replica` and
+//! `client` (the client library stays free of the replication layer).
+//!
+//! ```text
+//!   local file ── side ──packets──▶ Replicate{packets} ──▶ server side ── server db
+//!                   ▲                                          │
+//!                   └────── Item(ReplicationPacket)* ◀─────────┘ streamed, then Replicated{over}
+//! ```
+//!
+//! One step sends everything the local side has to say and takes the
+//! server's packets as they stream in, handing each to the local side at
+//! once (so documents are written here while the server is still reading
+//! the next ones). Durability: a pull into the local file returns once
+//! every batch and the history are durable here (I2, I26, I27); a push
+//! returns once the server acknowledged its last page (`Done`), which its
+//! side sends only after its own batches and history are durable. A cut
+//! connection or a killed server ends the session with the history at
+//! the last checkpoint; a rerun resumes from it.
+
+use crate::error::{FolioError, FolioResult};
+use client::blocking::Client;
+use client::{DbHandle, ReplicaDirection};
+use nsf::Database;
+use replica::local::{net, LocalOptions, SourceSide, TargetSide};
+use replica::{Opening, SessionId};
+use serde_json::{json, Value as Json};
+use std::time::{Duration, Instant};
+
+/// The most packet bytes sent in one `Replicate` request (the frame
+/// limit is 16 MiB; one packet larger than this goes alone).
+const STEP_BYTES: usize = 8 << 20;
+/// Entries per summary page when this side is the source.
+const PAGE_SIZE: u32 = 500;
+
+/// What one pull over the network did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetReport {
+    /// Documents that travelled.
+    pub documents: u64,
+    /// Their content bytes.
+    pub document_bytes: u64,
+    /// Conflict documents made (on this side: pulls only).
+    pub conflicts: u64,
+    /// Replication packets' bytes both ways, before compression.
+    pub bytes_uncompressed: u64,
+    /// Bytes the connection moved both ways during the pull (framed and
+    /// compressed).
+    pub bytes_on_wire: u64,
+    /// `Replicate` requests (round trips).
+    pub round_trips: u64,
+    /// The checkpoint reached (pulls: this side's history).
+    pub checkpoint: u64,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
+/// The local side of one session.
+enum Local {
+    /// Documents flow from the server here.
+    Target(TargetSide),
+    /// Documents flow from here to the server.
+    Source(SourceSide),
+}
+
+/// Pulls the server's `remote` (open as `db`) into `local`.
+pub fn pull(
+    client: &Client,
+    db: DbHandle,
+    local: &Database,
+    options: &LocalOptions,
+) -> FolioResult<NetReport> {
+    let session = SessionId(rand::random());
+    let side = TargetSide::new(local, Opening::Initiate(session), options)?;
+    run(client, db, local, session, Local::Target(side))
+}
+
+/// Pushes `local` into the server's database open as `db`.
+pub fn push(client: &Client, db: DbHandle, local: &Database) -> FolioResult<NetReport> {
+    let session = SessionId(rand::random());
+    let side = SourceSide::new(local, Opening::Initiate(session), PAGE_SIZE)?;
+    run(client, db, local, session, Local::Source(side))
+}
+
+fn run(
+    client: &Client,
+    db: DbHandle,
+    local: &Database,
+    session: SessionId,
+    mut side: Local,
+) -> FolioResult<NetReport> {
+    let started = Instant::now();
+    let (sent0, received0) = client.traffic();
+    let direction = match side {
+        Local::Target(_) => ReplicaDirection::Pull,
+        Local::Source(_) => ReplicaDirection::Push,
+    };
+    let mut report = NetReport::default();
+    let mut outbox: Vec<Vec<u8>> = Vec::new();
+    let mut malformed: Option<replica::ReplicaError> = None;
+    side.run(local, &mut outbox, &mut malformed);
+    loop {
+        if let Some(e) = malformed.take() {
+            return Err(failed(local, &e.to_string()));
+        }
+        if outbox.is_empty() {
+            if side.is_over() {
+                break;
+            }
+            return Err(failed(
+                local,
+                "the session stalled: both sides wait for the other",
+            ));
+        }
+        let packets = take_step(&mut outbox);
+        report.bytes_uncompressed += packets.iter().map(|p| p.len() as u64).sum::<u64>();
+        report.round_trips += 1;
+        let mut received = 0u64;
+        let over = client.replicate(db, session.0, direction, packets, |bytes| {
+            received += bytes.len() as u64;
+            side.receive(&bytes, &mut malformed);
+            side.run(local, &mut outbox, &mut malformed);
+        })?;
+        report.bytes_uncompressed += received;
+        if over {
+            // The server's side is done and forgotten: nothing more can
+            // be sent on this session (a last packet of ours, such as an
+            // error answering its error, has nobody to go to).
+            break;
+        }
+    }
+    if let Some(e) = side.error() {
+        return Err(failed(local, &e.to_string()));
+    }
+    if !side.is_finished() {
+        return Err(failed(local, "the server ended the session early"));
+    }
+    let (sent1, received1) = client.traffic();
+    report.bytes_on_wire = (sent1 - sent0) + (received1 - received0);
+    report.elapsed = started.elapsed();
+    side.fill(&mut report);
+    Ok(report)
+}
+
+/// The packets of the next request: at least one, at most
+/// [`STEP_BYTES`] of them unless the first alone is larger.
+fn take_step(outbox: &mut Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let mut bytes = 0;
+    let n = outbox
+        .iter()
+        .take_while(|p| {
+            bytes += p.len();
+            bytes <= STEP_BYTES
+        })
+        .count()
+        .max(1);
+    outbox.drain(..n).collect()
+}
+
+impl Local {
+    /// Carries out what the local machine asks on `db`, queueing the
+    /// packets it sends.
+    fn run(
+        &mut self,
+        db: &Database,
+        outbox: &mut Vec<Vec<u8>>,
+        malformed: &mut Option<replica::ReplicaError>,
+    ) {
+        let mut queue = |bytes: Result<Vec<u8>, replica::ReplicaError>| match bytes {
+            Ok(b) => outbox.push(b),
+            Err(e) => *malformed = Some(e),
+        };
+        match self {
+            Local::Target(t) => {
+                t.run(db, &mut |p| queue(net::encode_to_source(&p)));
+            }
+            Local::Source(s) => {
+                s.run(db, &mut |p| queue(net::encode_to_target(&p)));
+            }
+        }
+    }
+
+    /// Hands the local machine one packet from the server.
+    fn receive(&mut self, bytes: &[u8], malformed: &mut Option<replica::ReplicaError>) {
+        // A packet the machine refuses ends its session, which its state
+        // and error then say.
+        let r = match self {
+            Local::Target(t) => net::decode_to_target(bytes).map(|p| {
+                let _ = t.receive(p);
+            }),
+            Local::Source(s) => net::decode_to_source(bytes).map(|p| {
+                let _ = s.receive(p);
+            }),
+        };
+        if let Err(e) = r {
+            *malformed = Some(e);
+        }
+    }
+
+    fn is_over(&self) -> bool {
+        match self {
+            Local::Target(t) => t.is_over(),
+            Local::Source(s) => s.is_over(),
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        match self {
+            Local::Target(t) => t.phase() == replica::PullPhase::Finished,
+            Local::Source(s) => s.phase() == replica::SourcePhase::Finished,
+        }
+    }
+
+    fn error(&self) -> Option<&replica::ReplicaError> {
+        match self {
+            Local::Target(t) => t.error(),
+            Local::Source(s) => s.error(),
+        }
+    }
+
+    fn fill(&self, report: &mut NetReport) {
+        match self {
+            Local::Target(t) => {
+                let r = t.report();
+                report.documents = r.received;
+                report.document_bytes = r.received_bytes;
+                report.conflicts = r.conflicts;
+                report.checkpoint = r.checkpoint.0;
+            }
+            Local::Source(s) => {
+                let r = s.report();
+                report.documents = r.notes;
+                report.document_bytes = r.note_bytes;
+            }
+        }
+    }
+}
+
+fn failed(local: &Database, why: &str) -> FolioError {
+    FolioError::Internal(format!(
+        "replicating {} with the server: {why} (a rerun resumes from the last checkpoint)",
+        local.path()
+    ))
+}
+
+/// The JSON summary of one pull.
+pub fn summary(from: &str, to: &str, r: &NetReport) -> Json {
+    json!({
+        "from": from,
+        "to": to,
+        "documents": r.documents,
+        "bytes": r.document_bytes,
+        "conflicts": r.conflicts,
+        "bytes_on_wire": r.bytes_on_wire,
+        "bytes_uncompressed": r.bytes_uncompressed,
+        "round_trips": r.round_trips,
+        "checkpoint": r.checkpoint,
+        "millis": r.elapsed.as_millis() as u64,
+    })
+}

@@ -1,0 +1,309 @@
+//! The wire form of the nsf drivers' packets: what a network driver puts
+//! in a frame and takes out of one.
+//!
+//! The machines' messages are serde data, generic in the version and the
+//! content; nsf's versions and note bodies are not serde types (and
+//! should not be: their bytes are nsf's business), so they travel here as
+//! plain mirrors — a version as (sequence number, sequence time µs,
+//! digest), a note body as nsf's own note encoding (`nsf::encode_note`,
+//! which every reader already validates) plus each attachment's name,
+//! type and content — and the whole packet as postcard, the protocol's
+//! body format.
+//!
+//! Decoding is the network's door into the machines, so it trusts
+//! nothing: a packet must decode exactly (no trailing bytes), a note must
+//! pass `nsf::decode_note`, and the UNID in its envelope must be the one
+//! in its body. Anything else is [`ReplicaError::Malformed`] and none of
+//! it reaches a machine.
+
+use super::body::{Attachment, NoteBody};
+use crate::error::ReplicaError;
+use crate::msg::{Entry, Envelope, Packet, Summary, ToSource, ToTarget};
+use nsf::Timestamp;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A packet from a target to an nsf source.
+pub type SourcePacket = Packet<ToSource>;
+/// A packet from an nsf source to a target.
+pub type TargetPacket = Packet<ToTarget<nsf::Version, NoteBody>>;
+
+#[derive(Serialize, Deserialize)]
+struct NetVersion {
+    seq: u32,
+    seq_time: i64,
+    digest: [u8; 32],
+}
+
+#[derive(Serialize, Deserialize)]
+struct NetAttachment {
+    name: String,
+    mime: String,
+    bytes: Vec<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct NetBody {
+    /// `nsf::encode_note` of the body (attachment items left out).
+    note: Vec<u8>,
+    attachments: Vec<NetAttachment>,
+}
+
+fn version_out(v: &nsf::Version) -> NetVersion {
+    NetVersion {
+        seq: v.seq,
+        seq_time: v.seq_time.0,
+        digest: v.digest,
+    }
+}
+
+fn version_in(v: NetVersion) -> nsf::Version {
+    nsf::Version {
+        seq: v.seq,
+        seq_time: Timestamp(v.seq_time),
+        digest: v.digest,
+    }
+}
+
+fn body_out(b: &NoteBody) -> Result<NetBody, ReplicaError> {
+    let note = nsf::encode_note(&b.to_note()).map_err(|e| ReplicaError::Local {
+        code: crate::ErrorCode::Local,
+        message: format!("document {} does not encode: {e}", b.oid.unid),
+    })?;
+    Ok(NetBody {
+        note,
+        attachments: b
+            .attachments
+            .iter()
+            .map(|a| NetAttachment {
+                name: a.name.clone(),
+                mime: a.mime.clone(),
+                bytes: a.bytes.as_ref().clone(),
+            })
+            .collect(),
+    })
+}
+
+fn body_in(b: NetBody) -> Result<NoteBody, String> {
+    let note =
+        nsf::decode_note(&b.note).map_err(|e| format!("a document that does not decode: {e}"))?;
+    if note.attachments().next().is_some() {
+        return Err(format!(
+            "document {} carries attachment items; attachments travel as content",
+            note.oid.unid
+        ));
+    }
+    Ok(NoteBody {
+        oid: note.oid,
+        created: note.created,
+        modified: note.modified,
+        deleted: note.deleted,
+        items: note.items,
+        attachments: b
+            .attachments
+            .into_iter()
+            .map(|a| Attachment {
+                name: a.name,
+                mime: a.mime,
+                bytes: Arc::new(a.bytes),
+            })
+            .collect(),
+    })
+}
+
+/// The bytes of a packet to a source.
+pub fn encode_to_source(p: &SourcePacket) -> Result<Vec<u8>, ReplicaError> {
+    encode(p, "to-source")
+}
+
+/// A packet to a source from its bytes.
+pub fn decode_to_source(b: &[u8]) -> Result<SourcePacket, ReplicaError> {
+    decode(b, "to-source")
+}
+
+/// The bytes of a packet to a target.
+pub fn encode_to_target(p: &TargetPacket) -> Result<Vec<u8>, ReplicaError> {
+    let body = match &p.body {
+        ToTarget::Hello(h) => ToTarget::Hello(h.clone()),
+        ToTarget::Summary(s) => ToTarget::Summary(Summary {
+            upto: s.upto,
+            last: s.last,
+            entries: s
+                .entries
+                .iter()
+                .map(|e| Entry {
+                    unid: e.unid,
+                    version: version_out(&e.version),
+                    size: e.size,
+                    deleted: e.deleted,
+                    change: e.change,
+                })
+                .collect(),
+        }),
+        ToTarget::Note(n) => ToTarget::Note(Envelope {
+            unid: n.unid,
+            version: version_out(&n.version),
+            deleted: n.deleted,
+            revisions: n.revisions.iter().map(version_out).collect(),
+            size: n.size,
+            body: body_out(&n.body)?,
+        }),
+        ToTarget::Sent { upto } => ToTarget::Sent { upto: *upto },
+        ToTarget::Error(f) => ToTarget::Error(f.clone()),
+    };
+    let packet: Packet<ToTarget<NetVersion, NetBody>> = Packet {
+        session: p.session,
+        n: p.n,
+        body,
+    };
+    encode(&packet, "to-target")
+}
+
+/// A packet to a target from its bytes.
+pub fn decode_to_target(b: &[u8]) -> Result<TargetPacket, ReplicaError> {
+    let p: Packet<ToTarget<NetVersion, NetBody>> = decode(b, "to-target")?;
+    let bad = |reason: String| ReplicaError::Malformed {
+        what: "to-target",
+        reason,
+    };
+    let body = match p.body {
+        ToTarget::Hello(h) => ToTarget::Hello(h),
+        ToTarget::Summary(s) => ToTarget::Summary(Summary {
+            upto: s.upto,
+            last: s.last,
+            entries: s
+                .entries
+                .into_iter()
+                .map(|e| Entry {
+                    unid: e.unid,
+                    version: version_in(e.version),
+                    size: e.size,
+                    deleted: e.deleted,
+                    change: e.change,
+                })
+                .collect(),
+        }),
+        ToTarget::Note(n) => {
+            let body = body_in(n.body).map_err(bad)?;
+            if body.oid.unid != n.unid || body.deleted != n.deleted {
+                return Err(bad(format!(
+                    "the envelope of document {} holds document {} (or another deletion state)",
+                    n.unid, body.oid.unid
+                )));
+            }
+            ToTarget::Note(Envelope {
+                unid: n.unid,
+                version: version_in(n.version),
+                deleted: n.deleted,
+                revisions: n.revisions.into_iter().map(version_in).collect(),
+                size: n.size,
+                body,
+            })
+        }
+        ToTarget::Sent { upto } => ToTarget::Sent { upto },
+        ToTarget::Error(f) => ToTarget::Error(f),
+    };
+    Ok(Packet {
+        session: p.session,
+        n: p.n,
+        body,
+    })
+}
+
+fn encode<T: Serialize>(v: &T, what: &'static str) -> Result<Vec<u8>, ReplicaError> {
+    postcard::to_allocvec(v).map_err(|e| ReplicaError::Malformed {
+        what,
+        reason: format!("does not encode: {e}"),
+    })
+}
+
+fn decode<T: DeserializeOwned>(b: &[u8], what: &'static str) -> Result<T, ReplicaError> {
+    let bad = |reason: String| ReplicaError::Malformed { what, reason };
+    let (v, rest) = postcard::take_from_bytes(b).map_err(|e| bad(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(bad(format!("{} bytes after the packet", rest.len())));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::SessionId;
+    use nsf::{Item, ItemValue, OriginatorId, Unid};
+
+    fn note_packet() -> TargetPacket {
+        let unid = Unid([7; 16]);
+        let version = nsf::Version {
+            seq: 3,
+            seq_time: Timestamp(1_700_000_000_000_000),
+            digest: [9; 32],
+        };
+        Packet {
+            session: SessionId(42),
+            n: 5,
+            body: ToTarget::Note(Envelope {
+                unid,
+                version,
+                deleted: false,
+                revisions: vec![version],
+                size: 10,
+                body: NoteBody {
+                    oid: OriginatorId {
+                        unid,
+                        seq_num: 3,
+                        seq_time: Timestamp(1_700_000_000_000_000),
+                    },
+                    created: Timestamp(1_600_000_000_000_000),
+                    modified: Timestamp(1_700_000_000_000_000),
+                    deleted: false,
+                    items: vec![Item {
+                        name: "Subject".into(),
+                        value: ItemValue::Text("hi".into()),
+                    }],
+                    attachments: vec![Attachment {
+                        name: "a.bin".into(),
+                        mime: "application/octet-stream".into(),
+                        bytes: Arc::new((0..=255u8).collect()),
+                    }],
+                },
+            }),
+        }
+    }
+
+    #[test]
+    fn a_note_packet_round_trips() {
+        let p = note_packet();
+        let b = encode_to_target(&p).unwrap();
+        assert_eq!(decode_to_target(&b).unwrap(), p);
+    }
+
+    #[test]
+    fn truncated_or_padded_packets_are_malformed() {
+        let b = encode_to_target(&note_packet()).unwrap();
+        for cut in [0, 1, b.len() / 2, b.len() - 1] {
+            assert!(matches!(
+                decode_to_target(&b[..cut]),
+                Err(ReplicaError::Malformed { .. })
+            ));
+        }
+        let mut padded = b.clone();
+        padded.push(0);
+        assert!(decode_to_target(&padded).is_err());
+        assert!(decode_to_source(&b).is_err());
+    }
+
+    #[test]
+    fn an_envelope_naming_another_document_is_refused() {
+        let mut p = note_packet();
+        if let ToTarget::Note(n) = &mut p.body {
+            n.unid = Unid([8; 16]);
+        }
+        let b = encode_to_target(&p).unwrap();
+        assert!(matches!(
+            decode_to_target(&b),
+            Err(ReplicaError::Malformed { .. })
+        ));
+    }
+}

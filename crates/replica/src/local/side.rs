@@ -1,0 +1,391 @@
+//! One side of a pull over one nsf database: a machine plus the reads and
+//! writes it asks for, with the packets left to whoever carries them.
+//!
+//! The local driver (`run.rs`) holds one of each and hands packets across
+//! at once; a network driver holds one and carries its packets over a
+//! connection (the server runs the other side). Either way the side does
+//! the same work on its database, so the durability contract is stated
+//! once, here and in `store.rs`: a write batch is acknowledged to the
+//! puller only once its transaction is durable (I2, I27), and a history
+//! entry is stored after the batches it covers (I26).
+//!
+//! ```text
+//!   packets in ──▶ receive ──▶ machine ──actions──▶ run(db, send) ──▶ packets out
+//!                                  ▲                    │ reads, writes, histories
+//!                                  └──── answers ───────┘ (store.rs, on db)
+//! ```
+//!
+//! Access rules are the caller's to give, as two checks: a source side
+//! may be told which documents its peer may read ([`SourceSide::visible_only`]:
+//! the others never travel, as if they did not exist), and a target side
+//! which incoming documents its peer may write ([`TargetSide::writable_only`]:
+//! the others are not written and count as refused). Without them
+//! everything travels and everything is written (the local driver, the
+//! embedded CLI).
+
+use super::body::NoteBody;
+use super::net::{SourcePacket, TargetPacket};
+use super::store;
+use super::LocalOptions;
+use crate::apply::{Outcome, WriteBatch, Written};
+use crate::ids::{Opening, Peer};
+use crate::msg::ErrorCode;
+use crate::puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
+use crate::source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};
+use crate::ReplicaError;
+use nsf::{Database, Note, NsfResult, Seq, Timestamp, Unid};
+
+/// Which documents a source's peer may read.
+pub type ReadCheck = Box<dyn Fn(&Note) -> bool + Send + Sync>;
+/// Whether a target's peer may write `incoming` over `held` (the version
+/// here, if any).
+pub type WriteCheck = Box<dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync>;
+
+/// Documents read and sent per step while streaming a Want: the packets
+/// of one step go out before the next is read, so a network driver
+/// streams a large page instead of reading all of it first.
+const NOTES_PER_STEP: usize = 32;
+/// ... or fewer, once their content reaches this many bytes.
+const BYTES_PER_STEP: u64 = 4 << 20;
+
+/// The sending side over one database.
+pub struct SourceSide {
+    source: Source<nsf::Version, NoteBody>,
+    visible: Option<ReadCheck>,
+    selection: Option<(String, formula::Formula)>,
+}
+
+impl SourceSide {
+    /// A source over `db`, opening the session (a push) or answering (a
+    /// pull), with summary pages of `page_size` entries.
+    pub fn new(db: &Database, opening: Opening, page_size: u32) -> NsfResult<SourceSide> {
+        let mut config = SourceConfig::new(peer(db)?, opening);
+        config.page_size = page_size;
+        Ok(SourceSide {
+            source: Source::new(config, db.last_seq(), Timestamp::now()),
+            visible: None,
+            selection: None,
+        })
+    }
+
+    /// Sends only documents `check` lets the peer read; the others never
+    /// appear in a summary or travel.
+    pub fn visible_only(mut self, check: ReadCheck) -> SourceSide {
+        self.visible = Some(check);
+        self
+    }
+
+    /// Hands the machine a packet from the target.
+    pub fn receive(&mut self, packet: SourcePacket) -> Result<(), ReplicaError> {
+        self.source.receive(packet)
+    }
+
+    /// Carries out everything the machine asks for on `db`, handing each
+    /// packet it sends to `send` as it comes; false if it asked nothing.
+    pub fn run(&mut self, db: &Database, send: &mut dyn FnMut(TargetPacket)) -> bool {
+        let mut did = false;
+        while let Some(action) = self.source.next_action() {
+            did = true;
+            match action {
+                SourceAction::Send(packet) => send(packet),
+                SourceAction::ReadChanges {
+                    after,
+                    limit,
+                    selection,
+                } => self.read_changes(db, after, limit, selection),
+                SourceAction::ReadNotes { upto, unids } => self.read_notes(db, upto, &unids, send),
+            }
+        }
+        did
+    }
+
+    /// The session is over (finished or failed).
+    pub fn is_over(&self) -> bool {
+        matches!(
+            self.source.phase(),
+            SourcePhase::Finished | SourcePhase::Failed
+        )
+    }
+
+    /// Where the machine is.
+    pub fn phase(&self) -> SourcePhase {
+        self.source.phase()
+    }
+
+    /// Why the session failed.
+    pub fn error(&self) -> Option<&ReplicaError> {
+        self.source.error()
+    }
+
+    /// What was sent.
+    pub fn report(&self) -> &SourceReport {
+        self.source.report()
+    }
+
+    /// The connection is gone: the session ends.
+    pub fn connection_lost(&mut self) {
+        self.source.connection_lost();
+    }
+
+    fn read_changes(&mut self, db: &Database, after: Seq, limit: u32, selection: Option<String>) {
+        let formula = match selection {
+            None => None,
+            Some(text) => match self.parsed(text) {
+                Ok(f) => Some(f),
+                Err(message) => {
+                    self.source.fail_local(ErrorCode::BadSelection, message);
+                    return;
+                }
+            },
+        };
+        let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
+        let page = store::read_changes(
+            db,
+            after,
+            limit,
+            formula.as_ref(),
+            Timestamp::now().0,
+            &visible,
+        );
+        match page {
+            Ok(page) => {
+                if let Err(e) = self.source.changes_read(page) {
+                    self.source.fail_local(ErrorCode::Local, e.to_string());
+                }
+            }
+            Err(e) => self
+                .source
+                .fail_local(ErrorCode::Local, local_message(db, e)),
+        }
+    }
+
+    /// Reads and sends the wanted documents a step at a time, the
+    /// packets of each step going out before the next is read.
+    fn read_notes(
+        &mut self,
+        db: &Database,
+        upto: Seq,
+        unids: &[Unid],
+        send: &mut dyn FnMut(TargetPacket),
+    ) {
+        let mut rest = unids;
+        loop {
+            let mut notes = Vec::new();
+            let mut bytes = 0u64;
+            while let Some((&unid, tail)) = rest.split_first() {
+                if notes.len() >= NOTES_PER_STEP || bytes >= BYTES_PER_STEP {
+                    break;
+                }
+                rest = tail;
+                let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
+                match store::read_notes(db, &[unid], &visible) {
+                    Ok(found) => {
+                        bytes += found.iter().map(|n| n.size).sum::<u64>();
+                        notes.extend(found);
+                    }
+                    Err(e) => {
+                        self.source
+                            .fail_local(ErrorCode::Local, local_message(db, e));
+                        return;
+                    }
+                }
+            }
+            let complete = rest.is_empty();
+            if let Err(e) = self.source.notes_read(upto, notes, complete) {
+                self.source.fail_local(ErrorCode::Local, e.to_string());
+                return;
+            }
+            if complete {
+                return;
+            }
+            // Out with this step's documents before reading the next.
+            while let Some(action) = self.source.next_action() {
+                match action {
+                    SourceAction::Send(packet) => send(packet),
+                    other => {
+                        self.source.fail_local(
+                            ErrorCode::Local,
+                            format!("the source asked for {other:?} while sending a page"),
+                        );
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The selection formula, parsed once per session.
+    fn parsed(&mut self, text: String) -> Result<formula::Formula, String> {
+        if let Some((cached, f)) = &self.selection {
+            if *cached == text {
+                return Ok(f.clone());
+            }
+        }
+        let f = formula::Formula::parse(&text)
+            .map_err(|e| format!("selection formula {text:?}: {e}"))?;
+        self.selection = Some((text, f.clone()));
+        Ok(f)
+    }
+}
+
+/// The receiving side over one database: it keeps the history.
+pub struct TargetSide {
+    puller: Puller<nsf::Version, NoteBody>,
+    writable: Option<WriteCheck>,
+}
+
+impl TargetSide {
+    /// A target over `db`, opening the session (a pull) or answering (a
+    /// push), with `options`' selection, window and batch size.
+    pub fn new(db: &Database, opening: Opening, options: &LocalOptions) -> NsfResult<TargetSide> {
+        let mut config = PullConfig::new(peer(db)?, opening);
+        config.selection = options.selection.clone();
+        config.window = options.window;
+        config.batch_notes = options.batch_notes;
+        let histories = store::load_histories(db)?;
+        Ok(TargetSide {
+            puller: Puller::new(config, histories, Timestamp::now()),
+            writable: None,
+        })
+    }
+
+    /// Writes only documents `check` lets the peer write; the others are
+    /// left as they are here and reported as [`Outcome::Refused`].
+    pub fn writable_only(mut self, check: WriteCheck) -> TargetSide {
+        self.writable = Some(check);
+        self
+    }
+
+    /// Hands the machine a packet from the source.
+    pub fn receive(&mut self, packet: TargetPacket) -> Result<(), ReplicaError> {
+        self.puller.receive(packet)
+    }
+
+    /// Carries out everything the machine asks for on `db` (queries,
+    /// durable write batches, histories after them), handing each packet
+    /// it sends to `send`; false if it asked nothing.
+    pub fn run(&mut self, db: &Database, send: &mut dyn FnMut(SourcePacket)) -> bool {
+        let mut did = false;
+        while let Some(action) = self.puller.next_action() {
+            did = true;
+            match action {
+                PullAction::Send(packet) => send(packet),
+                PullAction::QueryLocal { query, unids } => match store::held(db, &unids) {
+                    Ok(held) => {
+                        if let Err(e) = self.puller.local_versions(query, held) {
+                            self.puller.fail_local(e.to_string());
+                        }
+                    }
+                    Err(e) => self.puller.fail_local(local_message(db, e)),
+                },
+                PullAction::Write(batch) => match self.write(db, &batch) {
+                    Ok(results) => {
+                        if let Err(e) = self.puller.written(batch.id, results) {
+                            self.puller.fail_local(e.to_string());
+                        }
+                    }
+                    Err(e) => self.puller.fail_local(local_message(db, e)),
+                },
+                PullAction::SaveHistory(entry) => {
+                    // I26: every batch this entry covers was acknowledged
+                    // durable above, before the puller queued it.
+                    if let Err(e) = store::save_history(db, &entry) {
+                        self.puller.fail_local(local_message(db, e));
+                    }
+                }
+            }
+        }
+        did
+    }
+
+    /// The session is over (finished or failed).
+    pub fn is_over(&self) -> bool {
+        matches!(self.puller.phase(), PullPhase::Finished | PullPhase::Failed)
+    }
+
+    /// Where the machine is.
+    pub fn phase(&self) -> PullPhase {
+        self.puller.phase()
+    }
+
+    /// Why the session failed.
+    pub fn error(&self) -> Option<&ReplicaError> {
+        self.puller.error()
+    }
+
+    /// What was received and written.
+    pub fn report(&self) -> &PullReport {
+        self.puller.report()
+    }
+
+    /// The connection is gone: the session ends, the history stays at
+    /// the last checkpoint.
+    pub fn connection_lost(&mut self) {
+        self.puller.connection_lost();
+    }
+
+    /// Ends the session (the source is told).
+    pub fn cancel(&mut self) {
+        self.puller.cancel();
+    }
+
+    /// Writes the documents the write check allows in one durable
+    /// transaction (I27); the refused ones are reported, in place.
+    fn write(
+        &self,
+        db: &Database,
+        batch: &WriteBatch<nsf::Version, NoteBody>,
+    ) -> NsfResult<Vec<Written>> {
+        let Some(check) = &self.writable else {
+            return store::write_batch(db, batch);
+        };
+        let mut allowed = Vec::with_capacity(batch.notes.len());
+        let mut refused = Vec::new();
+        for note in &batch.notes {
+            let held = db.get_with_revisions(note.unid)?.map(|(n, _)| n);
+            if check(&note.body.to_note(), held.as_ref()) {
+                allowed.push(note.clone());
+            } else {
+                refused.push(note.unid);
+            }
+        }
+        if refused.is_empty() {
+            return store::write_batch(db, batch);
+        }
+        let written = store::write_batch(
+            db,
+            &WriteBatch {
+                id: batch.id,
+                notes: allowed,
+            },
+        )?;
+        let mut written = written.into_iter();
+        Ok(batch
+            .notes
+            .iter()
+            .filter_map(|n| {
+                if refused.contains(&n.unid) {
+                    Some(Written {
+                        unid: n.unid,
+                        outcome: Outcome::Refused,
+                        conflict: None,
+                    })
+                } else {
+                    written.next()
+                }
+            })
+            .collect())
+    }
+}
+
+fn peer(db: &Database) -> NsfResult<Peer> {
+    let info = db.info()?;
+    Ok(Peer {
+        replica: info.replica_id,
+        instance: info.instance_id,
+    })
+}
+
+fn local_message(db: &Database, e: nsf::NsfError) -> String {
+    format!("{}: {e}", db.path())
+}
