@@ -128,8 +128,8 @@ fn views_folders_and_search_from_the_command_line() {
     let listed = ok(d, &["view", "list", "m.fdb"], "");
     assert_eq!(
         listed.lines().count(),
-        6,
-        "the five of the mail design and BySubject"
+        7,
+        "the six of the mail design (with the hidden (Notices)) and BySubject"
     );
     // Search streams matching documents.
     let hits = lines(&ok(d, &["search", "m.fdb", "SELECT From = \"bob\""], ""));
