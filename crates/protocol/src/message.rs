@@ -267,6 +267,21 @@ pub enum Request {
         /// The view's or folder's name (case does not matter).
         name: String,
     },
+    /// Sends a message of the mail template (deposited in a mail box for
+    /// the router), or with `draft` saves it in the sender's own mail
+    /// file; answered with `MailSent` once durable. The sender is the
+    /// signed-in user's person in the directory; a server administrator
+    /// may name another with `on_behalf_of` (a gateway or load driver
+    /// acting for many people over few connections). See docs/mail.md.
+    SendMail {
+        /// The message's items as a JSON object (the `nsf::json` mapping
+        /// of a Memo, Reply, Appointment or Notice, docs/mail.md).
+        json: String,
+        /// Save as a draft instead of sending.
+        draft: bool,
+        /// Send as this directory person (server administrators only).
+        on_behalf_of: Option<String>,
+    },
 }
 
 /// How a request names a document.
@@ -413,6 +428,18 @@ pub enum Response {
     MailAdmin(MailAdminAnswer),
     /// Answer to `Archive`.
     Archived(ArchiveSummary),
+    /// Answer to `SendMail`.
+    MailSent {
+        /// The message's id (the same in every copy).
+        message_id: String,
+        /// Where it was stored: the mail box it waits in, or for a draft
+        /// the sender's mail file.
+        stored_in: String,
+        /// The stored document.
+        unid: Unid,
+        /// Whether it was saved as a draft.
+        draft: bool,
+    },
 }
 
 /// What an archive run did.

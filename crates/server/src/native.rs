@@ -618,7 +618,7 @@ fn op_of(r: &Request) -> Op {
         | R::DatabaseInfo { .. }
         | R::OpenDatabase { .. }
         | R::CloseDatabase { .. } => Op::Database,
-        R::CreateDocument { .. } => Op::Create,
+        R::CreateDocument { .. } | R::SendMail { .. } => Op::Create,
         R::ReadDocument { .. } => Op::Read,
         R::UpdateDocument { .. } => Op::Update,
         R::DeleteDocument { .. } => Op::Delete,
@@ -801,6 +801,19 @@ impl Job {
             }
             R::MailAdmin(request) => Response::MailAdmin(s.mail_admin(caller, request)?),
             R::Archive { to } => Response::Archived(s.archive(caller, to.as_deref())?),
+            R::SendMail {
+                json,
+                draft,
+                on_behalf_of,
+            } => {
+                let sent = s.send_mail_json(caller, &json, draft, on_behalf_of.as_deref())?;
+                Response::MailSent {
+                    message_id: sent.message_id,
+                    stored_in: sent.stored_in,
+                    unid: protocol::Unid(sent.unid.0),
+                    draft: sent.draft,
+                }
+            }
         })
     }
 

@@ -39,6 +39,7 @@
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
+//!   mail_send.rs    sending any form over the native door, drafts, on behalf of
 //!   archive.rs      archiving the transaction log
 //!   wire.rs         engine values as protocol values
 //! ```
@@ -50,12 +51,14 @@ mod attachments;
 mod databases;
 mod documents;
 mod mail;
+mod mail_send;
 mod mail_users;
 mod views;
 mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
+pub use mail_send::Stored;
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
 pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;
