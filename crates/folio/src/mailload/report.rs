@@ -74,6 +74,7 @@ pub fn comparison(runs: &[Run]) -> Value {
             false,
         ),
         ("log fsyncs", &["server", "log_fsyncs"][..], false),
+        ("log checkpoints", &["server", "log_checkpoints"][..], false),
     ];
     Value::Array(
         rows.iter()
@@ -339,6 +340,12 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
         .enumerate()
         .flat_map(|(i, r)| checkpoints(&r.json, i))
         .collect();
+    // Dozens of lines would hide the curve: too many are only counted.
+    let markers = if markers.len() <= 20 {
+        markers
+    } else {
+        Vec::new()
+    };
     let series = |field: &str| -> Vec<Series> {
         runs.iter()
             .zip(&labels)
@@ -404,9 +411,11 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
          read, update, delete, add draft, send, close). Users start evenly over the first iteration \
          (ramp-up, not counted); figures are over the steady-state window after it. Router latency \
          is the server's router.latency_p50_ms / _p99_ms (deposit to the recipient's Inbox, since \
-         the server started). Bytes written are /proc/PID/io write_bytes of the server, the log's \
-         share from log.bytes_written; fsyncs are the log's (with the log off the server does not \
-         count the syncs of data files). All mail files are under mail/ (the mail layer names them \
+         the server started). Bytes written to the log are log.bytes_written, to data files the \
+         server's write calls (/proc/PID/io wchar) less the log's bytes (replies to sockets \
+         included, a small share); fsyncs are the log's (with \
+         the log off the server does not count the syncs of data files). Checkpoints are marked \
+         when there are at most 20 in a run. All mail files are under mail/ (the mail layer names them \
          mail/<short name>.fdb), on one file system. Meeting invitations are sent as Notice-form \
          messages of type Invitation; the router delivers them like any message.",
     );

@@ -13,7 +13,9 @@
 //! due at `start + k × iteration / n`, whatever the earlier ones took, so
 //! a slow server makes users late (their response time grows) but never
 //! lowers the offered load by stretching the iteration. Users start one
-//! after another across the first iteration, so the load ramps up evenly.
+//! after another across the first iteration, so the load ramps up evenly,
+//! and odd and even users send in alternate iterations, so sending is
+//! spread over time too.
 
 use rand::seq::index::sample;
 use rand::Rng;
@@ -189,7 +191,10 @@ impl<D: Clone> UserScript<D> {
         plan.extend((0..UPDATES).map(|i| Step::Update(READS + i)));
         plan.extend((0..DELETES).map(|i| Step::Delete(READS + UPDATES + i)));
         plan.push(Step::AddDraft);
-        if self.number.is_multiple_of(2) {
+        // Every second iteration sends; users alternate which, so the
+        // sends are spread evenly over time rather than all users sending
+        // in the same stretch.
+        if (self.number + self.user as u64).is_multiple_of(2) {
             plan.extend(SENDS.map(Step::Send));
         }
         plan.push(Step::Close);
@@ -256,7 +261,7 @@ mod tests {
     #[test]
     fn an_iteration_is_the_seven_steps_and_every_second_one_sends_six() {
         let mut rng = StdRng::seed_from_u64(7);
-        let mut s = UserScript::new(3, 10, Duration::from_secs(900));
+        let mut s = UserScript::new(2, 10, Duration::from_secs(900));
         let first = iteration(&mut s, &mut rng);
         let names: Vec<&str> = first.iter().map(|(o, _)| o.name()).collect();
         assert_eq!(
@@ -289,7 +294,7 @@ mod tests {
                 unreachable!()
             };
             assert_eq!(to.len(), 3);
-            assert!(!to.contains(&3), "nobody sends to themselves: {to:?}");
+            assert!(!to.contains(&2), "nobody sends to themselves: {to:?}");
             let mut d = to.clone();
             d.dedup();
             assert_eq!(d.len(), 3);
@@ -304,15 +309,21 @@ mod tests {
         assert_eq!(kinds, SENDS);
         assert_eq!(iteration(&mut s, &mut rng).len(), 13);
         assert_eq!(s.iterations(), 3);
+        let mut odd: UserScript<u32> = UserScript::new(3, 10, Duration::from_secs(900));
+        let sends = iteration(&mut odd, &mut rng)
+            .iter()
+            .filter(|(o, _)| matches!(o, Op::Send { .. }))
+            .count();
+        assert_eq!(sends, 6, "odd users send in their first iteration");
     }
 
     #[test]
     fn think_time_is_spread_evenly_and_users_are_staggered() {
         let mut rng = StdRng::seed_from_u64(1);
         let it = Duration::from_secs(130);
-        let mut s = UserScript::new(5, 10, it);
+        let mut s = UserScript::new(4, 10, it);
         let ops = iteration(&mut s, &mut rng);
-        let start = Duration::from_secs(65);
+        let start = Duration::from_secs(52);
         for (k, (_, due)) in ops.iter().enumerate() {
             assert_eq!(*due, start + Duration::from_secs(10 * k as u64));
         }
