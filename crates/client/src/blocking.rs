@@ -374,6 +374,16 @@ impl Client {
     ) -> Result<crate::MailUser, ClientError> {
         self.wait(self.inner.remove_mail_user(name, delete_file))
     }
+
+    /// See [`crate::Client::send_mail`].
+    pub fn send_mail(
+        &self,
+        json: &str,
+        draft: bool,
+        on_behalf_of: Option<&str>,
+    ) -> Result<crate::MailSent, ClientError> {
+        self.wait(self.inner.send_mail(json, draft, on_behalf_of))
+    }
 }
 
 /// The hits of a running search as an iterator; after the last hit,

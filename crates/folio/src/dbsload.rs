@@ -167,8 +167,10 @@ fn db_url(i: usize) -> String {
 }
 
 /// A `folio serve` child process (killed if dropped still running).
-struct ServerProc {
+pub(crate) struct ServerProc {
     child: Child,
+    /// Its native protocol address.
+    pub(crate) native: String,
     http: String,
     /// From spawn until it said it serves.
     start_s: f64,
@@ -185,7 +187,7 @@ impl Drop for ServerProc {
 }
 
 impl ServerProc {
-    fn spawn(data: &Path) -> Result<ServerProc, String> {
+    pub(crate) fn spawn(data: &Path) -> Result<ServerProc, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let started = Instant::now();
         let mut child = Command::new(exe)
@@ -223,6 +225,12 @@ impl ServerProc {
             .and_then(|r| r.split([',', ';']).next())
             .map(|s| s.trim().to_string())
             .ok_or_else(|| format!("no HTTP address in {line:?}"))?;
+        let native = line
+            .split("native ")
+            .nth(1)
+            .and_then(|r| r.split([',', ';']).next())
+            .map(|s| s.trim().to_string())
+            .ok_or_else(|| format!("no native address in {line:?}"))?;
         // Keep draining stderr so the server never blocks on the pipe.
         std::thread::spawn(move || {
             let mut sink = String::new();
@@ -230,13 +238,14 @@ impl ServerProc {
         });
         Ok(ServerProc {
             child,
+            native,
             http,
             start_s,
             ended: false,
         })
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -247,7 +256,7 @@ impl ServerProc {
         Ok(())
     }
 
-    fn stop(mut self) -> Result<(), String> {
+    pub(crate) fn stop(mut self) -> Result<(), String> {
         // SAFETY: a signal to our own child, whose id we hold.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let status = self.child.wait().map_err(|e| e.to_string())?;

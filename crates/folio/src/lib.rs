@@ -16,6 +16,7 @@ pub mod error;
 pub mod load;
 pub mod local;
 pub mod mailcli;
+pub mod mailload;
 pub mod output;
 pub mod progress;
 pub mod remote;

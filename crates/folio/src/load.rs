@@ -48,6 +48,9 @@ pub enum LoadCmd {
     /// Tens of thousands of databases on one server: create, read, list,
     /// kill and restart, with the server's memory and descriptors sampled.
     Dbs(crate::dbsload::DbsArgs),
+    /// Mail users: the seven-step mail script per user over the native
+    /// protocol, with sends the router delivers (WORKLOADS.md "mail").
+    Mail(crate::mailload::MailArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -94,6 +97,7 @@ pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
         LoadCmd::Commit(a) => commit(a, args),
         LoadCmd::Bigview(a) => crate::bigview::run(a),
         LoadCmd::Dbs(a) => crate::dbsload::run(a, args),
+        LoadCmd::Mail(a) => crate::mailload::run(a, args),
     }
 }
 

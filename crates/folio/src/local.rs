@@ -131,6 +131,12 @@ impl LocalStore {
         self.open_db(path)
     }
 
+    /// The view indexes, for commands that file documents in folders
+    /// directly (the mail workload's prefill, `mailload/setup.rs`).
+    pub fn views(&self) -> &views::Views {
+        self.service.views()
+    }
+
     fn open_db(&self, path: &str) -> FolioResult<Arc<Database>> {
         Ok(self.service.open_database(&self.caller, path)?.0)
     }

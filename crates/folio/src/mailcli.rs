@@ -6,8 +6,9 @@
 //! on stdin is UTF-8 and within the body limit (stdin is read no further
 //! than that), each file to attach opens. Over `--server` the user
 //! commands run on the server (for server administrators; `remove-user
-//! --delete-file` is refused there), and `send` is refused until the
-//! server has a send door.
+//! --delete-file` is refused there), and `send` goes through the native
+//! `SendMail` request as the signed-in user (`--attach` is refused there:
+//! the request carries no attachment stream yet).
 
 use crate::error::{FolioError, FolioResult};
 use crate::output;
@@ -67,8 +68,8 @@ pub enum MailCmd {
         #[arg(long)]
         draft: bool,
         /// The sender, a person in the directory. Embedded only (nobody
-        /// is signed in there); over --server the sender will be the
-        /// signed-in user.
+        /// is signed in there); over --server the sender is the signed-in
+        /// user.
         #[arg(long)]
         from: Option<String>,
     },

@@ -385,14 +385,19 @@ impl Store for RemoteStore {
 
     fn send_mail(
         &self,
-        _sender: Option<&str>,
-        _msg: mail::Message,
-        _files: &mut [mail::Attachment<'_>],
-        _draft: bool,
+        sender: Option<&str>,
+        msg: mail::Message,
+        files: &mut [mail::Attachment<'_>],
+        draft: bool,
     ) -> FolioResult<Sent> {
-        Err(FolioError::NotYetOverServer {
-            command: "mail send",
-        })
+        if !files.is_empty() {
+            return Err(FolioError::NotYetOverServer {
+                command: "mail send --attach",
+            });
+        }
+        let json = nsf::items_to_json(&msg.to_items()).to_string();
+        let sent = self.client.send_mail(&json, draft, sender)?;
+        sent_of(sent)
     }
 
     fn statistics(&self) -> FolioResult<Vec<Statistic>> {
@@ -425,4 +430,23 @@ impl Store for RemoteStore {
             command: "log info",
         })
     }
+}
+
+/// What the server answered a send with, as the embedded store says it.
+fn sent_of(s: client::MailSent) -> FolioResult<Sent> {
+    let bad = |e: String| FolioError::Internal(format!("the server's answer to a send: {e}"));
+    let stored_in = nsf::DbPath::parse(&s.stored_in).map_err(|e| bad(e.to_string()))?;
+    let unid = Unid(s.unid.0);
+    Ok(if s.draft {
+        Sent::Draft(mail::Draft {
+            mail_file: stored_in,
+            unid,
+        })
+    } else {
+        Sent::Deposited(mail::DepositId {
+            mail_box: stored_in,
+            unid,
+            message_id: mail::MessageId::parse(&s.message_id).map_err(|e| bad(e.to_string()))?,
+        })
+    })
 }

@@ -287,22 +287,113 @@ fn one_mail_box_is_mail_box() {
 }
 
 #[test]
-fn mail_send_is_not_yet_served() {
-    let tmp = users_dir(&[]);
+fn mail_send_over_the_server() {
+    let tmp = users_dir(&["eve"]);
     let server = Server::start(tmp.path());
+    // The signed-in user must be a person in the directory.
     let o = server.cli(&["mail", "send", "--to", "x"], "hi");
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is no person in the directory"), "{err}");
+    assert!(server
+        .cli(&["mail", "create-user", "admin"], "")
+        .status
+        .success());
+    assert!(server
+        .cli(&["mail", "create-user", "bob"], "")
+        .status
+        .success());
+
+    // A memo goes into a mail box; the router delivers it to bob's Inbox.
+    let o = server.cli(
+        &["mail", "send", "--to", "bob", "--subject", "over"],
+        "the wire",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sent = json(&String::from_utf8_lossy(&o.stdout));
+    assert!(sent["mail_box"].as_str().unwrap().ends_with(".box.fdb"));
+    assert!(sent["message_id"].as_str().unwrap().ends_with("@folio>"));
+    let inbox = wait_for_inbox(&server, "mail/bob.fdb", 1);
+    assert_eq!(inbox.len(), 1, "{inbox:?}");
+    assert!(inbox[0].to_string().contains("over"), "{inbox:?}");
+
+    // A draft lands in the sender's own mail file.
+    let o = server.cli(&["mail", "send", "--draft", "--subject", "later"], "");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let draft = json(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(draft["mail_file"], "mail/admin.fdb");
+    let o = server.cli(
+        &[
+            "doc",
+            "get",
+            "mail/admin.fdb",
+            draft["draft"].as_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(
+        json(&String::from_utf8_lossy(&o.stdout))["Subject"],
+        "later"
+    );
+
+    // Attachments and --from are refused over --server, sending nothing.
+    let file = tmp.path().join("a.bin");
+    std::fs::write(&file, b"x").unwrap();
+    let o = server.cli(
+        &[
+            "mail",
+            "send",
+            "--to",
+            "bob",
+            "--attach",
+            file.to_str().unwrap(),
+        ],
+        "",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("mail send is not yet supported over --server"),
+        err.contains("mail send --attach is not yet supported over --server"),
         "{err}"
     );
     let o = server.cli(&["mail", "send", "--from", "admin", "--to", "x"], "");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--from does not apply with --server"), "{err}");
-    // The user commands are served (crates/folio/tests/mail_admin.rs).
-    let o = server.cli(&["mail", "list-users"], "");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(o.stdout.is_empty());
+
+    // The library: an administrator may send as another person, any form;
+    // anyone else may not, and a malformed message is refused.
+    let admin = server.admin();
+    let appt = r#"{"Form": "Appointment", "Subject": "standup", "Body": "",
+        "MessageID": "<a1@test>", "SendTo": ["admin"],
+        "ApptUNID": "0123456789abcdef0123456789abcdef",
+        "StartDateTime": {"$type": "datetime", "v": "2030-01-01T10:00:00Z"},
+        "EndDateTime": {"$type": "datetime", "v": "2030-01-01T10:30:00Z"}}"#;
+    let s = admin.send_mail(appt, false, Some("bob")).unwrap();
+    assert_eq!(s.message_id, "<a1@test>");
+    assert!(!s.draft);
+    let eve = server.client(Some(("eve", "eve-password"))).unwrap();
+    let e = eve.send_mail(appt, false, Some("bob")).unwrap_err();
+    assert_eq!(e.code(), Some(client::ErrorCode::Forbidden), "{e}");
+    let e = admin
+        .send_mail(r#"{"Form": "Memo"}"#, false, None)
+        .unwrap_err();
+    assert_eq!(e.code(), Some(client::ErrorCode::BadRequest), "{e}");
+    let e = admin.send_mail("not json", false, None).unwrap_err();
+    assert_eq!(e.code(), Some(client::ErrorCode::BadRequest), "{e}");
+    let inbox = wait_for_inbox(&server, "mail/admin.fdb", 1);
+    assert!(inbox[0].to_string().contains("standup"), "{inbox:?}");
     server.stop();
+}
+
+/// The Inbox rows of `file` once it holds `n` (the router runs apart).
+fn wait_for_inbox(server: &Server, file: &str, n: usize) -> Vec<serde_json::Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let o = server.cli(&["view", "read", file, "Inbox"], "");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rows = lines(&String::from_utf8_lossy(&o.stdout));
+        if rows.len() >= n || std::time::Instant::now() > deadline {
+            return rows;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

@@ -80,6 +80,17 @@ fn item_name_of_key(key: &str) -> Option<&str> {
     }
 }
 
+/// Items as a JSON object (no system fields): what [`items_from_json`]
+/// reads back to the same items.
+pub fn items_to_json(items: &[Item]) -> Value {
+    Value::Object(
+        items
+            .iter()
+            .map(|i| (i.name.clone(), value_to_json(&i.value)))
+            .collect(),
+    )
+}
+
 /// A note as JSON: its system fields and every item.
 pub fn note_to_json(n: &Note) -> Value {
     let mut obj: Map<String, Value> = n

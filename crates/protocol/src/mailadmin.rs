@@ -80,7 +80,7 @@ pub struct MailUser {
 
 #[cfg(test)]
 mod tests {
-    use crate::{MailAdminRequest, Request};
+    use crate::{FrameType, MailAdminRequest, Request, Response, Unid};
 
     /// The mail requests sit at tag 25, their own variants after it.
     #[test]
@@ -93,5 +93,25 @@ mod tests {
         });
         assert_eq!(r.encode().unwrap(), [25, 2, 1, b'a', 1]);
         assert_eq!(Request::decode(&[25, 2, 1, b'a', 2]).ok(), None);
+    }
+
+    /// Sending sits at request tag 28 and its answer at response tag 21.
+    #[test]
+    fn send_mail_has_its_tags() {
+        let r = Request::SendMail {
+            json: "{}".into(),
+            draft: true,
+            on_behalf_of: None,
+        };
+        assert_eq!(r.encode().unwrap(), [28, 2, b'{', b'}', 1, 0]);
+        let a = Response::MailSent {
+            message_id: "m".into(),
+            stored_in: "b".into(),
+            unid: Unid([0; 16]),
+            draft: false,
+        };
+        let bytes = a.encode().unwrap();
+        assert_eq!(&bytes[..5], [21, 1, b'm', 1, b'b']);
+        assert_eq!(Response::decode(&bytes, FrameType::Response).ok(), Some(a));
     }
 }

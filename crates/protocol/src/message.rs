@@ -310,6 +310,21 @@ pub enum Request {
         /// How long to wait for a first change, in milliseconds.
         timeout_ms: u32,
     },
+    /// Sends a message of the mail template (deposited in a mail box for
+    /// the router), or with `draft` saves it in the sender's own mail
+    /// file; answered with `MailSent` once durable. The sender is the
+    /// signed-in user's person in the directory; a server administrator
+    /// may name another with `on_behalf_of` (a gateway or load driver
+    /// acting for many people over few connections). See docs/mail.md.
+    SendMail {
+        /// The message's items as a JSON object (the `nsf::json` mapping
+        /// of a Memo, Reply, Appointment or Notice, docs/mail.md).
+        json: String,
+        /// Save as a draft instead of sending.
+        draft: bool,
+        /// Send as this directory person (server administrators only).
+        on_behalf_of: Option<String>,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -475,6 +490,18 @@ pub enum Response {
     Replicated {
         /// The session is over on the server.
         over: bool,
+    },
+    /// Answer to `SendMail`.
+    MailSent {
+        /// The message's id (the same in every copy).
+        message_id: String,
+        /// Where it was stored: the mail box it waits in, or for a draft
+        /// the sender's mail file.
+        stored_in: String,
+        /// The stored document.
+        unid: Unid,
+        /// Whether it was saved as a draft.
+        draft: bool,
     },
 }
 

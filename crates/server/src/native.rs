@@ -689,7 +689,7 @@ fn op_of(r: &Request) -> Op {
         | R::DatabaseInfo { .. }
         | R::OpenDatabase { .. }
         | R::CloseDatabase { .. } => Op::Database,
-        R::CreateDocument { .. } => Op::Create,
+        R::CreateDocument { .. } | R::SendMail { .. } => Op::Create,
         R::ReadDocument { .. } => Op::Read,
         R::UpdateDocument { .. } => Op::Update,
         R::DeleteDocument { .. } => Op::Delete,
@@ -885,6 +885,19 @@ impl Job {
                 return Err(ServerError::Internal(
                     "a change feed runs as a task of its own, not as a job".into(),
                 ))
+            }
+            R::SendMail {
+                json,
+                draft,
+                on_behalf_of,
+            } => {
+                let sent = s.send_mail_json(caller, &json, draft, on_behalf_of.as_deref())?;
+                Response::MailSent {
+                    message_id: sent.message_id,
+                    stored_in: sent.stored_in,
+                    unid: protocol::Unid(sent.unid.0),
+                    draft: sent.draft,
+                }
             }
         })
     }

@@ -40,6 +40,7 @@
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   calendar.rs     meetings as the signed-in user: create, respond, reschedule, cancel
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
+//!   mail_send.rs    sending any form over the native door, drafts, on behalf of
 //!   archive.rs      archiving the transaction log
 //!   backup.rs       online backup
 //!   replicate.rs    the server's side of a replication; the change feed's wait
@@ -55,6 +56,7 @@ mod calendar;
 mod databases;
 mod documents;
 mod mail;
+mod mail_send;
 mod mail_users;
 mod replicate;
 mod views;
@@ -62,6 +64,7 @@ mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
+pub use mail_send::Stored;
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
 pub use replicate::ReplicaSession;
 pub use views::{CollectionInfo, FolderChange};

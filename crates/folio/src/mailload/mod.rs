@@ -1,0 +1,25 @@
+//! `folio load mail`: the mail-user workload (WORKLOADS.md "mail"),
+//! modelled on the classic server's mail benchmark.
+//!
+//! ```text
+//!   args.rs     the options, and which apply to which mode
+//!   content.rs  bodies, attachments and the messages users send
+//!   setup.rs    users, mail files and prefilled documents; the server
+//!   script.rs   the seven steps of one user as a state machine (no I/O)
+//!   driver.rs   many users over few connections on a tokio runtime
+//!   measure.rs  the server's CPU, bytes written and statistics (/proc)
+//!   report.rs   result.json and report.html
+//!   run.rs      one run, --compare-logging and --sweep
+//! ```
+
+mod args;
+mod content;
+mod driver;
+mod measure;
+mod report;
+mod run;
+mod script;
+mod setup;
+
+pub use args::MailArgs;
+pub use run::run;

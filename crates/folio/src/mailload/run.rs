@@ -1,0 +1,247 @@
+//! One run, `--compare-logging` (the same run with the log on and off on
+//! identical fresh data) and `--sweep` (one run per user count), against
+//! servers the tool starts in a temporary directory; or one run against
+//! `--server`. Each run's figures go into `result.json`, and the pages
+//! into `report.html` (`report.rs`).
+
+use super::args::MailArgs;
+use super::driver::{self, Driven, Target};
+use super::measure;
+use super::report::{self, Run};
+use super::setup::{self, ADMIN, ADMIN_PW};
+use crate::cli::Args;
+use crate::dbsload::ServerProc;
+use crate::progress::Progress;
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// `folio load mail`.
+pub fn run(a: &MailArgs, args: &Args) -> Result<(), String> {
+    a.check(args.server.is_some())?;
+    let runs = match &args.server {
+        Some(addr) => vec![remote(a, args, addr)?],
+        None => {
+            let mut base = match &a.dir {
+                Some(d) => tempfile::tempdir_in(d),
+                None => tempfile::tempdir(),
+            }
+            .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+            base.disable_cleanup(a.keep_data);
+            let plan: Vec<(usize, bool)> = if a.compare_logging {
+                vec![(a.users, true), (a.users, false)]
+            } else if !a.sweep.is_empty() {
+                a.sweep.iter().map(|&n| (n, true)).collect()
+            } else {
+                vec![(a.users, true)]
+            };
+            let progress = Progress::new("mail", plan.len() as u64 * 2);
+            let mut runs = Vec::new();
+            for (users, logging) in plan {
+                runs.push(local(a, base.path(), users, logging, &progress)?);
+            }
+            progress.finish();
+            runs
+        }
+    };
+    let mode = if a.compare_logging {
+        "compare-logging"
+    } else if !a.sweep.is_empty() {
+        "sweep"
+    } else {
+        "single"
+    };
+    let result = json!({
+        "workload": "mail",
+        "mode": mode,
+        "settings": settings(a, args),
+        "machine": crate::load::machine(),
+        "runs": runs.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
+        "comparison": (mode == "compare-logging").then(|| report::comparison(&runs)),
+        "sweep": (mode == "sweep").then(|| report::sweep(&runs)),
+    });
+    report::write(&a.out, &result, &runs)?;
+    println!("result.json and report.html in {}", a.out.display());
+    Ok(())
+}
+
+fn settings(a: &MailArgs, args: &Args) -> Value {
+    json!({
+        "users": if a.sweep.is_empty() { json!(a.users) } else { json!(a.sweep) },
+        "docs per mail file": a.docs,
+        "document sizes": format!("1–{} KiB text", a.max_doc_kib),
+        "attachments": format!("{}% of documents, 50 KiB–2 MiB, half incompressible", a.attach_percent),
+        "mail boxes": a.mailboxes,
+        "iteration": format!("{} s at time scale {} = {:.1} s", a.iteration, a.time_scale, a.iteration().as_secs_f64()),
+        "measured": format!("{} s after one iteration of ramp-up", a.seconds),
+        "connections": a.connections,
+        "server": args.server.clone().unwrap_or_else(|| "started by the tool (loopback)".into()),
+        "seed": a.seed,
+    })
+}
+
+/// A fresh data directory, prepared embedded, then a server on it.
+fn local(
+    a: &MailArgs,
+    base: &Path,
+    users: usize,
+    logging: bool,
+    progress: &Progress,
+) -> Result<Run, String> {
+    let label = format!("{users} users, log {}", if logging { "on" } else { "off" });
+    let data = base.join(format!(
+        "data-{users}-{}",
+        if logging { "log" } else { "nolog" }
+    ));
+    progress.step(&format!("{label}: preparing {users} mail files"));
+    setup::write_settings(&data, a.mailboxes, logging)?;
+    let prepared = setup::prepare_local(&data, a, users)?;
+    progress.line(&format!(
+        "{label}: prepared {} documents ({} with attachments, {:.0} MB) in {:.1} s",
+        prepared.docs,
+        prepared.attachments,
+        prepared.content_bytes as f64 / 1e6,
+        prepared.seconds
+    ));
+    let server = ServerProc::spawn(&data)?;
+    let target = Target {
+        addr: server.native.clone(),
+        user: ADMIN.into(),
+        password: ADMIN_PW.into(),
+        pid: Some(server.pid()),
+    };
+    let driven = driver::drive(&target, a, users, progress);
+    let stopped = server.stop();
+    let run = driven.map(|d| {
+        finish(
+            &label,
+            users,
+            logging,
+            serde_json::to_value(&prepared).unwrap_or_default(),
+            d,
+            progress,
+        )
+    })?;
+    stopped?;
+    let mut run = run;
+    if a.keep_data {
+        run.json["data_dir"] = json!(data);
+    } else {
+        std::fs::remove_dir_all(&data)
+            .map_err(|e| format!("cannot remove {}: {e}", data.display()))?;
+    }
+    Ok(run)
+}
+
+/// Against `--server`: users created and prefilled over the network.
+fn remote(a: &MailArgs, args: &Args, addr: &str) -> Result<Run, String> {
+    let endpoint = crate::remote::Endpoint::from_args(args, addr).map_err(|e| e.to_string())?;
+    let (user, password) = endpoint.credentials.clone().ok_or(
+        "--server: sign in as a server administrator with --user (password in FOLIO_PASSWORD)",
+    )?;
+    let target = Target {
+        addr: endpoint.addr.clone(),
+        user,
+        password,
+        pid: a.server_pid,
+    };
+    let progress = Progress::new("mail", 2);
+    progress.step(&format!(
+        "preparing {} mail users over the network",
+        a.users
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let prepared = rt.block_on(async {
+        let clients = target.connect_many(a.connections.clamp(1, 8)).await?;
+        setup::prepare_remote(&clients, a, a.users).await
+    })?;
+    drop(rt);
+    let driven = driver::drive(&target, a, a.users, &progress)?;
+    let label = format!("{} users, server {addr}", a.users);
+    Ok(finish(
+        &label,
+        a.users,
+        true,
+        serde_json::to_value(&prepared).unwrap_or_default(),
+        driven,
+        &progress,
+    ))
+}
+
+/// A driven run's figures.
+fn finish(
+    label: &str,
+    users: usize,
+    logging: bool,
+    prepared: Value,
+    d: Driven,
+    progress: &Progress,
+) -> Run {
+    let r = &d.recorder;
+    let counted = r.overall.len();
+    let trans_per_min = counted as f64 / (d.window_s / 60.0);
+    let per_op: serde_json::Map<String, Value> = r
+        .per_op
+        .iter()
+        .map(|(n, h)| (n.to_string(), percentiles(h)))
+        .collect();
+    let server = measure::between(&d.at_window_start, &d.at_window_end);
+    let per_second: Vec<Value> = r
+        .per_second
+        .iter()
+        .enumerate()
+        .map(|(s, h)| json!({"t_s": s, "ops": h.len(), "p50_ms": ms(h, 50.0), "p99_ms": ms(h, 99.0)}))
+        .collect();
+    let json = json!({
+        "label": label,
+        "users": users,
+        "logging": logging,
+        "prepared": prepared,
+        "ramp_s": d.ramp_s,
+        "window_s": d.window_s,
+        "iterations": d.iterations,
+        "operations": counted,
+        "trans_per_min": trans_per_min,
+        "response": {"overall": percentiles(&r.overall), "per_operation": per_op},
+        "server": server,
+        "errors": r.errors,
+        "per_second": per_second,
+        "samples": d.samples,
+    });
+    progress.line(&format!(
+        "{label}: {trans_per_min:.0} trans/min, response p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms; router p99 {} ms; {} errors",
+        ms(&r.overall, 50.0),
+        ms(&r.overall, 95.0),
+        ms(&r.overall, 99.0),
+        json["server"]["router_latency_p99_ms"],
+        r.errors.values().sum::<u64>(),
+    ));
+    Run {
+        json,
+        overall: r.overall.clone(),
+        per_op: r
+            .per_op
+            .iter()
+            .map(|(n, h)| (n.to_string(), h.clone()))
+            .collect(),
+    }
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    h.value_at_quantile(q / 100.0) as f64 / 1e3
+}
+
+fn percentiles(h: &Histogram<u64>) -> Value {
+    json!({
+        "count": h.len(),
+        "mean_ms": h.mean() / 1e3,
+        "p50_ms": ms(h, 50.0),
+        "p95_ms": ms(h, 95.0),
+        "p99_ms": ms(h, 99.0),
+        "max_ms": h.max() as f64 / 1e3,
+    })
+}

@@ -1,0 +1,108 @@
+//! `folio load mail` end to end: the real binary prepares mail users,
+//! starts its own server, runs the mail script and writes its result;
+//! then the kept data directory is opened to see that the work was real
+//! (documents updated, deleted and drafted in the mail files, messages
+//! delivered to Inboxes). No timing is asserted.
+
+mod common;
+use common::{json, ok};
+use std::path::Path;
+use std::process::Command;
+
+fn lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines().map(json).collect()
+}
+
+const USERS: usize = 12;
+const DOCS: usize = 5;
+
+#[test]
+fn a_small_mail_run_does_real_work_and_reports_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args([
+            "load",
+            "mail",
+            "--users",
+            &USERS.to_string(),
+            "--docs",
+            &DOCS.to_string(),
+        ])
+        .args([
+            "--max-doc-kib",
+            "4",
+            "--time-scale",
+            "900",
+            "--seconds",
+            "6",
+        ])
+        .args(["--connections", "4", "--mailboxes", "3", "--keep-data"])
+        .arg("--dir")
+        .arg(tmp.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&std::fs::read_to_string(out.join("result.json")).unwrap());
+    assert_eq!(r["workload"], "mail");
+    let run = &r["runs"][0];
+    assert_eq!(run["users"], USERS);
+    assert_eq!(run["prepared"]["docs"], USERS * DOCS);
+    assert!(run["trans_per_min"].as_f64().unwrap() > 0.0);
+    assert_eq!(run["errors"], json("{}"), "no operation failed");
+    let ops = run["response"]["per_operation"].as_object().unwrap();
+    for op in [
+        "open mail file",
+        "open Inbox",
+        "read 40 entries",
+        "read document",
+        "update document",
+        "delete document",
+        "add draft",
+        "send message",
+        "close mail file",
+    ] {
+        assert!(ops[op]["count"].as_u64().unwrap() > 0, "{op} ran");
+        assert!(ops[op]["p50_ms"].as_f64().unwrap() <= ops[op]["max_ms"].as_f64().unwrap());
+    }
+    for k in [
+        "cpu_user_percent",
+        "cpu_system_percent",
+        "bytes_written_data",
+        "bytes_written_log",
+        "log_fsyncs",
+    ] {
+        assert!(run["server"][k].is_number(), "{k}: {}", run["server"]);
+    }
+    assert!(run["server"]["delivered"].as_u64().unwrap() > 0);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("trans/min") && html.contains("<svg"));
+
+    // The mail files afterwards.
+    let data = Path::new(run["data_dir"].as_str().unwrap());
+    let (mut prefilled, mut refiled, mut drafts, mut delivered) = (0, 0, 0, 0);
+    for u in 0..USERS {
+        let file = format!("mail/user{u:05}.fdb");
+        for d in lines(&ok(data, &["doc", "list", &file], "")) {
+            let subject = d["Subject"].as_str().unwrap_or("");
+            prefilled += usize::from(subject.starts_with("Prefilled"));
+            refiled += usize::from(d["Categories"] == "Re-filed");
+        }
+        drafts += lines(&ok(data, &["view", "read", &file, "Drafts"], "")).len();
+        let inbox = ok(data, &["view", "read", &file, "Inbox"], "");
+        delivered += inbox
+            .lines()
+            .filter(|l| {
+                ["Memo ", "Appointment ", "Invitation "]
+                    .iter()
+                    .any(|k| l.contains(k))
+            })
+            .count();
+    }
+    assert!(refiled > 0, "updates stored");
+    assert!(prefilled < USERS * DOCS, "deletes stored: {prefilled} left");
+    assert!(drafts > 0, "drafts saved");
+    assert!(delivered > 0, "messages delivered to Inboxes");
+}
