@@ -95,7 +95,7 @@ mod tests {
         assert_eq!(Request::decode(&[25, 2, 1, b'a', 2]).ok(), None);
     }
 
-    /// Sending sits at request tag 28 and its answer at response tag 21.
+    /// Sending sits at request tag 31 and its answer at response tag 24.
     #[test]
     fn send_mail_has_its_tags() {
         let r = Request::SendMail {
@@ -103,7 +103,7 @@ mod tests {
             draft: true,
             on_behalf_of: None,
         };
-        assert_eq!(r.encode().unwrap(), [28, 2, b'{', b'}', 1, 0]);
+        assert_eq!(r.encode().unwrap(), [31, 2, b'{', b'}', 1, 0]);
         let a = Response::MailSent {
             message_id: "m".into(),
             stored_in: "b".into(),
@@ -111,7 +111,7 @@ mod tests {
             draft: false,
         };
         let bytes = a.encode().unwrap();
-        assert_eq!(&bytes[..5], [21, 1, b'm', 1, b'b']);
+        assert_eq!(&bytes[..5], [24, 1, b'm', 1, b'b']);
         assert_eq!(Response::decode(&bytes, FrameType::Response).ok(), Some(a));
     }
 }
