@@ -45,17 +45,9 @@ impl Service {
         appt: Unid,
         r: Response,
     ) -> ServerResult<String> {
-        let me = self.person_of(signed_in(caller)?)?;
-        let id = mail::respond(
-            self.engine(),
-            self.views(),
-            &self.limits().mail,
-            &me,
-            appt,
-            r,
-        )
-        .map_err(mail_err)?;
-        Ok(id.message_id.as_str().to_string())
+        self.as_person(caller, |me, mail| {
+            mail::respond(self.engine(), self.views(), mail, me, appt, r)
+        })
     }
 
     /// Moves meeting `appt`, which the caller chairs.
@@ -65,30 +57,27 @@ impl Service {
         appt: Unid,
         t: NewTime,
     ) -> ServerResult<String> {
-        let chair = self.person_of(signed_in(caller)?)?;
-        let id = mail::reschedule_meeting(
-            self.engine(),
-            self.views(),
-            &self.limits().mail,
-            &chair,
-            appt,
-            t,
-        )
-        .map_err(mail_err)?;
-        Ok(id.message_id.as_str().to_string())
+        self.as_person(caller, |chair, mail| {
+            mail::reschedule_meeting(self.engine(), self.views(), mail, chair, appt, t)
+        })
     }
 
     /// Cancels meeting `appt`, which the caller chairs.
     pub fn cancel_meeting(&self, caller: &Caller, appt: Unid) -> ServerResult<String> {
-        let chair = self.person_of(signed_in(caller)?)?;
-        let id = mail::cancel_meeting(
-            self.engine(),
-            self.views(),
-            &self.limits().mail,
-            &chair,
-            appt,
-        )
-        .map_err(mail_err)?;
+        self.as_person(caller, |chair, mail| {
+            mail::cancel_meeting(self.engine(), self.views(), mail, chair, appt)
+        })
+    }
+
+    /// Runs `act` as the caller's directory person; the message id of
+    /// the notice it deposited.
+    fn as_person(
+        &self,
+        caller: &Caller,
+        act: impl FnOnce(&mail::Person, &mail::MailConfig) -> mail::MailResult<mail::DepositId>,
+    ) -> ServerResult<String> {
+        let me = self.person_of(signed_in(caller)?)?;
+        let id = act(&me, &self.limits().mail).map_err(mail_err)?;
         Ok(id.message_id.as_str().to_string())
     }
 
