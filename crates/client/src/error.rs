@@ -55,6 +55,15 @@ pub enum ClientError {
     /// The server answered with a response of the wrong kind.
     #[error("unexpected response: {0}")]
     UnexpectedResponse(String),
+    /// A forced network compression (`ClientOptions::with_compression`)
+    /// was not agreed to: the server does not enable that method.
+    #[error("the server does not enable {asked} network compression (it settled on {got}); enable it in the server's `compression` setting or connect with auto")]
+    CompressionRefused {
+        /// The protocol method asked for (`off`, `fast`, `strong`).
+        asked: &'static str,
+        /// The method the server settled on.
+        got: &'static str,
+    },
 }
 
 impl ClientError {

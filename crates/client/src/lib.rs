@@ -64,6 +64,7 @@
 mod attachments;
 pub mod blocking;
 mod client;
+mod compression;
 mod driver;
 mod error;
 mod mailadmin;
@@ -76,6 +77,7 @@ mod transport;
 
 pub use attachments::{AttachmentInfo, DOWNLOAD_QUEUE, UPLOAD_CHUNK};
 pub use client::Client;
+pub use compression::NetCompression;
 pub use error::ClientError;
 pub use mailsend::MailSent;
 pub use options::{ClientOptions, TlsOptions, DEFAULT_ADDR, DEFAULT_CONNECT_TIMEOUT};

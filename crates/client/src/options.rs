@@ -8,7 +8,10 @@
 //! (`127.0.0.0/8`, `::1`, `localhost`), strong then fast otherwise.
 //! `ClientOptions::default()` is `new("127.0.0.1:1352")`; changing `addr`
 //! afterwards does not change `compression`, so prefer `new(addr)`.
+//! [`ClientOptions::with_compression`] overrides the rule and forces one
+//! method, which connecting then requires (`compression.rs`).
 
+use crate::compression::NetCompression;
 use protocol::{ClientConfig, Compression, Credentials, DEFAULT_MAX_FRAME_SIZE};
 use std::fmt;
 use std::net::IpAddr;
@@ -35,6 +38,10 @@ pub struct ClientOptions {
     /// Compression methods offered, most preferred first (see the module
     /// docs for the default).
     pub compression: Vec<Compression>,
+    /// The method the handshake must settle on, or connecting fails
+    /// ([`ClientError::CompressionRefused`](crate::ClientError)); `None`
+    /// accepts whatever the server chose of `compression` (or off).
+    pub required_compression: Option<Compression>,
     /// Sent in the handshake, for the server's logs and statistics.
     pub client_name: String,
     /// Speak TLS, trusting the given certificate; `None` for plain TCP.
@@ -67,6 +74,7 @@ impl ClientOptions {
             user: None,
             password: None,
             compression,
+            required_compression: None,
             client_name: concat!("folio-client ", env!("CARGO_PKG_VERSION")).into(),
             tls: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -78,6 +86,22 @@ impl ClientOptions {
     pub fn with_credentials(mut self, user: &str, password: &str) -> ClientOptions {
         self.user = Some(user.into());
         self.password = Some(password.into());
+        self
+    }
+
+    /// These options with network compression `choice`: `Auto` restores
+    /// the address rule; a forced method is offered alone and required.
+    pub fn with_compression(mut self, choice: NetCompression) -> ClientOptions {
+        match choice.forced() {
+            None => {
+                self.compression = default_compression(&self.addr);
+                self.required_compression = None;
+            }
+            Some(method) => {
+                self.compression = vec![method];
+                self.required_compression = Some(method);
+            }
+        }
         self
     }
 
@@ -120,6 +144,7 @@ impl fmt::Debug for ClientOptions {
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("compression", &self.compression)
+            .field("required_compression", &self.required_compression)
             .field("client_name", &self.client_name)
             .field("tls", &self.tls)
             .field("connect_timeout", &self.connect_timeout)
@@ -172,6 +197,16 @@ mod tests {
                 [Compression::Strong, Compression::Fast]
             );
         }
+    }
+
+    #[test]
+    fn a_forced_compression_is_offered_alone_and_required() {
+        let opts = ClientOptions::new("127.0.0.1:1").with_compression(NetCompression::Zstd);
+        assert_eq!(opts.compression, [Compression::Strong]);
+        assert_eq!(opts.required_compression, Some(Compression::Strong));
+        let auto = opts.with_compression(NetCompression::Auto);
+        assert_eq!(auto.compression, [Compression::Off]);
+        assert_eq!(auto.required_compression, None);
     }
 
     #[test]

@@ -56,6 +56,7 @@ async fn establish(opts: &ClientOptions) -> Result<Connected, ClientError> {
     };
     let mut conn = ClientConnection::new(opts.protocol_config())?;
     let welcome = handshake(&mut stream, &mut conn).await?;
+    crate::compression::check_negotiated(opts.required_compression, welcome.compression)?;
     tracing::debug!(
         addr = %opts.addr,
         session = %welcome.session,

@@ -44,6 +44,11 @@ pub struct Args {
     /// server's self-signed certificate or its CA).
     #[arg(long, global = true)]
     pub tls_ca: Option<PathBuf>,
+    /// With --server: network compression of the connection: off, lz4,
+    /// zstd, or auto (off on loopback, zstd or lz4 elsewhere). A forced
+    /// method the server does not enable is refused, not dropped.
+    #[arg(long, global = true)]
+    pub compression: Option<client::NetCompression>,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -423,6 +428,7 @@ fn check_options(args: &Args) -> FolioResult<()> {
     let server = given(args.server.is_some(), "--server");
     let user = given(args.user.is_some(), "--user");
     let tls_ca = given(args.tls_ca.is_some(), "--tls-ca");
+    let compression = given(args.compression.is_some(), "--compression");
     let data = given(args.data.is_some(), "--data");
     let config = given(args.config.is_some(), "--config");
     let refuse = |opts: &[&Option<String>], why: &str| -> FolioResult<()> {
@@ -433,16 +439,16 @@ fn check_options(args: &Args) -> FolioResult<()> {
     };
     match &args.cmd {
         Cmd::Serve(_) => refuse(
-            &[&server, &user, &tls_ca],
+            &[&server, &user, &tls_ca, &compression],
             "does not apply to serve: it serves its data directory on --listen and --http-listen",
         ),
         Cmd::User(_) => refuse(
-            &[&server, &user, &tls_ca, &config],
+            &[&server, &user, &tls_ca, &compression, &config],
             "does not apply to user commands: they change <data>/users.json directly",
         ),
         Cmd::Debug(_) => Ok(()),
         Cmd::Dump(_) => refuse(
-            &[&server, &user, &tls_ca, &data, &config],
+            &[&server, &user, &tls_ca, &compression, &data, &config],
             "does not apply to dump: it reads the file or directory it is given, and nothing else",
         ),
         Cmd::Load(l) => {
@@ -450,9 +456,13 @@ fn check_options(args: &Args) -> FolioResult<()> {
                 &[&data, &config],
                 "does not apply to load workloads: they make their own data in a temporary directory (--dir)",
             )?;
+            refuse(
+                &[&compression],
+                "does not apply to load workloads: each chooses its connections' compression (load replication measures them all)",
+            )?;
             match l {
                 LoadCmd::Bigview(_) => refuse(
-                    &[&server, &user, &tls_ca],
+                    &[&server, &user, &tls_ca, &compression],
                     "does not apply to load bigview: it measures the embedded engine only",
                 ),
                 LoadCmd::Commit(c) if c.http.is_some() => refuse(
@@ -505,7 +515,7 @@ fn check_options(args: &Args) -> FolioResult<()> {
             &[&data, &config],
             "does not apply with --server: the command runs on the server, against its own data directory",
         ),
-        _ => refuse(&[&user, &tls_ca], "applies only with --server HOST:PORT"),
+        _ => refuse(&[&user, &tls_ca, &compression], "applies only with --server HOST:PORT"),
     }
 }
 

@@ -782,6 +782,7 @@ pub fn pool(a: &PoolArgs, args: &Args) -> Result<(), String> {
                 addr: srv.addr.clone(),
                 credentials: Some((LOAD_USER.into(), password)),
                 tls_ca: None,
+                compression: client::NetCompression::Auto,
             };
             (Some(srv), endpoint)
         }

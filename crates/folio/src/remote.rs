@@ -44,6 +44,8 @@ pub struct Endpoint {
     /// User name and password (or API token).
     pub credentials: Option<(String, String)>,
     pub tls_ca: Option<std::path::PathBuf>,
+    /// Network compression (`--compression`; auto when not given).
+    pub compression: client::NetCompression,
 }
 
 impl Endpoint {
@@ -64,6 +66,7 @@ impl Endpoint {
             addr: server.to_string(),
             credentials,
             tls_ca: args.tls_ca.clone(),
+            compression: args.compression.unwrap_or_default(),
         })
     }
 
@@ -82,7 +85,7 @@ impl Endpoint {
 
     /// The client options for one connection as `client_name`.
     pub fn options(&self, client_name: &str) -> ClientOptions {
-        let mut opts = ClientOptions::new(self.addr.as_str());
+        let mut opts = ClientOptions::new(self.addr.as_str()).with_compression(self.compression);
         opts.client_name = client_name.into();
         if let Some((user, password)) = &self.credentials {
             opts = opts.with_credentials(user, password);

@@ -152,7 +152,10 @@ pub fn replicate_remote(
         pulls.push(replnet::summary(local, remote, &r));
     }
     let _ = client.close_database(db);
-    output::pretty(out, &json!({ "pulls": pulls }))
+    output::pretty(
+        out,
+        &json!({ "compression": client.compression().name(), "pulls": pulls }),
+    )
 }
 
 fn run_pull(

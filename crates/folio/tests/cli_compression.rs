@@ -1,0 +1,88 @@
+//! `--compression off|lz4|zstd|auto` on a command that connects: the
+//! connection uses exactly the method forced (even on loopback, where
+//! auto turns compression off), and a method the server does not enable
+//! is refused before anything is done, rather than silently dropped.
+
+mod common;
+use common::{json, Server, ADMIN_PW};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn replicate(local: &Path, srv: &Server, compression: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_folio"))
+        .arg("--data")
+        .arg(local)
+        .args(["--server", &srv.native, "--user", "admin"])
+        .args(["--compression", compression])
+        .args(["replicate", "mine.fdb", "team.fdb", "--create"])
+        .env("FOLIO_PASSWORD", ADMIN_PW)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A server enabling only `methods`, with a database of a few long,
+/// compressible documents.
+fn server(data: &Path, methods: &str) -> Server {
+    std::fs::write(
+        data.join("folio.toml"),
+        format!("compression = {methods}\n"),
+    )
+    .unwrap();
+    let srv = Server::start(data);
+    assert!(srv.cli(&["db", "create", "team.fdb"], "").status.success());
+    let body = "the same words again and again ".repeat(400);
+    for i in 0..5 {
+        let doc = format!(r#"{{"Subject":"doc {i}","Body":"{body}"}}"#);
+        assert!(srv.cli(&["doc", "put", "team.fdb"], &doc).status.success());
+    }
+    srv
+}
+
+#[test]
+fn a_forced_method_is_used_on_loopback_and_shrinks_the_wire() {
+    let data = common::users_dir(&[]);
+    let srv = server(data.path(), r#"["fast", "strong"]"#);
+    let mut wire = Vec::new();
+    for (choice, method) in [("off", "off"), ("zstd", "strong"), ("lz4", "fast")] {
+        let local = tempfile::tempdir().unwrap();
+        let o = replicate(local.path(), &srv, choice);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = json(&String::from_utf8(o.stdout).unwrap());
+        assert_eq!(out["compression"], method, "{choice}");
+        assert_eq!(
+            out["pulls"][0]["documents"].as_u64(),
+            Some(6),
+            "5 and the ACL"
+        );
+        wire.push(out["pulls"][0]["bytes_on_wire"].as_u64().unwrap());
+    }
+    assert!(wire[1] * 3 < wire[0], "zstd {} vs off {}", wire[1], wire[0]);
+    assert!(wire[2] * 2 < wire[0], "lz4 {} vs off {}", wire[2], wire[0]);
+}
+
+#[test]
+fn a_method_the_server_does_not_enable_is_refused_and_nothing_is_made() {
+    let data = common::users_dir(&[]);
+    let srv = server(data.path(), r#"["strong"]"#);
+    let local = tempfile::tempdir().unwrap();
+    let o = replicate(local.path(), &srv, "lz4");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("does not enable fast"), "{err}");
+    assert!(!local.path().join("mine.fdb").exists(), "nothing created");
+    let o = replicate(local.path(), &srv, "gzip");
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("gzip"));
+}
+
+#[test]
+fn compression_without_a_server_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    common::fails(
+        data.path(),
+        &["--compression", "zstd", "db", "list"],
+        "",
+        "--compression applies only with --server",
+    );
+}
