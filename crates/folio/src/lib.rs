@@ -21,6 +21,7 @@ pub mod output;
 pub mod progress;
 pub mod remote;
 pub mod replcli;
+pub mod replload;
 pub mod replnet;
 pub mod report;
 pub mod store;
