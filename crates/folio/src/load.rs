@@ -51,6 +51,11 @@ pub enum LoadCmd {
     /// Mail users: the seven-step mail script per user over the native
     /// protocol, with sends the router delivers (WORKLOADS.md "mail").
     Mail(crate::mailload::MailArgs),
+    /// Replica creation and incremental replication over simulated links
+    /// (lan, 256kbit, 56kbit) with compression off, network, network +
+    /// attachment (WORKLOADS.md "replication"); and a large database's
+    /// LAN creation rate and nothing-changed rerun.
+    Replication(crate::replload::ReplArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -98,6 +103,7 @@ pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
         LoadCmd::Bigview(a) => crate::bigview::run(a),
         LoadCmd::Dbs(a) => crate::dbsload::run(a, args),
         LoadCmd::Mail(a) => crate::mailload::run(a, args),
+        LoadCmd::Replication(a) => crate::replload::run(a, args),
     }
 }
 
