@@ -86,7 +86,7 @@ pub async fn read(client: &Client, pid: Option<u32>, t_s: f64) -> Reading {
 }
 
 /// User and system CPU seconds of `pid` (fields 14 and 15 of its stat).
-fn cpu_seconds(pid: u32) -> Option<(f64, f64)> {
+pub(crate) fn cpu_seconds(pid: u32) -> Option<(f64, f64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces; the fields after it do not.
     let rest = stat.rsplit_once(')')?.1;

@@ -15,7 +15,7 @@
 mod args;
 mod content;
 mod driver;
-mod measure;
+pub(crate) mod measure;
 mod report;
 mod run;
 mod script;

@@ -45,8 +45,10 @@ pub fn run(a: &ReplArgs, base: &Path) -> Result<Value, String> {
     let created = pull(&src, direct, NetCompression::Auto, &target, DB, true)?;
     let docs_per_s = created.documents as f64 / created.seconds;
     progress.line(&format!(
-        "created a replica of {} documents in {:.2} s: {docs_per_s:.0} documents/s",
-        created.documents, created.seconds
+        "created a replica of {} documents in {:.2} s: {docs_per_s:.0} documents/s ({:.2} CPU seconds, both sides)",
+        created.documents,
+        created.seconds,
+        created.cpu_seconds.unwrap_or(f64::NAN)
     ));
     progress.step("rerun with nothing changed");
     let upstream = src
@@ -75,6 +77,7 @@ pub fn run(a: &ReplArgs, base: &Path) -> Result<Value, String> {
         "prepared_seconds": prepared_s,
         "create": created,
         "create_documents_per_s": docs_per_s,
+        "create_documents_per_cpu_s": created.cpu_seconds.map(|c| created.documents as f64 / c),
         "nothing_changed": rerun,
         "targets": {
             "create_documents_per_s": 20_000,

@@ -9,9 +9,15 @@
 //! bytes on the wire are what the proxy relayed both ways in that time
 //! (handshake and open included); the client's own count of the session
 //! and the packets' uncompressed size are kept beside them.
+//!
+//! The machine may be shared, so beside the wall-clock time the pull
+//! records the CPU seconds both processes spent in it (this one: target
+//! side, client and proxy; the source server, when the tool started it),
+//! from `/proc`: documents per CPU second do not depend on neighbours.
 
 use super::source::Source;
 use crate::local::LocalStore;
+use crate::mailload::measure::cpu_seconds;
 use crate::replnet;
 use client::NetCompression;
 use replica::local::LocalOptions;
@@ -37,6 +43,10 @@ pub struct Pulled {
     pub documents: u64,
     /// Their content bytes.
     pub document_bytes: u64,
+    /// CPU seconds (user + system) of this process and the source
+    /// server during the pull (`None` for a server the tool did not
+    /// start).
+    pub cpu_seconds: Option<f64>,
     /// `Replicate` requests.
     pub round_trips: u64,
     /// The method the connection settled on.
@@ -61,6 +71,7 @@ pub fn pull(
 ) -> Result<Pulled, String> {
     let store = LocalStore::open(target, None).map_err(|e| e.to_string())?;
     let relayed0 = via.proxy.map(|p| p.bytes());
+    let cpu0 = cpu(source);
     let started = Instant::now();
     let client = source.connect(via.addr, compression)?;
     let (db, info) = client
@@ -77,6 +88,7 @@ pub fn pull(
     let r = replnet::pull(&client, db, &replica, &LocalOptions::default())
         .map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
+    let cpu_seconds = cpu0.zip(cpu(source)).map(|(a, b)| b - a);
     let wire_bytes = via.proxy.zip(relayed0).map(|(p, (up0, down0))| {
         let (up, down) = p.bytes();
         (up - up0) + (down - down0)
@@ -94,6 +106,13 @@ pub fn pull(
         documents: r.documents,
         document_bytes: r.document_bytes,
         round_trips: r.round_trips,
+        cpu_seconds,
         compression,
     })
+}
+
+/// CPU seconds so far of this process and the source server.
+fn cpu(source: &Source) -> Option<f64> {
+    let of = |pid: u32| cpu_seconds(pid).map(|(user, system)| user + system);
+    Some(of(std::process::id())? + of(source.pid()?)?)
 }

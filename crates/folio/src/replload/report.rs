@@ -142,6 +142,11 @@ fn large_table(l: &Value) -> Table {
         "≥ 20000".into(),
     ]);
     t.row(vec![
+        "LAN replica creation, documents per CPU second (both processes)".into(),
+        num(&l["create_documents_per_cpu_s"], 0),
+        "–".into(),
+    ]);
+    t.row(vec![
         "LAN replica creation, seconds".into(),
         num(&l["create"]["seconds"], 2),
         "–".into(),

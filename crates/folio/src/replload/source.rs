@@ -70,6 +70,11 @@ impl Source {
         }
     }
 
+    /// The server's process id, if the tool started it.
+    pub fn pid(&self) -> Option<u32> {
+        self.server.as_ref().map(ServerProc::pid)
+    }
+
     /// Its native protocol address.
     pub fn addr(&self) -> &str {
         &self.endpoint.addr
