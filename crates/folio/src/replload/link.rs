@@ -223,7 +223,9 @@ async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, link: &Link, coun
             };
             buf.truncate(n);
             let start = line_free.max(Instant::now());
-            line_free = start + Duration::from_secs_f64(n as f64 / rate);
+            // Rounded up to the nanosecond, so the chunks' times add up
+            // to at least bytes ÷ rate.
+            line_free = start + Duration::from_nanos((n as f64 * 1e9 / rate).ceil() as u64);
             if tx.send((line_free + delay, buf)).await.is_err() {
                 break;
             }

@@ -35,6 +35,8 @@ pub struct Pulled {
     pub seconds: f64,
     /// Relayed by the proxy, both ways (`None` without a proxy).
     pub wire_bytes: Option<u64>,
+    /// Of those, from the source to the target.
+    pub wire_bytes_down: Option<u64>,
     /// The client's count for the replication session, both ways.
     pub session_wire_bytes: u64,
     /// The session's packets before compression.
@@ -89,9 +91,9 @@ pub fn pull(
         .map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = cpu0.zip(cpu(source)).map(|(a, b)| b - a);
-    let wire_bytes = via.proxy.zip(relayed0).map(|(p, (up0, down0))| {
+    let relayed = via.proxy.zip(relayed0).map(|(p, (up0, down0))| {
         let (up, down) = p.bytes();
-        (up - up0) + (down - down0)
+        (up - up0, down - down0)
     });
     let compression = client.compression().name();
     let _ = client.close_database(db);
@@ -100,7 +102,8 @@ pub fn pull(
     store.close().map_err(|e| e.to_string())?;
     Ok(Pulled {
         seconds,
-        wire_bytes,
+        wire_bytes: relayed.map(|(up, down)| up + down),
+        wire_bytes_down: relayed.map(|(_, down)| down),
         session_wire_bytes: r.bytes_on_wire,
         uncompressed_bytes: r.bytes_uncompressed,
         documents: r.documents,
