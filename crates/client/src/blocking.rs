@@ -384,6 +384,15 @@ impl Client {
     ) -> Result<crate::MailSent, ClientError> {
         self.wait(self.inner.send_mail(json, draft, on_behalf_of))
     }
+
+    /// See [`crate::Client::meeting`].
+    pub fn meeting(
+        &self,
+        op: crate::MeetingRequest,
+        on_behalf_of: Option<&str>,
+    ) -> Result<crate::MeetingAnswer, ClientError> {
+        self.wait(self.inner.meeting(op, on_behalf_of))
+    }
 }
 
 /// The hits of a running search as an iterator; after the last hit,

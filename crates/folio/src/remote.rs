@@ -400,6 +400,14 @@ impl Store for RemoteStore {
         sent_of(sent)
     }
 
+    fn meeting(
+        &self,
+        acting: Option<&str>,
+        op: protocol::MeetingRequest,
+    ) -> FolioResult<protocol::MeetingAnswer> {
+        Ok(self.client.meeting(op, acting)?)
+    }
+
     fn statistics(&self) -> FolioResult<Vec<Statistic>> {
         Ok(self.client.statistics()?)
     }

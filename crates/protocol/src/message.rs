@@ -36,6 +36,7 @@ use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::FrameType;
 use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
 use crate::mailadmin::{MailAdminAnswer, MailAdminRequest};
+use crate::meeting::{MeetingAnswer, MeetingRequest};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -325,6 +326,16 @@ pub enum Request {
         /// Send as this directory person (server administrators only).
         on_behalf_of: Option<String>,
     },
+    /// A meeting operation (`meeting.rs`); answered with `Meeting` once
+    /// its writes are durable. The acting person is the signed-in user's
+    /// person; a server administrator may name another with
+    /// `on_behalf_of`, as for `SendMail`.
+    Meeting {
+        /// What to do.
+        op: MeetingRequest,
+        /// Act as this directory person (server administrators only).
+        on_behalf_of: Option<String>,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -503,6 +514,8 @@ pub enum Response {
         /// Whether it was saved as a draft.
         draft: bool,
     },
+    /// Answer to `Meeting`.
+    Meeting(MeetingAnswer),
 }
 
 /// What an online backup did.

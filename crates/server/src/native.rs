@@ -705,6 +705,12 @@ fn op_of(r: &Request) -> Op {
         | R::DeleteView { .. } => Op::UpdateCollection,
         R::Search { .. } => Op::Search,
         R::Replicate { .. } | R::WaitChanges { .. } => Op::Changes,
+        R::Meeting { op, .. } => match op {
+            protocol::MeetingRequest::Create { .. } => Op::Create,
+            protocol::MeetingRequest::Read { .. } => Op::Read,
+            protocol::MeetingRequest::Cancel { .. } => Op::Delete,
+            _ => Op::Update,
+        },
         _ => Op::Admin,
     }
 }
@@ -898,6 +904,9 @@ impl Job {
                     unid: protocol::Unid(sent.unid.0),
                     draft: sent.draft,
                 }
+            }
+            R::Meeting { op, on_behalf_of } => {
+                Response::Meeting(s.meeting_op(caller, op, on_behalf_of.as_deref())?)
             }
         })
     }

@@ -44,7 +44,7 @@ impl Service {
         draft: bool,
         on_behalf_of: Option<&str>,
     ) -> ServerResult<Stored> {
-        let sender = self.sender(caller, on_behalf_of)?;
+        let sender = self.acting_person(caller, on_behalf_of)?;
         let msg = message_of(json)?;
         let (engine, views, config) = (self.engine(), self.views(), &self.limits().mail);
         if draft {
@@ -69,21 +69,26 @@ impl Service {
         }
     }
 
-    /// Who sends: the caller's person, or the person an administrator
-    /// names.
-    fn sender(&self, caller: &Caller, on_behalf_of: Option<&str>) -> ServerResult<Person> {
+    /// Who acts (sends, chairs, answers): the caller's person, or the
+    /// person a server administrator names (an embedded command runs as
+    /// an administrator nobody signed in as, and always names one).
+    pub(super) fn acting_person(
+        &self,
+        caller: &Caller,
+        on_behalf_of: Option<&str>,
+    ) -> ServerResult<Person> {
+        if let (Some(name), true) = (on_behalf_of, caller.admin) {
+            let dir = mail::Directory::open(self.engine(), self.views()).map_err(mail_err)?;
+            return dir.person(name).map_err(mail_err);
+        }
         let user = caller.user.as_deref().ok_or_else(|| {
-            ServerError::Unauthenticated("sending mail needs a signed-in user".into())
+            ServerError::Unauthenticated("mail and meetings need a signed-in user".into())
         })?;
         match on_behalf_of {
             None => self.person_of(user),
-            Some(name) if caller.admin => {
-                let dir = mail::Directory::open(self.engine(), self.views()).map_err(mail_err)?;
-                dir.person(name).map_err(mail_err)
-            }
             Some(name) if name.eq_ignore_ascii_case(user) => self.person_of(user),
             Some(name) => Err(ServerError::Forbidden(format!(
-                "only a server administrator may send on behalf of {name:?}"
+                "only a server administrator may act on behalf of {name:?}"
             ))),
         }
     }

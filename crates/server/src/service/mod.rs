@@ -39,6 +39,7 @@
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   calendar.rs     meetings as the signed-in user: create, respond, reschedule, cancel
+//!   meeting_op.rs   the same as one typed operation, for the native door and the CLI
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   mail_send.rs    sending any form over the native door, drafts, on behalf of
 //!   archive.rs      archiving the transaction log
@@ -58,6 +59,7 @@ mod documents;
 mod mail;
 mod mail_send;
 mod mail_users;
+mod meeting_op;
 mod replicate;
 mod views;
 mod wire;
