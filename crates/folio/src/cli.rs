@@ -484,11 +484,6 @@ fn check_options(args: &Args) -> FolioResult<()> {
         Cmd::Mail(MailCmd::Send { from, .. }) if server.is_some() && from.is_some() => Err(
             FolioError::Usage("--from does not apply with --server: the sender is the signed-in user".into()),
         ),
-        Cmd::Mail(MailCmd::Send { attachments, .. }) if server.is_some() && !attachments.is_empty() => {
-            Err(FolioError::NotYetOverServer {
-                command: "mail send --attach",
-            })
-        }
         Cmd::Mail(MailCmd::Send { from: None, .. }) if server.is_none() => Err(FolioError::Usage(
             "mail send needs --from NAME (a person in the directory): embedded, nobody is signed in".into(),
         )),

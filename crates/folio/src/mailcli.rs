@@ -8,8 +8,8 @@
 //! than that), each file to attach opens. Over `--server` the user
 //! commands run on the server (for server administrators; `remove-user
 //! --delete-file` is refused there), and `send` goes through the native
-//! `SendMail` request as the signed-in user (`--attach` is refused there:
-//! the request carries no attachment stream yet).
+//! `SendMail` request as the signed-in user (with `--attach`,
+//! `SendMailFiles`: the files stream after the request).
 
 use crate::error::{FolioError, FolioResult};
 use crate::output;

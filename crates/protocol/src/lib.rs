@@ -16,6 +16,7 @@
 //!     message    Request / Response / Failure bodies (postcard, JSON documents)
 //!       mailadmin  the mail user administration request and answer
 //!       meeting    the calendar's requests and answers
+//!       mailfiles  files sent with a message, as one upload
 //!     handshake  Hello / Welcome, version and compression negotiation
 //!     wire       per-connection frame decoder + output buffer + compression
 //!       compress   off / fast (LZ4) / strong (zstd), bomb-proof decompression
@@ -31,6 +32,7 @@ mod frame;
 mod handshake;
 mod ids;
 mod mailadmin;
+mod mailfiles;
 mod meeting;
 mod message;
 mod server;
@@ -50,6 +52,7 @@ pub use handshake::{
 };
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
+pub use mailfiles::MailFile;
 pub use meeting::{MeetingAnswer, MeetingInfo, MeetingRequest};
 pub use message::{
     ArchiveSummary, BackupSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found,

@@ -22,6 +22,7 @@
 //! ```text
 //!   most requests     Request ───────────────────────────▶ Response | Error
 //!   PutAttachment     Request, Chunk*, End ─────────────▶ Response | Error
+//!   SendMailFiles     Request, Chunk*, End ─────────────▶ Response | Error
 //!   GetAttachment     Request ─▶ Item(AttachmentHeader), Chunk* ▶ Response | Error
 //!   Search            Request ─▶ Item(SearchHit)* ──────▶ Response | Error
 //!   Replicate         Request ─▶ Item(ReplicationPacket)* ▶ Response | Error
@@ -36,6 +37,7 @@ use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::FrameType;
 use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
 use crate::mailadmin::{MailAdminAnswer, MailAdminRequest};
+use crate::mailfiles::MailFile;
 use crate::meeting::{MeetingAnswer, MeetingRequest};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -335,6 +337,21 @@ pub enum Request {
         op: MeetingRequest,
         /// Act as this directory person (server administrators only).
         on_behalf_of: Option<String>,
+    },
+    /// `SendMail` with files attached: the request's `Chunk`s carry the
+    /// files' bytes back to back, in order, each exactly its declared
+    /// size, then `End` (`mailfiles.rs`); answered with `MailSent` once
+    /// the message and every file are durable. A message over the size
+    /// limit is refused (413) before anything is stored.
+    SendMailFiles {
+        /// The message's items as a JSON object, as for `SendMail`.
+        json: String,
+        /// Save as a draft instead of sending.
+        draft: bool,
+        /// Send as this directory person (server administrators only).
+        on_behalf_of: Option<String>,
+        /// The files, in the order their bytes follow.
+        files: Vec<MailFile>,
     },
 }
 
@@ -703,7 +720,7 @@ impl Request {
     /// How the request's frames flow.
     pub fn shape(&self) -> Shape {
         match self {
-            Request::PutAttachment { .. } => Shape::Upload,
+            Request::PutAttachment { .. } | Request::SendMailFiles { .. } => Shape::Upload,
             Request::GetAttachment { .. } => Shape::Download,
             Request::Search { .. } | Request::Replicate { .. } => Shape::Stream,
             _ => Shape::Single,

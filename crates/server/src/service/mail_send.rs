@@ -46,11 +46,23 @@ impl Service {
     ) -> ServerResult<Stored> {
         let sender = self.acting_person(caller, on_behalf_of)?;
         let msg = message_of(json)?;
+        self.store_message(&sender, msg, draft, &mut [])
+            .map_err(mail_err)
+    }
+
+    /// Deposits `msg` from `sender` with `files`, or with `draft` saves it
+    /// in the sender's mail file; durable when this returns (I28).
+    pub(super) fn store_message(
+        &self,
+        sender: &Person,
+        msg: Message,
+        draft: bool,
+        files: &mut [mail::Attachment<'_>],
+    ) -> mail::MailResult<Stored> {
         let (engine, views, config) = (self.engine(), self.views(), &self.limits().mail);
         if draft {
             let message_id = msg.header().message_id.as_str().to_string();
-            let d =
-                mail::save_draft(engine, views, config, &sender, msg, &mut []).map_err(mail_err)?;
+            let d = mail::save_draft(engine, views, config, sender, msg, files)?;
             Ok(Stored {
                 message_id,
                 stored_in: d.mail_file.to_string(),
@@ -58,8 +70,7 @@ impl Service {
                 draft: true,
             })
         } else {
-            let d =
-                mail::deposit(engine, views, config, &sender, msg, &mut []).map_err(mail_err)?;
+            let d = mail::deposit(engine, views, config, sender, msg, files)?;
             Ok(Stored {
                 message_id: d.message_id.as_str().to_string(),
                 stored_in: d.mail_box.to_string(),
@@ -96,7 +107,7 @@ impl Service {
 
 /// The message `json` holds: a JSON object of items (no removals, no
 /// attachments), one of the template's forms.
-fn message_of(json: &str) -> ServerResult<Message> {
+pub(super) fn message_of(json: &str) -> ServerResult<Message> {
     let value: serde_json::Value = serde_json::from_str(json)
         .map_err(|e| ServerError::BadRequest(format!("the message is not JSON: {e}")))?;
     let bad = |e: nsf::JsonError| ServerError::BadRequest(format!("the message: {e}"));

@@ -42,6 +42,7 @@
 //!   meeting_op.rs   the same as one typed operation, for the native door and the CLI
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   mail_send.rs    sending any form over the native door, drafts, on behalf of
+//!   mail_files.rs   the same with files: one upload split by declared sizes
 //!   archive.rs      archiving the transaction log
 //!   backup.rs       online backup
 //!   replicate.rs    the server's side of a replication; the change feed's wait
@@ -57,6 +58,7 @@ mod calendar;
 mod databases;
 mod documents;
 mod mail;
+mod mail_files;
 mod mail_send;
 mod mail_users;
 mod meeting_op;
