@@ -147,5 +147,79 @@ fn attachments_over_the_server() {
         "",
     );
     assert_eq!(o.stdout, b"abcd");
+
+    // HTTP: a multipart form, the message as JSON and the files as parts.
+    let form = |parts: &[(&str, Option<&str>, &[u8])]| {
+        let mut b = Vec::new();
+        for (name, file, data) in parts {
+            b.extend_from_slice(b"--XY\r\nContent-Disposition: form-data; name=\"");
+            b.extend_from_slice(name.as_bytes());
+            b.push(b'"');
+            if let Some(f) = file {
+                b.extend_from_slice(
+                    format!("; filename=\"{f}\"\r\nContent-Type: text/plain").as_bytes(),
+                );
+            }
+            b.extend_from_slice(b"\r\n\r\n");
+            b.extend_from_slice(data);
+            b.extend_from_slice(b"\r\n");
+        }
+        b.extend_from_slice(b"--XY--\r\n");
+        b
+    };
+    let post = |body: &[u8]| {
+        use base64::Engine;
+        let auth =
+            base64::engine::general_purpose::STANDARD.encode(format!("admin:{}", common::ADMIN_PW));
+        match ureq::post(&format!("http://{}/mail/send", server.http))
+            .set("Authorization", &format!("Basic {auth}"))
+            .set("Content-Type", "multipart/form-data; boundary=XY")
+            .send_bytes(body)
+        {
+            Ok(r) => (r.status(), r.into_string().unwrap()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let message = br#"{"to": "bob", "subject": "by form", "body": "two files"}"#;
+    let before = deposits(&server);
+    let (code, text) = post(&form(&[
+        ("message", None, message),
+        ("attachment", Some("big.txt"), &vec![b'x'; 70 << 10]),
+    ]));
+    assert_eq!(code, 413, "{text}");
+    let (code, text) = post(&form(&[
+        ("message", None, message),
+        ("attachment", None, b"x"),
+    ]));
+    assert_eq!(code, 400, "{text}");
+    let (code, text) = post(&form(&[("attachment", Some("a.txt"), b"x")]));
+    assert_eq!(code, 400, "{text}");
+    assert_eq!(deposits(&server), before, "refused forms store nothing");
+    let (code, text) = post(&form(&[
+        ("message", None, message),
+        ("attachment", Some("one.txt"), b"first\r\nfile"),
+        ("attachment", Some("two.txt"), b""),
+    ]));
+    assert_eq!(code, 201, "{text}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let unid = loop {
+        let o = server.cli(&["view", "read", "mail/bob.fdb", "Inbox"], "");
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        if let Some(row) = out
+            .lines()
+            .map(json)
+            .find(|r| r.to_string().contains("by form"))
+        {
+            break row["unid"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "not delivered within a minute");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for (name, content) in [("one.txt", &b"first\r\nfile"[..]), ("two.txt", &b""[..])] {
+        let o = server.cli(&["attach", "get", "mail/bob.fdb", &unid, name], "");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.stdout, content, "{name}");
+    }
     server.stop();
 }
