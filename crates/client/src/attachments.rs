@@ -79,6 +79,16 @@ impl Client {
             mime: mime.into(),
             size,
         };
+        self.upload(request, &mut content).await.and_then(stored)
+    }
+
+    /// Sends `request` (of the upload shape) with what `content` reads as
+    /// its chunks; the server's answer, maybe an early refusal.
+    pub(crate) async fn upload(
+        &self,
+        request: Request,
+        content: &mut (impl AsyncRead + Unpin),
+    ) -> Result<Response, ClientError> {
         let (answer_tx, mut answer) = oneshot::channel();
         let (started_tx, started) = oneshot::channel();
         self.submit(Command::Request {
@@ -88,20 +98,19 @@ impl Client {
         })?;
         let Ok(id) = started.await else {
             // Never sent: the answer says why.
-            return self.answer(answer).await.and_then(stored);
+            return self.answer(answer).await;
         };
         let mut upload = Upload {
             client: self,
             id,
             ended: false,
         };
-        let early = upload.send_content(&mut content, &mut answer).await?;
+        let early = upload.send_content(content, &mut answer).await?;
         upload.end()?;
         match early {
             Some(answer) => answer,
             None => self.answer(answer).await,
         }
-        .and_then(stored)
     }
 
     /// Downloads attachment `name` of document `unid` into `out`, writing

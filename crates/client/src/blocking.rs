@@ -384,6 +384,32 @@ impl Client {
     ) -> Result<crate::MailSent, ClientError> {
         self.wait(self.inner.send_mail(json, draft, on_behalf_of))
     }
+
+    /// Sends with files whose bytes `content` reads back to back; see
+    /// [`crate::Client::send_mail_files`].
+    pub fn send_mail_files(
+        &self,
+        json: &str,
+        draft: bool,
+        on_behalf_of: Option<&str>,
+        files: Vec<crate::MailFile>,
+        mut content: impl Read,
+    ) -> Result<crate::MailSent, ClientError> {
+        let content = SyncReader(&mut content);
+        self.wait(
+            self.inner
+                .send_mail_files(json, draft, on_behalf_of, files, content),
+        )
+    }
+
+    /// See [`crate::Client::meeting`].
+    pub fn meeting(
+        &self,
+        op: crate::MeetingRequest,
+        on_behalf_of: Option<&str>,
+    ) -> Result<crate::MeetingAnswer, ClientError> {
+        self.wait(self.inner.meeting(op, on_behalf_of))
+    }
 }
 
 /// The hits of a running search as an iterator; after the last hit,

@@ -69,6 +69,7 @@ mod driver;
 mod error;
 mod mailadmin;
 mod mailsend;
+mod meeting;
 mod options;
 mod replication;
 mod requests;
@@ -86,7 +87,8 @@ pub use search::SearchHits;
 
 pub use protocol::{
     CollectionHandle, Compression, Cursor, DatabaseInfo, DatabaseSummary, DbHandle, DocRef,
-    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailUser, NoteId, NoteMeta,
-    ProtocolError, ReadFlags, ReplicaDirection, Request, Response, Row, SessionId, Start,
-    StatValue, Statistic, Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
+    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailFile, MailUser,
+    MeetingAnswer, MeetingInfo, MeetingRequest, NoteId, NoteMeta, ProtocolError, ReadFlags,
+    ReplicaDirection, Request, Response, Row, SessionId, Start, StatValue, Statistic, Timestamp,
+    Unid, Value, DEFAULT_MAX_FRAME_SIZE,
 };

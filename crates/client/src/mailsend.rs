@@ -6,7 +6,8 @@
 
 use crate::client::Client;
 use crate::error::ClientError;
-use protocol::{Request, Response, Unid};
+use protocol::{MailFile, Request, Response, Unid};
+use tokio::io::AsyncRead;
 
 /// Where a sent message was stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,19 +37,46 @@ impl Client {
             draft,
             on_behalf_of: on_behalf_of.map(str::to_string),
         };
-        match self.request(request).await? {
-            Response::MailSent {
-                message_id,
-                stored_in,
-                unid,
-                draft,
-            } => Ok(MailSent {
-                message_id,
-                stored_in,
-                unid,
-                draft,
-            }),
-            other => Err(ClientError::unexpected("MailSent", &other)),
-        }
+        sent(self.request(request).await?)
+    }
+
+    /// Sends (or saves) the message `json` holds with `files` attached,
+    /// their bytes read from `content` back to back, each exactly its
+    /// declared size (docs/protocol.md `SendMailFiles`). A message over
+    /// the server's size limit is refused before any byte is sent on.
+    /// Durable when this returns.
+    pub async fn send_mail_files(
+        &self,
+        json: &str,
+        draft: bool,
+        on_behalf_of: Option<&str>,
+        files: Vec<MailFile>,
+        mut content: impl AsyncRead + Unpin,
+    ) -> Result<MailSent, ClientError> {
+        let request = Request::SendMailFiles {
+            json: json.into(),
+            draft,
+            on_behalf_of: on_behalf_of.map(str::to_string),
+            files,
+        };
+        sent(self.upload(request, &mut content).await?)
+    }
+}
+
+/// The `MailSent` answer.
+fn sent(answer: Response) -> Result<MailSent, ClientError> {
+    match answer {
+        Response::MailSent {
+            message_id,
+            stored_in,
+            unid,
+            draft,
+        } => Ok(MailSent {
+            message_id,
+            stored_in,
+            unid,
+            draft,
+        }),
+        other => Err(ClientError::unexpected("MailSent", &other)),
     }
 }

@@ -494,13 +494,14 @@ fn check_options(args: &Args) -> FolioResult<()> {
         Cmd::Mail(MailCmd::Send { from, .. }) if server.is_some() && from.is_some() => Err(
             FolioError::Usage("--from does not apply with --server: the sender is the signed-in user".into()),
         ),
-        Cmd::Mail(MailCmd::Send { attachments, .. }) if server.is_some() && !attachments.is_empty() => {
-            Err(FolioError::NotYetOverServer {
-                command: "mail send --attach",
-            })
-        }
         Cmd::Mail(MailCmd::Send { from: None, .. }) if server.is_none() => Err(FolioError::Usage(
             "mail send needs --from NAME (a person in the directory): embedded, nobody is signed in".into(),
+        )),
+        Cmd::Mail(MailCmd::Meeting { from: Some(_), .. }) if server.is_some() => Err(
+            FolioError::Usage("--from does not apply with --server: you act as the signed-in user".into()),
+        ),
+        Cmd::Mail(MailCmd::Meeting { from: None, .. }) if server.is_none() => Err(FolioError::Usage(
+            "mail meeting needs --from NAME (a person in the directory): embedded, nobody is signed in".into(),
         )),
         // Refused before connecting: fixup rewrites the file, which only a
         // process holding the data directory (no server running) may do.

@@ -17,6 +17,7 @@ pub mod load;
 pub mod local;
 pub mod mailcli;
 pub mod mailload;
+pub mod meetingcli;
 pub mod output;
 pub mod progress;
 pub mod remote;

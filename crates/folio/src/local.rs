@@ -451,6 +451,19 @@ impl Store for LocalStore {
         })
     }
 
+    fn meeting(
+        &self,
+        acting: Option<&str>,
+        op: protocol::MeetingRequest,
+    ) -> FolioResult<protocol::MeetingAnswer> {
+        let acting = acting.ok_or_else(|| {
+            FolioError::Usage(
+                "mail meeting needs --from NAME: embedded, nobody is signed in".into(),
+            )
+        })?;
+        Ok(self.service.meeting_op(&self.caller, op, Some(acting))?)
+    }
+
     fn statistics(&self) -> FolioResult<Vec<Statistic>> {
         Err(FolioError::NeedsServer {
             command: "show stats",

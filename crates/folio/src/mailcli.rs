@@ -1,14 +1,15 @@
 //! The `mail` commands, each written once over a [`Store`]: the
 //! directory of people and their mail files (`create-user`,
-//! `list-users`, `remove-user`) and sending (`send`, `send --draft`).
+//! `list-users`, `remove-user`), sending (`send`, `send --draft`) and
+//! meetings (`meeting …`, `meetingcli.rs`).
 //!
 //! Input is checked before the store is asked: addresses parse, the body
 //! on stdin is UTF-8 and within the body limit (stdin is read no further
 //! than that), each file to attach opens. Over `--server` the user
 //! commands run on the server (for server administrators; `remove-user
 //! --delete-file` is refused there), and `send` goes through the native
-//! `SendMail` request as the signed-in user (`--attach` is refused there:
-//! the request carries no attachment stream yet).
+//! `SendMail` request as the signed-in user (with `--attach`,
+//! `SendMailFiles`: the files stream after the request).
 
 use crate::error::{FolioError, FolioResult};
 use crate::output;
@@ -73,6 +74,16 @@ pub enum MailCmd {
         #[arg(long)]
         from: Option<String>,
     },
+    /// Meetings: create, respond, reschedule, cancel, show
+    /// (`meetingcli.rs`).
+    Meeting {
+        /// Act as this person in the directory. Embedded only (nobody is
+        /// signed in there); over --server you act as the signed-in user.
+        #[arg(long, global = true)]
+        from: Option<String>,
+        #[command(subcommand)]
+        cmd: crate::meetingcli::MeetingCmd,
+    },
 }
 
 /// Runs a `mail` command over `store`.
@@ -136,6 +147,9 @@ pub fn mail(
             let sent = store.send_mail(from.as_deref(), msg, &mut files, *draft)?;
             output::line(out, &output::sent(&sent))
         }
+        MailCmd::Meeting { from, cmd } => {
+            crate::meetingcli::meeting(store, from.as_deref(), cmd, input, out)
+        }
     }
 }
 
@@ -149,7 +163,7 @@ fn addresses(lists: &[String]) -> FolioResult<Vec<Address>> {
 }
 
 /// The body on stdin: UTF-8, at most the body limit (read no further).
-fn read_body(input: &mut dyn Read) -> FolioResult<String> {
+pub(crate) fn read_body(input: &mut dyn Read) -> FolioResult<String> {
     let limit = mail::MAX_BODY_BYTES as u64;
     let mut bytes = Vec::new();
     input

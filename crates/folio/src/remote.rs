@@ -393,14 +393,38 @@ impl Store for RemoteStore {
         files: &mut [mail::Attachment<'_>],
         draft: bool,
     ) -> FolioResult<Sent> {
-        if !files.is_empty() {
-            return Err(FolioError::NotYetOverServer {
-                command: "mail send --attach",
+        let json = nsf::items_to_json(&msg.to_items()).to_string();
+        if files.is_empty() {
+            return sent_of(self.client.send_mail(&json, draft, sender)?);
+        }
+        let mut declared = Vec::with_capacity(files.len());
+        for f in files.iter() {
+            let size = f.size.ok_or_else(|| {
+                FolioError::Internal(format!("attachment {:?} has no known size", f.name))
+            })?;
+            declared.push(protocol::MailFile {
+                name: f.name.clone(),
+                mime: f.mime.clone(),
+                size,
             });
         }
-        let json = nsf::items_to_json(&msg.to_items()).to_string();
-        let sent = self.client.send_mail(&json, draft, sender)?;
-        sent_of(sent)
+        let content = Concat {
+            files,
+            at: 0,
+            left: declared.first().map_or(0, |f| f.size),
+        };
+        sent_of(
+            self.client
+                .send_mail_files(&json, draft, sender, declared, content)?,
+        )
+    }
+
+    fn meeting(
+        &self,
+        acting: Option<&str>,
+        op: protocol::MeetingRequest,
+    ) -> FolioResult<protocol::MeetingAnswer> {
+        Ok(self.client.meeting(op, acting)?)
     }
 
     fn statistics(&self) -> FolioResult<Vec<Statistic>> {
@@ -432,6 +456,35 @@ impl Store for RemoteStore {
         Err(FolioError::NeedsDataDirectory {
             command: "log info",
         })
+    }
+}
+
+/// The files of a send read back to back, each no further than its
+/// declared size (a file that shrank since makes the server refuse the
+/// message: its upload ends short).
+struct Concat<'f, 'a> {
+    files: &'f mut [mail::Attachment<'a>],
+    at: usize,
+    left: u64,
+}
+
+impl Read for Concat<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at < self.files.len() {
+            if self.left > 0 {
+                let want = buf
+                    .len()
+                    .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                let n = self.files[self.at].content.read(&mut buf[..want])?;
+                if n > 0 {
+                    self.left -= n as u64;
+                    return Ok(n);
+                }
+            }
+            self.at += 1;
+            self.left = self.files.get(self.at).and_then(|f| f.size).unwrap_or(0);
+        }
+        Ok(0)
     }
 }
 

@@ -325,6 +325,14 @@ pub trait Store {
         files: &mut [mail::Attachment<'_>],
         draft: bool,
     ) -> FolioResult<Sent>;
+    /// Runs a meeting operation as `acting` (embedded: the person
+    /// `--from` names; over a server the signed-in user, `None`).
+    /// Durable when this returns.
+    fn meeting(
+        &self,
+        acting: Option<&str>,
+        op: protocol::MeetingRequest,
+    ) -> FolioResult<protocol::MeetingAnswer>;
 
     // ---------------------------------------------------- server and log
 

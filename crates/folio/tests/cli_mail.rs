@@ -2,7 +2,8 @@
 //! directory and mail files (`create-user`, `list-users`, `remove-user`),
 //! sending with attachments into a mail box with every recipient pending,
 //! drafts, and the refusals (taken names, bad addresses, unknown or
-//! missing senders, size limits, `--server`), none of which changes
+//! missing senders, size limits, `--server` without attachments,
+//! which `mail_files.rs` covers), none of which changes
 //! anything.
 
 mod common;
@@ -336,25 +337,7 @@ fn mail_send_over_the_server() {
         "later"
     );
 
-    // Attachments and --from are refused over --server, sending nothing.
-    let file = tmp.path().join("a.bin");
-    std::fs::write(&file, b"x").unwrap();
-    let o = server.cli(
-        &[
-            "mail",
-            "send",
-            "--to",
-            "bob",
-            "--attach",
-            file.to_str().unwrap(),
-        ],
-        "",
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("mail send --attach is not yet supported over --server"),
-        "{err}"
-    );
+    // --from is refused over --server (attachments: mail_files.rs).
     let o = server.cli(&["mail", "send", "--from", "admin", "--to", "x"], "");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--from does not apply with --server"), "{err}");

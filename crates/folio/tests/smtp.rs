@@ -42,6 +42,7 @@ host, port = sys.argv[1].rsplit(":", 1)
 port = int(port)
 def memo(subject, text, attachment=None):
     m = EmailMessage()
+    m["Received"] = "from relay.example.net by mx.example.net; Mon, 1 Jan 2024 00:00:00 +0000"
     m["From"] = "Eve Outside <eve@example.net>"
     m["To"] = "Alice <alice@example.com>, bob@example.com"
     m["Subject"] = subject
@@ -216,6 +217,21 @@ print(json.dumps({{'lines': lines}}))
         json(r#"{"$type":"richtext","v":"See the attached report.\n"}"#)
     );
     assert_eq!(doc["$FILE:report.pdf"]["size"], 20_000);
+    // RFC 5321 §4.4: this server's trace line on top of the relay's; two
+    // recipients, so none is named.
+    let received = doc["Received"].as_array().expect("a list of trace lines");
+    assert_eq!(received.len(), 2, "{received:?}");
+    let ours = received[0].as_str().unwrap();
+    assert!(
+        ours.starts_with("from client.example.net ([127.0.0.1]) by ")
+            && ours.contains(" with ESMTP; "),
+        "{ours}"
+    );
+    assert!(!ours.contains(" for "), "{ours}");
+    assert_eq!(
+        received[1],
+        "from relay.example.net by mx.example.net; Mon, 1 Jan 2024 00:00:00 +0000"
+    );
     let unid = doc["$unid"].as_str().unwrap();
     let o = common::folio(
         d,

@@ -144,6 +144,7 @@ pub fn memo_from(inbound: &InboundMessage, envelope_sender: Option<&str>) -> Mes
         .or_else(|| envelope_sender.and_then(|s| Address::parse(s).ok()));
     header.send_to = inbound.to.iter().filter_map(address).collect();
     header.copy_to = inbound.cc.iter().filter_map(address).collect();
+    header.received = inbound.received.clone();
     Message::Memo(Memo { header })
 }
 

@@ -190,6 +190,8 @@ pub fn deposit(
     files: &mut [Attachment<'_>],
 ) -> MailResult<DepositId> {
     sender.sign(&mut msg)?;
+    // Trace lines are the SMTP server's to write (`inbound.rs`).
+    msg.header_mut().received.clear();
     msg.validate_for_sending()?;
     let deliveries = pending(msg.header().recipients());
     // The sender's copy is filed in Sent by the router (a message from

@@ -56,6 +56,9 @@ pub mod item {
     pub const NOTICE_TYPE: &str = "NoticeType";
     /// Set by the router on each delivered copy (not part of a message).
     pub const DELIVERED_DATE: &str = "DeliveredDate";
+    /// The trace lines of a message received by SMTP, newest first
+    /// (RFC 5321 §4.4), each unfolded to one line.
+    pub const RECEIVED: &str = "Received";
 }
 
 /// `s` as names are compared: surrounding white space removed, inner runs
@@ -317,6 +320,9 @@ pub struct Header {
     /// When it was deposited; `None` for a draft.
     pub posted: Option<Timestamp>,
     pub message_id: MessageId,
+    /// `Received:` trace lines, newest first: only on a message received
+    /// by SMTP (a local sender's are cleared when it is deposited).
+    pub received: Vec<String>,
 }
 
 impl Header {
@@ -331,6 +337,7 @@ impl Header {
             body: body.to_string(),
             posted: None,
             message_id: MessageId::new(),
+            received: Vec::new(),
         }
     }
 
@@ -436,6 +443,17 @@ impl Message {
             ));
         }
         check_line("the subject", &h.subject)?;
+        if h.received.len() > crate::smtp::MAX_RECEIVED {
+            return Err(too_large(
+                "the Received trace",
+                h.received.len(),
+                crate::smtp::MAX_RECEIVED,
+                "lines",
+            ));
+        }
+        for line in &h.received {
+            check_line("a Received line", line)?;
+        }
         if h.body.len() > MAX_BODY_BYTES {
             return Err(too_large("the body", h.body.len(), MAX_BODY_BYTES, "bytes"));
         }
@@ -497,6 +515,9 @@ impl Message {
             v.push(datetime(item::POSTED_DATE, t));
         }
         v.push(text(item::MESSAGE_ID, h.message_id.as_str()));
+        if !h.received.is_empty() {
+            v.push(text_list(item::RECEIVED, h.received.clone()));
+        }
         match self {
             Message::Memo(_) => {}
             Message::Reply(r) => v.push(text(item::IN_REPLY_TO, r.in_reply_to.as_str())),
@@ -540,6 +561,7 @@ impl Message {
             body: r.body()?,
             posted: r.datetime(item::POSTED_DATE)?,
             message_id: r.message_id(item::MESSAGE_ID)?,
+            received: r.text_list(item::RECEIVED)?,
         };
         let m = match form {
             Form::Memo => Message::Memo(Memo { header }),
@@ -931,6 +953,7 @@ mod tests {
                 body,
                 posted: posted.map(Timestamp),
                 message_id: MessageId::new(),
+                received: Vec::new(),
             })
     }
 

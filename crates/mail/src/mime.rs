@@ -53,6 +53,9 @@ pub struct InboundMessage {
     pub body_text: String,
     pub body_html: Option<String>,
     pub attachments: Vec<Attachment>,
+    /// The `Received:` trace lines, top (newest) first, each unfolded to
+    /// one line.
+    pub received: Vec<String>,
 }
 
 /// A mailbox from a header: `"Name" <email>`.
@@ -93,6 +96,8 @@ pub enum NotAMessage {
     NoHeaders,
     /// More attachments than [`MAX_ATTACHMENTS`].
     TooManyAttachments(usize),
+    /// More `Received:` lines than `smtp::MAX_RECEIVED`: a mail loop.
+    TooManyHops(usize),
 }
 
 impl fmt::Display for NotAMessage {
@@ -103,6 +108,11 @@ impl fmt::Display for NotAMessage {
             NotAMessage::TooManyAttachments(n) => {
                 write!(f, "{n} attachments, more than {MAX_ATTACHMENTS}")
             }
+            NotAMessage::TooManyHops(n) => write!(
+                f,
+                "{n} Received lines, more than {}: a mail loop",
+                crate::smtp::MAX_RECEIVED
+            ),
         }
     }
 }
@@ -124,6 +134,10 @@ pub fn to_document(raw: &[u8]) -> MailResult<InboundMessage> {
     if count > MAX_ATTACHMENTS {
         return refuse(NotAMessage::TooManyAttachments(count));
     }
+    let received = received(&message, raw);
+    if received.len() > crate::smtp::MAX_RECEIVED {
+        return refuse(NotAMessage::TooManyHops(received.len()));
+    }
     Ok(InboundMessage {
         from: message.from().and_then(|a| addresses(a).into_iter().next()),
         to: message.to().map(addresses).unwrap_or_default(),
@@ -140,7 +154,35 @@ pub fn to_document(raw: &[u8]) -> MailResult<InboundMessage> {
         body_text: body_text(&message),
         body_html: body_html(&message),
         attachments: attachments(&message),
+        received,
     })
+}
+
+/// The `Received:` headers as written, top first, each unfolded to one
+/// line of printable text within the subject's limit.
+fn received(message: &Message<'_>, raw: &[u8]) -> Vec<String> {
+    message
+        .headers()
+        .iter()
+        .filter(|h| h.name().eq_ignore_ascii_case("Received"))
+        .filter_map(|h| raw.get(h.offset_start() as usize..h.offset_end() as usize))
+        .map(|v| {
+            let text = String::from_utf8_lossy(v);
+            let mut line = text
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect::<String>()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut cut = line.len().min(crate::message::MAX_SUBJECT_BYTES);
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line
+        })
+        .collect()
 }
 
 /// RFC 5322 §3.6.8 field name: printable ASCII except the colon. The

@@ -15,6 +15,8 @@
 //!   ServerConnection / ClientConnection   state machines: handshake, rules, request ids
 //!     message    Request / Response / Failure bodies (postcard, JSON documents)
 //!       mailadmin  the mail user administration request and answer
+//!       meeting    the calendar's requests and answers
+//!       mailfiles  files sent with a message, as one upload
 //!     handshake  Hello / Welcome, version and compression negotiation
 //!     wire       per-connection frame decoder + output buffer + compression
 //!       compress   off / fast (LZ4) / strong (zstd), bomb-proof decompression
@@ -30,6 +32,8 @@ mod frame;
 mod handshake;
 mod ids;
 mod mailadmin;
+mod mailfiles;
+mod meeting;
 mod message;
 mod server;
 mod state;
@@ -48,6 +52,8 @@ pub use handshake::{
 };
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
+pub use mailfiles::MailFile;
+pub use meeting::{MeetingAnswer, MeetingInfo, MeetingRequest};
 pub use message::{
     ArchiveSummary, BackupSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found,
     NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue,

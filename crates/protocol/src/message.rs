@@ -22,6 +22,7 @@
 //! ```text
 //!   most requests     Request ───────────────────────────▶ Response | Error
 //!   PutAttachment     Request, Chunk*, End ─────────────▶ Response | Error
+//!   SendMailFiles     Request, Chunk*, End ─────────────▶ Response | Error
 //!   GetAttachment     Request ─▶ Item(AttachmentHeader), Chunk* ▶ Response | Error
 //!   Search            Request ─▶ Item(SearchHit)* ──────▶ Response | Error
 //!   Replicate         Request ─▶ Item(ReplicationPacket)* ▶ Response | Error
@@ -36,6 +37,8 @@ use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::FrameType;
 use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
 use crate::mailadmin::{MailAdminAnswer, MailAdminRequest};
+use crate::mailfiles::MailFile;
+use crate::meeting::{MeetingAnswer, MeetingRequest};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -325,6 +328,31 @@ pub enum Request {
         /// Send as this directory person (server administrators only).
         on_behalf_of: Option<String>,
     },
+    /// A meeting operation (`meeting.rs`); answered with `Meeting` once
+    /// its writes are durable. The acting person is the signed-in user's
+    /// person; a server administrator may name another with
+    /// `on_behalf_of`, as for `SendMail`.
+    Meeting {
+        /// What to do.
+        op: MeetingRequest,
+        /// Act as this directory person (server administrators only).
+        on_behalf_of: Option<String>,
+    },
+    /// `SendMail` with files attached: the request's `Chunk`s carry the
+    /// files' bytes back to back, in order, each exactly its declared
+    /// size, then `End` (`mailfiles.rs`); answered with `MailSent` once
+    /// the message and every file are durable. A message over the size
+    /// limit is refused (413) before anything is stored.
+    SendMailFiles {
+        /// The message's items as a JSON object, as for `SendMail`.
+        json: String,
+        /// Save as a draft instead of sending.
+        draft: bool,
+        /// Send as this directory person (server administrators only).
+        on_behalf_of: Option<String>,
+        /// The files, in the order their bytes follow.
+        files: Vec<MailFile>,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -503,6 +531,8 @@ pub enum Response {
         /// Whether it was saved as a draft.
         draft: bool,
     },
+    /// Answer to `Meeting`.
+    Meeting(MeetingAnswer),
 }
 
 /// What an online backup did.
@@ -690,7 +720,7 @@ impl Request {
     /// How the request's frames flow.
     pub fn shape(&self) -> Shape {
         match self {
-            Request::PutAttachment { .. } => Shape::Upload,
+            Request::PutAttachment { .. } | Request::SendMailFiles { .. } => Shape::Upload,
             Request::GetAttachment { .. } => Shape::Download,
             Request::Search { .. } | Request::Replicate { .. } => Shape::Stream,
             _ => Shape::Single,

@@ -520,7 +520,7 @@ impl Conn {
             Some(other) => other,
             None => return,
         };
-        let upload = if matches!(request, Request::PutAttachment { .. }) {
+        let upload = if request.shape() == protocol::Shape::Upload {
             let (utx, urx) = mpsc::channel(CHUNK_QUEUE);
             self.uploads.insert(id, utx);
             Some(urx)
@@ -529,6 +529,7 @@ impl Conn {
         };
         self.jobs += 1;
         let op = op_of(&request);
+        let bulk = upload.is_some();
         let job = Job {
             service: self.service.clone(),
             caller,
@@ -546,7 +547,7 @@ impl Conn {
                 started,
             });
         };
-        if op == Op::PutAttachment {
+        if bulk {
             crate::upload::spawn_bulk(work);
         } else {
             tokio::task::spawn_blocking(work);
@@ -689,7 +690,7 @@ fn op_of(r: &Request) -> Op {
         | R::DatabaseInfo { .. }
         | R::OpenDatabase { .. }
         | R::CloseDatabase { .. } => Op::Database,
-        R::CreateDocument { .. } | R::SendMail { .. } => Op::Create,
+        R::CreateDocument { .. } | R::SendMail { .. } | R::SendMailFiles { .. } => Op::Create,
         R::ReadDocument { .. } => Op::Read,
         R::UpdateDocument { .. } => Op::Update,
         R::DeleteDocument { .. } => Op::Delete,
@@ -705,6 +706,12 @@ fn op_of(r: &Request) -> Op {
         | R::DeleteView { .. } => Op::UpdateCollection,
         R::Search { .. } => Op::Search,
         R::Replicate { .. } | R::WaitChanges { .. } => Op::Changes,
+        R::Meeting { op, .. } => match op {
+            protocol::MeetingRequest::Create { .. } => Op::Create,
+            protocol::MeetingRequest::Read { .. } => Op::Read,
+            protocol::MeetingRequest::Cancel { .. } => Op::Delete,
+            _ => Op::Update,
+        },
         _ => Op::Admin,
     }
 }
@@ -898,6 +905,34 @@ impl Job {
                     unid: protocol::Unid(sent.unid.0),
                     draft: sent.draft,
                 }
+            }
+            R::SendMailFiles {
+                json,
+                draft,
+                on_behalf_of,
+                files,
+            } => {
+                let mut reader = UploadReader::new(
+                    upload
+                        .ok_or_else(|| ServerError::Internal("upload without a channel".into()))?,
+                );
+                let sent = s.send_mail_files(
+                    caller,
+                    &json,
+                    draft,
+                    on_behalf_of.as_deref(),
+                    &files,
+                    &mut reader,
+                )?;
+                Response::MailSent {
+                    message_id: sent.message_id,
+                    stored_in: sent.stored_in,
+                    unid: protocol::Unid(sent.unid.0),
+                    draft: sent.draft,
+                }
+            }
+            R::Meeting { op, on_behalf_of } => {
+                Response::Meeting(s.meeting_op(caller, op, on_behalf_of.as_deref())?)
             }
         })
     }

@@ -92,9 +92,24 @@ pub fn draft(rng: &mut impl Rng) -> String {
     json(&Message::Memo(Memo { header: h }))
 }
 
-/// A message of `kind` to `to`, as JSON items. Meeting invitations are
-/// calendar notices of type Invitation with the meeting's time (the
-/// router delivers them like any message).
+/// A meeting the sender chairs, inviting `to`: sent through the
+/// calendar (`Meeting` create), which makes the chair's entry and
+/// deposits one Invitation for the router to deliver.
+pub fn meeting(rng: &mut impl Rng, to: &[String]) -> protocol::MeetingRequest {
+    let len = rng.gen_range(1024..8192);
+    let start = Timestamp::now().0 + rng.gen_range(1..30i64) * 86_400_000_000;
+    protocol::MeetingRequest::Create {
+        subject: format!("Meeting {}", rng.gen::<u32>()),
+        body: text(rng, len),
+        start: protocol::Timestamp(start),
+        end: protocol::Timestamp(start + 3_600_000_000),
+        location: "Room 2".into(),
+        invitees: to.to_vec(),
+    }
+}
+
+/// A message of `kind` to `to`, as JSON items (an invitation, which goes
+/// through the calendar instead, as a Notice of type Invitation).
 pub fn message(rng: &mut impl Rng, kind: super::script::SendKind, to: &[String]) -> String {
     use super::script::SendKind;
     let len = rng.gen_range(1024..8192);

@@ -20,7 +20,7 @@
 use super::args::{MailArgs, MAX_RESPONSE_US};
 use super::content::{self, mail_file, user_name};
 use super::measure::{self, Reading};
-use super::script::{Op, UserScript, OP_NAMES, PAGE};
+use super::script::{Op, SendKind, UserScript, OP_NAMES, PAGE};
 use crate::progress::Progress;
 use client::{
     Client, ClientOptions, CollectionHandle, DbHandle, DocRef, ReadFlags, Row, Start, Unid,
@@ -300,6 +300,14 @@ impl User {
                 c.send_mail(&json, true, Some(&self.name))
                     .await
                     .map_err(e)?;
+            }
+            Op::Send {
+                kind: SendKind::Invitation,
+                to,
+            } => {
+                let to: Vec<String> = to.iter().map(|&i| user_name(i)).collect();
+                let op = content::meeting(&mut self.rng, &to);
+                c.meeting(op, Some(&self.name)).await.map_err(e)?;
             }
             Op::Send { kind, to } => {
                 let to: Vec<String> = to.iter().map(|&i| user_name(i)).collect();

@@ -416,8 +416,9 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
          included, a small share); fsyncs are the log's (with \
          the log off the server does not count the syncs of data files). Checkpoints are marked \
          when there are at most 20 in a run. All mail files are under mail/ (the mail layer names them \
-         mail/<short name>.fdb), on one file system. Meeting invitations are sent as Notice-form \
-         messages of type Invitation; the router delivers them like any message.",
+         mail/<short name>.fdb), on one file system. Meeting invitations go through the calendar \
+         (native Meeting create): the chair's Calendar entry, then one Invitation notice the router \
+         delivers to each invitee.",
     );
     report::write(out, result, &page)
 }

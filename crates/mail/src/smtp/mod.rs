@@ -8,9 +8,11 @@ mod data;
 mod limits;
 mod reply;
 mod session;
+mod trace;
 
 pub use action::{Action, Delivery, DeliveryId, Envelope, StoreFailure, Verdict, Waiting};
 pub use address::{Mailbox, PathError, Recipient};
 pub use command::BodyType;
 pub use limits::{SessionLimits, MIN_LINE_LENGTH, MIN_RECIPIENTS};
 pub use session::Session;
+pub use trace::{received_line, MAX_RECEIVED};

@@ -43,7 +43,7 @@ pub(super) async fn create(State(s): Svc, c: Call, body: Body) -> Answer {
     };
     let (appt, message_id) = c
         .run(&s, Op::Create, move |s, caller| {
-            s.create_meeting(caller, meeting)
+            s.create_meeting(caller, None, meeting)
         })
         .await?;
     Ok(json_response(
@@ -56,7 +56,7 @@ pub(super) async fn read(State(s): Svc, c: Call) -> Answer {
     c.query.allow(&[])?;
     let appt = appt_unid(&c)?;
     let m = c
-        .run(&s, Op::Read, move |s, caller| s.meeting(caller, appt))
+        .run(&s, Op::Read, move |s, caller| s.meeting(caller, None, appt))
         .await?;
     let attendees: Vec<Json> = m
         .attendees
@@ -84,7 +84,7 @@ pub(super) async fn respond(State(s): Svc, c: Call, body: Body) -> Answer {
     let r = Response::parse(&r).map_err(|e| bad(e.to_string()))?;
     let id = c
         .run(&s, Op::Update, move |s, caller| {
-            s.respond_meeting(caller, appt, r)
+            s.respond_meeting(caller, None, appt, r)
         })
         .await?;
     Ok(ok(json!({"message_id": id})))
@@ -102,7 +102,7 @@ pub(super) async fn reschedule(State(s): Svc, c: Call, body: Body) -> Answer {
     };
     let id = c
         .run(&s, Op::Update, move |s, caller| {
-            s.reschedule_meeting(caller, appt, t)
+            s.reschedule_meeting(caller, None, appt, t)
         })
         .await?;
     Ok(ok(json!({"message_id": id})))
@@ -117,7 +117,7 @@ pub(super) async fn cancel(State(s): Svc, c: Call, body: Body) -> Answer {
     }
     let id = c
         .run(&s, Op::Delete, move |s, caller| {
-            s.cancel_meeting(caller, appt)
+            s.cancel_meeting(caller, None, appt)
         })
         .await?;
     Ok(ok(json!({"message_id": id})))

@@ -63,7 +63,8 @@
 //!   mail_users.rs   mail users: create, list, remove (administrators)
 //!   unread.rs       `Connection: close` on an answer that left the body unread
 //!   archive.rs      archiving the transaction log
-//!   mail.rs         sending mail as the signed-in user
+//!   mail.rs         sending mail as the signed-in user (JSON, or a form with files)
+//!   multipart.rs    multipart/form-data bodies, read whole
 //!   calendar.rs     meetings as the signed-in user
 //!   backup.rs       online backup
 //! ```
@@ -80,6 +81,7 @@ mod extract;
 mod feed;
 mod mail;
 mod mail_users;
+mod multipart;
 mod stream;
 mod unread;
 mod views;

@@ -90,7 +90,7 @@ pub(super) struct Turns {
 
 impl Turns {
     /// Waits until fewer than `max` holders (0: never waits).
-    fn take(&self, max: usize) -> Option<TurnGuard<'_>> {
+    pub(super) fn take(&self, max: usize) -> Option<TurnGuard<'_>> {
         if max == 0 {
             return None;
         }
@@ -103,7 +103,7 @@ impl Turns {
     }
 }
 
-struct TurnGuard<'a>(&'a Turns);
+pub(super) struct TurnGuard<'a>(&'a Turns);
 
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {

@@ -3,14 +3,15 @@
 //! `cancel_meeting` (HTTP `/mail/meetings`).
 //!
 //! The acting person is the caller's directory person (`person_of`, as
-//! for sending), never one the request names; only the chair may move or
-//! cancel a meeting (the mail layer checks the chair's own entry). Every
+//! for sending); only a server administrator may name another
+//! (`on_behalf_of`, `Service::acting_person`), as for sending. Only the
+//! chair may move or cancel a meeting (the mail layer checks the chair's own entry). Every
 //! call answers once its writes are durable (I2, I28; I16), and the
 //! router applies the notices it deposits on delivery (I34).
 
 use super::mail::mail_err;
 use super::{Caller, Service};
-use crate::{ServerError, ServerResult};
+use crate::ServerResult;
 use mail::{AttendeeStatus, NewMeeting, NewTime, Response};
 use nsf::Unid;
 
@@ -30,8 +31,13 @@ pub struct MeetingInfo {
 impl Service {
     /// Creates `m` chaired by the caller; the meeting's id and the
     /// invitation's message id.
-    pub fn create_meeting(&self, caller: &Caller, m: NewMeeting) -> ServerResult<(Unid, String)> {
-        let chair = self.person_of(signed_in(caller)?)?;
+    pub fn create_meeting(
+        &self,
+        caller: &Caller,
+        on_behalf_of: Option<&str>,
+        m: NewMeeting,
+    ) -> ServerResult<(Unid, String)> {
+        let chair = self.acting_person(caller, on_behalf_of)?;
         let (appt, id) =
             mail::create_meeting(self.engine(), self.views(), &self.limits().mail, &chair, m)
                 .map_err(mail_err)?;
@@ -42,10 +48,11 @@ impl Service {
     pub fn respond_meeting(
         &self,
         caller: &Caller,
+        on_behalf_of: Option<&str>,
         appt: Unid,
         r: Response,
     ) -> ServerResult<String> {
-        self.as_person(caller, |me, mail| {
+        self.as_person(caller, on_behalf_of, |me, mail| {
             mail::respond(self.engine(), self.views(), mail, me, appt, r)
         })
     }
@@ -54,17 +61,23 @@ impl Service {
     pub fn reschedule_meeting(
         &self,
         caller: &Caller,
+        on_behalf_of: Option<&str>,
         appt: Unid,
         t: NewTime,
     ) -> ServerResult<String> {
-        self.as_person(caller, |chair, mail| {
+        self.as_person(caller, on_behalf_of, |chair, mail| {
             mail::reschedule_meeting(self.engine(), self.views(), mail, chair, appt, t)
         })
     }
 
     /// Cancels meeting `appt`, which the caller chairs.
-    pub fn cancel_meeting(&self, caller: &Caller, appt: Unid) -> ServerResult<String> {
-        self.as_person(caller, |chair, mail| {
+    pub fn cancel_meeting(
+        &self,
+        caller: &Caller,
+        on_behalf_of: Option<&str>,
+        appt: Unid,
+    ) -> ServerResult<String> {
+        self.as_person(caller, on_behalf_of, |chair, mail| {
             mail::cancel_meeting(self.engine(), self.views(), mail, chair, appt)
         })
     }
@@ -74,9 +87,10 @@ impl Service {
     fn as_person(
         &self,
         caller: &Caller,
+        on_behalf_of: Option<&str>,
         act: impl FnOnce(&mail::Person, &mail::MailConfig) -> mail::MailResult<mail::DepositId>,
     ) -> ServerResult<String> {
-        let me = self.person_of(signed_in(caller)?)?;
+        let me = self.acting_person(caller, on_behalf_of)?;
         let id = act(&me, &self.limits().mail).map_err(mail_err)?;
         Ok(id.message_id.as_str().to_string())
     }
@@ -84,8 +98,13 @@ impl Service {
     /// Meeting `appt` as the caller's own entry for it holds it: the
     /// chair's (with every answer) or, for an invitee who accepted,
     /// theirs (without answers).
-    pub fn meeting(&self, caller: &Caller, appt: Unid) -> ServerResult<MeetingInfo> {
-        let me = self.person_of(signed_in(caller)?)?;
+    pub fn meeting(
+        &self,
+        caller: &Caller,
+        on_behalf_of: Option<&str>,
+        appt: Unid,
+    ) -> ServerResult<MeetingInfo> {
+        let me = self.acting_person(caller, on_behalf_of)?;
         let db = mail::open_mail_file(self.engine(), self.views(), &me).map_err(mail_err)?;
         let chaired = mail::read_meeting(&db, appt).map_err(mail_err)?;
         let (a, statuses) = match chaired {
@@ -136,11 +155,4 @@ fn accepted(
         Err(nsf::NsfError::NoSuchDocument { .. }) => Ok(None),
         Err(e) => Err(crate::error::nsf_err(e)),
     }
-}
-
-fn signed_in(caller: &Caller) -> ServerResult<&str> {
-    caller
-        .user
-        .as_deref()
-        .ok_or_else(|| ServerError::Unauthenticated("meetings need a signed-in user".into()))
 }

@@ -21,7 +21,12 @@ pub struct Sent {
 
 impl Service {
     /// Deposits `msg` from the caller's person (see the module docs).
-    pub fn send_mail(&self, caller: &Caller, msg: Message) -> ServerResult<Sent> {
+    pub fn send_mail(
+        &self,
+        caller: &Caller,
+        msg: Message,
+        files: &mut [mail::Attachment<'_>],
+    ) -> ServerResult<Sent> {
         let user = caller.user.as_deref().ok_or_else(|| {
             ServerError::Unauthenticated("sending mail needs a signed-in user".into())
         })?;
@@ -32,7 +37,7 @@ impl Service {
             &self.limits().mail,
             &sender,
             msg,
-            &mut [],
+            files,
         )
         .map_err(mail_err)?;
         Ok(Sent {

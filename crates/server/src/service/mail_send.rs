@@ -44,13 +44,25 @@ impl Service {
         draft: bool,
         on_behalf_of: Option<&str>,
     ) -> ServerResult<Stored> {
-        let sender = self.sender(caller, on_behalf_of)?;
+        let sender = self.acting_person(caller, on_behalf_of)?;
         let msg = message_of(json)?;
+        self.store_message(&sender, msg, draft, &mut [])
+            .map_err(mail_err)
+    }
+
+    /// Deposits `msg` from `sender` with `files`, or with `draft` saves it
+    /// in the sender's mail file; durable when this returns (I28).
+    pub(super) fn store_message(
+        &self,
+        sender: &Person,
+        msg: Message,
+        draft: bool,
+        files: &mut [mail::Attachment<'_>],
+    ) -> mail::MailResult<Stored> {
         let (engine, views, config) = (self.engine(), self.views(), &self.limits().mail);
         if draft {
             let message_id = msg.header().message_id.as_str().to_string();
-            let d =
-                mail::save_draft(engine, views, config, &sender, msg, &mut []).map_err(mail_err)?;
+            let d = mail::save_draft(engine, views, config, sender, msg, files)?;
             Ok(Stored {
                 message_id,
                 stored_in: d.mail_file.to_string(),
@@ -58,8 +70,7 @@ impl Service {
                 draft: true,
             })
         } else {
-            let d =
-                mail::deposit(engine, views, config, &sender, msg, &mut []).map_err(mail_err)?;
+            let d = mail::deposit(engine, views, config, sender, msg, files)?;
             Ok(Stored {
                 message_id: d.message_id.as_str().to_string(),
                 stored_in: d.mail_box.to_string(),
@@ -69,21 +80,26 @@ impl Service {
         }
     }
 
-    /// Who sends: the caller's person, or the person an administrator
-    /// names.
-    fn sender(&self, caller: &Caller, on_behalf_of: Option<&str>) -> ServerResult<Person> {
+    /// Who acts (sends, chairs, answers): the caller's person, or the
+    /// person a server administrator names (an embedded command runs as
+    /// an administrator nobody signed in as, and always names one).
+    pub(super) fn acting_person(
+        &self,
+        caller: &Caller,
+        on_behalf_of: Option<&str>,
+    ) -> ServerResult<Person> {
+        if let (Some(name), true) = (on_behalf_of, caller.admin) {
+            let dir = mail::Directory::open(self.engine(), self.views()).map_err(mail_err)?;
+            return dir.person(name).map_err(mail_err);
+        }
         let user = caller.user.as_deref().ok_or_else(|| {
-            ServerError::Unauthenticated("sending mail needs a signed-in user".into())
+            ServerError::Unauthenticated("mail and meetings need a signed-in user".into())
         })?;
         match on_behalf_of {
             None => self.person_of(user),
-            Some(name) if caller.admin => {
-                let dir = mail::Directory::open(self.engine(), self.views()).map_err(mail_err)?;
-                dir.person(name).map_err(mail_err)
-            }
             Some(name) if name.eq_ignore_ascii_case(user) => self.person_of(user),
             Some(name) => Err(ServerError::Forbidden(format!(
-                "only a server administrator may send on behalf of {name:?}"
+                "only a server administrator may act on behalf of {name:?}"
             ))),
         }
     }
@@ -91,7 +107,7 @@ impl Service {
 
 /// The message `json` holds: a JSON object of items (no removals, no
 /// attachments), one of the template's forms.
-fn message_of(json: &str) -> ServerResult<Message> {
+pub(super) fn message_of(json: &str) -> ServerResult<Message> {
     let value: serde_json::Value = serde_json::from_str(json)
         .map_err(|e| ServerError::BadRequest(format!("the message is not JSON: {e}")))?;
     let bad = |e: nsf::JsonError| ServerError::BadRequest(format!("the message: {e}"));

@@ -39,8 +39,10 @@
 //!   views.rs        collections, entries, find, update, create, folders, search
 //!   admin.rs        ACLs, the caller's access, statistics
 //!   calendar.rs     meetings as the signed-in user: create, respond, reschedule, cancel
+//!   meeting_op.rs   the same as one typed operation, for the native door and the CLI
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
 //!   mail_send.rs    sending any form over the native door, drafts, on behalf of
+//!   mail_files.rs   the same with files: one upload split by declared sizes
 //!   archive.rs      archiving the transaction log
 //!   backup.rs       online backup
 //!   replicate.rs    the server's side of a replication; the change feed's wait
@@ -56,8 +58,10 @@ mod calendar;
 mod databases;
 mod documents;
 mod mail;
+mod mail_files;
 mod mail_send;
 mod mail_users;
+mod meeting_op;
 mod replicate;
 mod views;
 mod wire;

@@ -53,6 +53,8 @@ pub(crate) struct ConnContext {
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     pub(crate) stats: Arc<Stats>,
     pub(crate) life: watch::Receiver<Lifecycle>,
+    /// The client's address, for the `Received:` line.
+    pub(crate) peer: SocketAddr,
 }
 
 /// How a pass of the loop over one stream ended.
@@ -131,9 +133,17 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                         .recipient_verdict(verdict)
                         .map_err(io::Error::other)?;
                 }
-                Action::Store(delivery) => {
+                Action::Store(mut delivery) => {
                     // Replies so far reach the client while the deposit runs.
                     stream.flush().await?;
+                    // RFC 5321 §4.4: the trace line goes on top.
+                    let line = mail::smtp::received_line(
+                        &delivery.envelope,
+                        cx.peer.ip(),
+                        &cx.server_name,
+                        chrono::Utc::now(),
+                    );
+                    delivery.data.splice(0..0, line.into_bytes());
                     let mailer = cx.mailer.clone();
                     let stored = tokio::task::spawn_blocking(move || mailer.store(&delivery))
                         .await

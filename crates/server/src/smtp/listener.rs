@@ -51,6 +51,7 @@ pub(crate) async fn serve(
             tls: tls.clone(),
             stats: stats.clone(),
             life: life.clone(),
+            peer,
         };
         tasks.spawn(async move {
             let _slot = slot;
