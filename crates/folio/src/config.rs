@@ -78,6 +78,9 @@ pub struct FileConfig {
     pub smtp: SmtpSection,
     #[serde(default)]
     pub router: RouterSection,
+    /// Scheduled server-to-server replication (`peerrepl/config.rs`).
+    #[serde(default)]
+    pub replication: Vec<crate::peerrepl::ReplicationSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]

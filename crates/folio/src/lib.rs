@@ -18,6 +18,7 @@ pub mod local;
 pub mod mailcli;
 pub mod mailload;
 pub mod output;
+pub mod peerrepl;
 pub mod progress;
 pub mod remote;
 pub mod replcli;

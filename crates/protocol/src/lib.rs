@@ -31,6 +31,7 @@ mod handshake;
 mod ids;
 mod mailadmin;
 mod message;
+mod peer;
 mod server;
 mod state;
 mod wire;
@@ -53,6 +54,7 @@ pub use message::{
     NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue,
     Statistic, Value, MAX_ERROR_MESSAGE,
 };
+pub use peer::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
 pub use server::{ServerConfig, ServerConnection, ServerEvent};
 pub use state::Phase;
 

@@ -36,6 +36,7 @@ use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::FrameType;
 use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
 use crate::mailadmin::{MailAdminAnswer, MailAdminRequest};
+use crate::peer::{PeerReplicated, PeerReplication};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -325,6 +326,11 @@ pub enum Request {
         /// Send as this directory person (server administrators only).
         on_behalf_of: Option<String>,
     },
+    /// Replicates a database of this server with one on a peer server:
+    /// the server connects to the peer itself and runs the pulls;
+    /// answered with `PeerReplicated` once every pull's writes and
+    /// history are durable on their target. Server administrators only.
+    ReplicatePeer(PeerReplication),
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -503,6 +509,8 @@ pub enum Response {
         /// Whether it was saved as a draft.
         draft: bool,
     },
+    /// Answer to `ReplicatePeer`.
+    PeerReplicated(PeerReplicated),
 }
 
 /// What an online backup did.
