@@ -12,6 +12,11 @@
 //! (I2, I26, I27). A cut connection or a killed server leaves each side's
 //! history at its last checkpoint; the next run resumes from it.
 //!
+//! Access: the peer applies its ACL to the name this server signs in
+//! with; here, a pull writes the peer's ACL changes only if that same
+//! name is a Manager of this server's replica (the classic rule,
+//! `replica::local::ActingFor`), whatever else it writes.
+//!
 //! ```text
 //!   this server's Engine ── open/create local ──┐
 //!                                               ├─ replnet::pull / push ─▶ peer's Replicate
@@ -26,7 +31,7 @@ use crate::remote::Endpoint;
 use crate::replnet::{self, NetReport};
 use nsf::Engine;
 use protocol::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
-use replica::local::LocalOptions;
+use replica::local::{ActingFor, LocalOptions};
 
 /// The client name the server signs in to its peers with.
 const CLIENT_NAME: &str = "folio peer replication";
@@ -93,8 +98,15 @@ fn replicate_with(
         }
         target
     };
+    // The peer's ACL changes are written here only if the name this
+    // server signs in to the peer with is a Manager here (acl_rule.rs).
+    let acting_for = match &request.credentials {
+        Some((user, _)) => ActingFor::User(user.clone()),
+        None => ActingFor::Anonymous,
+    };
     let options = LocalOptions {
         selection: request.selection.clone(),
+        acting_for,
         ..LocalOptions::default()
     };
     let there = format!("{}:{remote}", request.peer);
