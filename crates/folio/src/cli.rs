@@ -616,6 +616,7 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
     let replication =
         crate::peerrepl::config::entries(&file.replication, &|v| std::env::var(v).ok())
             .map_err(FolioError::Settings)?;
+    let purge_interval = file.purge_interval().map_err(FolioError::Settings)?;
     let dd = datadir::open(data_dir, datadir::settings_of(&file, data_dir)?)?;
     let (engine, views, lock) = dd.into_parts();
     let databases = engine.list_databases()?.len();
@@ -630,7 +631,7 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
         router,
     );
     host.add_task(task)?;
-    crate::peerrepl::install(&mut host, replication)?;
+    crate::peerrepl::install(&mut host, replication, purge_interval)?;
     let served = server::run(
         settings,
         host,

@@ -31,7 +31,8 @@ use crate::remote::Endpoint;
 use crate::replnet::{self, NetReport};
 use nsf::Engine;
 use protocol::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
-use replica::local::{ActingFor, LocalOptions};
+use replica::local::{load_histories, ActingFor, LocalOptions};
+use std::time::Duration;
 
 /// The client name the server signs in to its peers with.
 const CLIENT_NAME: &str = "folio peer replication";
@@ -64,7 +65,13 @@ pub fn check(request: &PeerReplication) -> FolioResult<()> {
 /// Replicates as `request` says, on `engine`'s database `request.local`
 /// and the peer's `request.remote` (module docs): a pull, a push, or a
 /// pull then a push.
-pub fn replicate(engine: &Engine, request: &PeerReplication) -> FolioResult<PeerReplicated> {
+/// With `purge_interval`, the answer warns when this server last
+/// replicated from the peer's database longer ago than that (I45).
+pub fn replicate(
+    engine: &Engine,
+    request: &PeerReplication,
+    purge_interval: Duration,
+) -> FolioResult<PeerReplicated> {
     check(request)?;
     let endpoint = Endpoint {
         addr: request.peer.clone(),
@@ -72,7 +79,7 @@ pub fn replicate(engine: &Engine, request: &PeerReplication) -> FolioResult<Peer
         tls_ca: None,
     };
     let client = endpoint.connect(CLIENT_NAME)?;
-    let result = replicate_with(engine, &client, request);
+    let result = replicate_with(engine, &client, request, purge_interval);
     client.close();
     result
 }
@@ -81,6 +88,7 @@ fn replicate_with(
     engine: &Engine,
     client: &client::blocking::Client,
     request: &PeerReplication,
+    purge_interval: Duration,
 ) -> FolioResult<PeerReplicated> {
     let (local, remote) = (request.local.as_str(), request.remote.as_str());
     let (db, info) = client.open_database(remote)?;
@@ -111,6 +119,9 @@ fn replicate_with(
     };
     let there = format!("{}:{remote}", request.peer);
     let mut answer = PeerReplicated::default();
+    if let Some(w) = stale_peer(&target, info.instance_id, purge_interval, &there)? {
+        answer.warnings.push(w);
+    }
     if request.direction != PeerDirection::Push {
         let r = replnet::pull(client, db, &target, &options)?;
         answer.pulls.push(summary(&there, local, &r));
@@ -121,6 +132,37 @@ fn replicate_with(
     }
     let _ = client.close_database(db);
     Ok(answer)
+}
+
+/// I45: a warning when the last pull from the peer's database
+/// (instance `instance`) into `target` is older than `purge_interval`:
+/// stubs of deletions made since may be purged on either side, so those
+/// documents could come back. No warning before a first replication.
+fn stale_peer(
+    target: &nsf::Database,
+    instance: u64,
+    purge_interval: Duration,
+    there: &str,
+) -> FolioResult<Option<String>> {
+    let last = load_histories(target)?
+        .into_iter()
+        .filter(|h| h.peer.instance.0 == instance)
+        .map(|h| h.at)
+        .max();
+    let Some(last) = last else {
+        return Ok(None);
+    };
+    let age = nsf::Timestamp::now().0.saturating_sub(last.0);
+    let limit = i64::try_from(purge_interval.as_micros()).unwrap_or(i64::MAX);
+    Ok((age > limit).then(|| {
+        format!(
+            "{} last replicated with {there} at {}, longer ago than the purge interval \
+             ({} days): documents deleted since could come back",
+            target.path(),
+            last.to_rfc3339(),
+            purge_interval.as_secs() / 86_400
+        )
+    }))
 }
 
 fn summary(from: &str, to: &str, r: &NetReport) -> PeerPull {
@@ -134,5 +176,55 @@ fn summary(from: &str, to: &str, r: &NetReport) -> PeerPull {
         bytes_uncompressed: r.bytes_uncompressed,
         round_trips: r.round_trips,
         millis: u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsf::{DbInstanceId, EngineConfig, Seq, Timestamp};
+    use std::sync::Arc;
+
+    const DAY: i64 = 86_400_000_000;
+
+    /// I45: a peer last pulled from longer ago than the purge interval
+    /// is warned about; a recent one, or another instance, is not.
+    #[test]
+    fn a_peer_last_seen_before_the_purge_interval_is_warned_about() {
+        let mut cfg = EngineConfig::new("/data");
+        cfg.background = false;
+        let (engine, _) = Engine::open(Arc::new(storage::backend::MemBackend::new()), cfg).unwrap();
+        let db = engine.create_database("a.fdb", "").unwrap();
+        let ninety = Duration::from_secs(90 * 86_400);
+        let history = |key: u8, instance: u64, days_ago: i64| {
+            let entry = replica::History {
+                peer: replica::Peer {
+                    replica: db.info().unwrap().replica_id,
+                    instance: DbInstanceId(instance),
+                },
+                selection: None,
+                seen_upto: Seq(3),
+                at: Timestamp(Timestamp::now().0 - days_ago * DAY),
+            };
+            db.put_replication_history(&[key], &serde_json::to_vec(&entry).unwrap())
+                .unwrap();
+        };
+        assert_eq!(stale_peer(&db, 7, ninety, "b:1:a.fdb").unwrap(), None);
+        history(1, 7, 100);
+        history(2, 8, 10);
+        let w = stale_peer(&db, 7, ninety, "b:1:a.fdb").unwrap().unwrap();
+        assert!(
+            w.contains("b:1:a.fdb") && w.contains("could come back"),
+            "{w}"
+        );
+        assert_eq!(stale_peer(&db, 8, ninety, "c:1:a.fdb").unwrap(), None);
+        history(3, 7, 1);
+        assert_eq!(
+            stale_peer(&db, 7, ninety, "b:1:a.fdb").unwrap(),
+            None,
+            "the latest entry for the peer counts"
+        );
+        drop(db);
+        engine.close().unwrap();
     }
 }

@@ -43,11 +43,14 @@ type Job = Box<dyn FnOnce(&Engine) + Send>;
 #[derive(Clone)]
 pub struct Replicator {
     jobs: mpsc::Sender<Job>,
+    /// For the warning about peers last seen too long ago (I45).
+    purge_interval: Duration,
 }
 
 impl Replicator {
-    /// Starts the replicator thread over `engine`.
-    pub fn start(engine: &Arc<Engine>) -> FolioResult<Replicator> {
+    /// Starts the replicator thread over `engine`; replications warn
+    /// about peers last seen longer ago than `purge_interval`.
+    pub fn start(engine: &Arc<Engine>, purge_interval: Duration) -> FolioResult<Replicator> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let engine: Weak<Engine> = Arc::downgrade(engine);
         std::thread::Builder::new()
@@ -64,7 +67,10 @@ impl Replicator {
             .map_err(|e| {
                 FolioError::Internal(format!("cannot start the replicator thread: {e}"))
             })?;
-        Ok(Replicator { jobs })
+        Ok(Replicator {
+            jobs,
+            purge_interval,
+        })
     }
 
     /// Queues `job`; false if the thread is gone.
@@ -77,8 +83,9 @@ impl PeerReplicator for Replicator {
     fn replicate(&self, request: PeerReplication) -> ServerResult<PeerReplicated> {
         driver::check(&request).map_err(to_server)?;
         let (tx, rx) = mpsc::channel();
+        let purge = self.purge_interval;
         let queued = self.submit(Box::new(move |engine| {
-            let _ = tx.send(driver::replicate(engine, &request));
+            let _ = tx.send(driver::replicate(engine, &request, purge));
         }));
         let answer = queued.then(|| rx.recv().ok()).flatten();
         match answer {
@@ -105,10 +112,19 @@ fn to_server(e: FolioError) -> ServerError {
     }
 }
 
-/// Gives `host` its `ReplicatePeer` door and, with `entries`, the
-/// scheduled replication task and its statistics.
-pub fn install(host: &mut server::Host, entries: Vec<Entry>) -> FolioResult<()> {
-    let replicator = Replicator::start(host.engine())?;
+/// Gives `host` its `ReplicatePeer` door, the stub purge task
+/// (`purge.rs`) and, with `entries`, the scheduled replication task and
+/// its statistics.
+pub fn install(
+    host: &mut server::Host,
+    entries: Vec<Entry>,
+    purge_interval: Duration,
+) -> FolioResult<()> {
+    let replicator = Replicator::start(host.engine(), purge_interval)?;
+    host.add_task(super::purge::PurgeTask::new(
+        host.engine().clone(),
+        purge_interval,
+    ))?;
     host.set_peer_replicator(Arc::new(replicator.clone()));
     if entries.is_empty() {
         return Ok(());
@@ -175,8 +191,9 @@ impl Task for ScheduleTask {
                 self.schedule.lock().started(i);
                 let entry = self.entries[i].clone();
                 let (tx, rx) = tokio::sync::oneshot::channel();
+                let purge = self.replicator.purge_interval;
                 self.replicator.submit(Box::new(move |engine| {
-                    let _ = tx.send(run_entry(engine, &entry));
+                    let _ = tx.send(run_entry(engine, &entry, purge));
                 }));
                 let outcome = tokio::select! {
                     r = rx => r.unwrap_or_else(|_| Outcome {
@@ -196,7 +213,7 @@ impl Task for ScheduleTask {
 
 /// One run of `entry`: each of its databases in turn, pull and/or push
 /// with the peer; a database that fails is named and the others go on.
-fn run_entry(engine: &Engine, entry: &Entry) -> Outcome {
+fn run_entry(engine: &Engine, entry: &Entry, purge_interval: Duration) -> Outcome {
     let mut outcome = Outcome::default();
     let paths = match &entry.databases {
         Databases::List(list) => list.clone(),
@@ -218,7 +235,7 @@ fn run_entry(engine: &Engine, entry: &Entry) -> Outcome {
             selection: entry.selection.clone(),
             create: false,
         };
-        match driver::replicate(engine, &request) {
+        match driver::replicate(engine, &request, purge_interval) {
             Ok(r) => {
                 for p in &r.pulls {
                     outcome.documents += p.documents;

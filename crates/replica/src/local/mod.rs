@@ -19,3 +19,4 @@ pub use acl_rule::ActingFor;
 pub use body::{Attachment, NoteBody};
 pub use run::{pull, LocalFailure, LocalOptions, LocalReport};
 pub use side::{ReadCheck, SourceSide, TargetSide, WriteCheck};
+pub use store::load_histories;
