@@ -322,6 +322,15 @@ impl Client {
         self.wait(self.inner.statistics())
     }
 
+    /// Asks the server to replicate one of its databases with a peer;
+    /// see [`crate::Client::replicate_peer`].
+    pub fn replicate_peer(
+        &self,
+        request: protocol::PeerReplication,
+    ) -> Result<protocol::PeerReplicated, ClientError> {
+        self.wait(self.inner.replicate_peer(request))
+    }
+
     /// See [`crate::Client::archive`].
     pub fn archive(&self, to: Option<&str>) -> Result<protocol::ArchiveSummary, ClientError> {
         self.wait(self.inner.archive(to))

@@ -90,6 +90,19 @@ impl Client {
         }
     }
 
+    /// Asks the server to replicate one of its databases with a peer
+    /// server (`ReplicatePeer`, server administrators only); answers once
+    /// every pull is durable on its target.
+    pub async fn replicate_peer(
+        &self,
+        request: protocol::PeerReplication,
+    ) -> Result<protocol::PeerReplicated, ClientError> {
+        match self.request(Request::ReplicatePeer(request)).await? {
+            Response::PeerReplicated(r) => Ok(r),
+            other => Err(ClientError::unexpected("PeerReplicated", &other)),
+        }
+    }
+
     /// Bytes this connection wrote and read since its handshake, as they
     /// travel (framed and compressed).
     pub fn traffic(&self) -> (u64, u64) {

@@ -103,6 +103,16 @@ pub enum Cmd {
         /// then pull.
         #[arg(long)]
         create: bool,
+        /// With --server A: the server A replicates its own SRC with DST
+        /// on this peer server (HOST:PORT), server to server (A's
+        /// administrators only). --direction is A's view: pull brings the
+        /// peer's changes into A.
+        #[arg(long)]
+        peer: Option<String>,
+        /// With --peer: the user A signs in to the peer as; the password
+        /// (or an API token) is read from FOLIO_PEER_PASSWORD.
+        #[arg(long)]
+        peer_user: Option<String>,
     },
     /// Print every document a formula selects, as JSON lines.
     Search {
@@ -337,6 +347,9 @@ pub fn run(args: Args) -> FolioResult<()> {
             crashtest::run_child(c, &args).map_err(FolioError::Workload)
         }
         cmd => match (&args.server, cmd) {
+            (Some(server), Cmd::Replicate { peer: Some(_), .. }) => {
+                replicate_server_to_server(&args, server)
+            }
             (Some(server), Cmd::Replicate { .. }) => replicate_with_server(&args, server),
             (Some(server), _) => over_server(&args, server),
             // `show stats` asks the local server by default.
@@ -377,6 +390,7 @@ fn replicate_with_server(args: &Args, server: &str) -> FolioResult<()> {
         direction,
         selection,
         create,
+        ..
     } = &args.cmd
     else {
         return Err(FolioError::Internal("not a replicate command".into()));
@@ -397,6 +411,49 @@ fn replicate_with_server(args: &Args, server: &str) -> FolioResult<()> {
     client.close();
     let closed = store.close();
     result.and(closed)
+}
+
+/// `replicate --server A --peer B`: asks A to replicate with B.
+fn replicate_server_to_server(args: &Args, server: &str) -> FolioResult<()> {
+    let Cmd::Replicate {
+        src,
+        dst,
+        direction,
+        selection,
+        create,
+        peer: Some(peer),
+        peer_user,
+    } = &args.cmd
+    else {
+        return Err(FolioError::Internal(
+            "not a replicate --peer command".into(),
+        ));
+    };
+    let credentials = match peer_user {
+        Some(user) => {
+            let password = std::env::var(replcli::PEER_PASSWORD_ENV).map_err(|_| {
+                FolioError::Usage(format!(
+                    "--peer-user {user}: set its password (or an API token) in {}",
+                    replcli::PEER_PASSWORD_ENV
+                ))
+            })?;
+            Some((user.clone(), password))
+        }
+        None => None,
+    };
+    let request = protocol::PeerReplication {
+        local: src.clone(),
+        peer: peer.clone(),
+        remote: dst.clone(),
+        credentials,
+        direction: direction.into(),
+        selection: selection.clone(),
+        create: *create,
+    };
+    let client = crate::remote::Endpoint::from_args(args, server)?.connect("folio replicate")?;
+    let result = to_console(|out| replcli::replicate_peer(&client, request, out));
+    client.close();
+    result
 }
 
 fn over_server(args: &Args, server: &str) -> FolioResult<()> {
@@ -485,6 +542,17 @@ fn check_options(args: &Args) -> FolioResult<()> {
         Cmd::Db(DbCmd::Copy { .. }) if server.is_some() => Err(FolioError::NotYetOverServer {
             command: "db copy",
         }),
+        Cmd::Replicate { peer: None, peer_user: Some(_), .. } => Err(FolioError::Usage(
+            "--peer-user applies only with --peer HOST:PORT".into(),
+        )),
+        Cmd::Replicate { peer: Some(_), .. } if server.is_none() => Err(FolioError::Usage(
+            "--peer names the server's peer: give --server HOST:PORT (the server that replicates)".into(),
+        )),
+        // Server to server: runs on the server, nothing here is opened.
+        Cmd::Replicate { peer: Some(_), .. } => refuse(
+            &[&data, &config],
+            "does not apply with --peer: the server replicates its own database",
+        ),
         // The one command with both: SRC in the data directory, DST on
         // the server.
         Cmd::Replicate { .. } if server.is_some() => Ok(()),
@@ -556,6 +624,10 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
         }
         settings.tls.self_signed = true;
     }
+    let replication =
+        crate::peerrepl::config::entries(&file.replication, &|v| std::env::var(v).ok())
+            .map_err(FolioError::Settings)?;
+    let purge_interval = file.purge_interval().map_err(FolioError::Settings)?;
     let dd = datadir::open(data_dir, datadir::settings_of(&file, data_dir)?)?;
     let (engine, views, lock) = dd.into_parts();
     let databases = engine.list_databases()?.len();
@@ -570,6 +642,7 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
         router,
     );
     host.add_task(task)?;
+    crate::peerrepl::install(&mut host, replication, purge_interval)?;
     let served = server::run(
         settings,
         host,

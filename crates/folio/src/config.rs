@@ -78,6 +78,12 @@ pub struct FileConfig {
     pub smtp: SmtpSection,
     #[serde(default)]
     pub router: RouterSection,
+    /// Days a deletion stub is kept before it is purged (default 90):
+    /// replicas must replicate more often than this (design.md I45).
+    pub purge_interval_days: Option<f64>,
+    /// Scheduled server-to-server replication (`peerrepl/config.rs`).
+    #[serde(default)]
+    pub replication: Vec<crate::peerrepl::ReplicationSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -350,6 +356,16 @@ impl FileConfig {
 }
 
 impl FileConfig {
+    /// The stub purge interval (`purge_interval_days`), validated: at
+    /// least a day, at most ten years.
+    pub fn purge_interval(&self) -> Result<Duration, String> {
+        match self.purge_interval_days {
+            None => Ok(crate::peerrepl::purge::DEFAULT_PURGE_INTERVAL),
+            Some(d) if (1.0..=3650.0).contains(&d) => Ok(Duration::from_secs_f64(d * 86_400.0)),
+            Some(_) => Err(setting("purge_interval_days", "must be between 1 and 3650")),
+        }
+    }
+
     /// The mail settings (`[mail]`), validated.
     pub fn mail_config(&self) -> Result<mail::MailConfig, String> {
         let boxes = self.mail.boxes.unwrap_or(mail::MailConfig::DEFAULT_BOXES);

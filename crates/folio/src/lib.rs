@@ -19,6 +19,7 @@ pub mod mailcli;
 pub mod mailload;
 pub mod meetingcli;
 pub mod output;
+pub mod peerrepl;
 pub mod progress;
 pub mod remote;
 pub mod replcli;

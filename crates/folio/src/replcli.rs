@@ -2,6 +2,10 @@
 //! replication between two databases of the data directory, through the
 //! replication layer's local driver (`replica::local`).
 //!
+//! `folio replicate SRC DST --server A --peer B` asks server A to
+//! replicate its own SRC with DST on server B (`peerrepl/`), and prints
+//! what A answers.
+//!
 //! `folio replicate LOCAL REMOTE --server HOST:PORT [--create]` runs the
 //! network driver instead (`replnet.rs`): LOCAL in the data directory,
 //! REMOTE on the server; pull brings REMOTE's changes into LOCAL, push
@@ -30,6 +34,37 @@ pub enum Direction {
     Push,
     /// Both: SRC into DST, then DST into SRC.
     Both,
+}
+
+impl From<&Direction> for protocol::PeerDirection {
+    fn from(d: &Direction) -> Self {
+        match d {
+            Direction::Pull => protocol::PeerDirection::Pull,
+            Direction::Push => protocol::PeerDirection::Push,
+            Direction::Both => protocol::PeerDirection::Both,
+        }
+    }
+}
+
+/// Where `folio replicate --peer-user` reads the peer's password.
+pub const PEER_PASSWORD_ENV: &str = "FOLIO_PEER_PASSWORD";
+
+/// Asks the server `client` is connected to to replicate as `request`
+/// says with its peer (`ReplicatePeer`); prints its summaries (one per
+/// pull) and warnings once every pull is durable on its target.
+pub fn replicate_peer(
+    client: &client::blocking::Client,
+    request: protocol::PeerReplication,
+    out: &mut dyn Write,
+) -> FolioResult<()> {
+    let answer = client.replicate_peer(request)?;
+    output::pretty(
+        out,
+        &json!({
+            "pulls": output::serialized(&answer.pulls)?,
+            "warnings": answer.warnings,
+        }),
+    )
 }
 
 /// Creates DST as a new replica of SRC (same replica id) and fills it

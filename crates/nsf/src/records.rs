@@ -208,6 +208,21 @@ pub(crate) fn store_note(
     })
 }
 
+/// Removes the stored note `id` from the note table and the seq index and
+/// frees its overflow chain (the caller keeps the UNID index in step).
+pub(crate) fn free_stored(txn: &mut Txn<'_>, id: NoteId, stored: Stored) -> NsfResult<()> {
+    if let Some(first) = stored.overflow {
+        overflow::free(txn, first)?;
+    }
+    let mut note_root = txn.header.note_root;
+    btree::remove(txn, &mut note_root, &id.0.to_be_bytes())?;
+    txn.header.note_root = note_root;
+    let mut seq_root = txn.header.seq_root;
+    btree::remove(txn, &mut seq_root, &stored.change_seq.0.to_be_bytes())?;
+    txn.header.seq_root = seq_root;
+    Ok(())
+}
+
 /// The note-table value of `note`: inline, or written to a new overflow
 /// chain in `s` when its encoding is too large.
 pub(crate) fn note_value(s: &mut impl PageStoreMut, note: &Note) -> NsfResult<Vec<u8>> {

@@ -35,6 +35,7 @@ mod mailadmin;
 mod mailfiles;
 mod meeting;
 mod message;
+mod peer;
 mod server;
 mod state;
 mod wire;
@@ -59,6 +60,7 @@ pub use message::{
     NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue,
     Statistic, Value, MAX_ERROR_MESSAGE,
 };
+pub use peer::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
 pub use server::{ServerConfig, ServerConnection, ServerEvent};
 pub use state::Phase;
 

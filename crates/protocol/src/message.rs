@@ -39,6 +39,7 @@ use crate::ids::{CollectionHandle, Cursor, DbHandle, NoteId, Timestamp, Unid};
 use crate::mailadmin::{MailAdminAnswer, MailAdminRequest};
 use crate::mailfiles::MailFile;
 use crate::meeting::{MeetingAnswer, MeetingRequest};
+use crate::peer::{PeerReplicated, PeerReplication};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -353,6 +354,11 @@ pub enum Request {
         /// The files, in the order their bytes follow.
         files: Vec<MailFile>,
     },
+    /// Replicates a database of this server with one on a peer server:
+    /// the server connects to the peer itself and runs the pulls;
+    /// answered with `PeerReplicated` once every pull's writes and
+    /// history are durable on their target. Server administrators only.
+    ReplicatePeer(PeerReplication),
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -533,6 +539,8 @@ pub enum Response {
     },
     /// Answer to `Meeting`.
     Meeting(MeetingAnswer),
+    /// Answer to `ReplicatePeer`.
+    PeerReplicated(PeerReplicated),
 }
 
 /// What an online backup did.

@@ -5,7 +5,7 @@
 //! sending again what was written (I26, I27, I30).
 
 use nsf::{Database, Engine, EngineConfig, Item, ItemUpdate, ItemValue, Unid};
-use replica::local::{pull, LocalOptions, LocalReport};
+use replica::local::{pull, ActingFor, LocalOptions, LocalReport};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
@@ -245,6 +245,70 @@ fn a_selection_formula_picks_what_travels() {
     let e = pull(&a, &b, &bad).unwrap_err();
     assert!(e.error.to_string().contains("selection formula"), "{e}");
     assert_eq!(e.report.documents(), 0);
+    drop((a, b));
+    engine.close().unwrap();
+}
+
+/// The ACL's own rule (the classic one): the ACL a source sends is
+/// written on the target only when the pull acts for a Manager of the
+/// target's ACL as it stands (a new replica takes the first one); a
+/// refused ACL is counted, the documents beside it are written.
+#[test]
+fn the_acl_travels_only_by_a_managers_change() {
+    let engine = open(Arc::new(MemBackend::new()));
+    let (a, b, unids) = pair(&engine, 4);
+    let acl = |default: &str| {
+        nsf::Acl::parse_json(&format!(
+            r#"{{"default":"{default}","entries":[
+                {{"name":"ann","level":"manager"}},
+                {{"name":"bob","level":"editor"}}]}}"#
+        ))
+        .unwrap()
+    };
+    let acting = |who: ActingFor| LocalOptions {
+        acting_for: who,
+        ..LocalOptions::default()
+    };
+    let bob = || ActingFor::User("bob".into());
+    let json = |db: &Database| db.acl().unwrap().map(|a| a.to_json());
+
+    a.set_acl(&acl("reader")).unwrap();
+    let first = pull(&a, &b, &acting(bob())).unwrap();
+    assert_eq!(first.pull.refused, 0, "a new replica takes the first ACL");
+    assert_eq!(json(&b), json(&a));
+
+    // bob is an Editor of b: a's next ACL change does not travel for
+    // him, the document edited beside it does.
+    a.set_acl(&acl("noaccess")).unwrap();
+    set(&a, unids[0], "Subject", "edited");
+    let refused = pull(&a, &b, &acting(bob())).unwrap();
+    assert_eq!(refused.pull.refused, 1, "{refused:?}");
+    assert_eq!(
+        b.acl().unwrap().unwrap().access(Some("zed")).level(),
+        nsf::AccessLevel::Reader,
+        "b's ACL is as it was"
+    );
+    let doc = b.get(unids[0]).unwrap();
+    assert_eq!(
+        doc.item("Subject").map(|i| &i.value),
+        Some(&ItemValue::Text("edited".into()))
+    );
+    let anonymous = pull(&a, &b, &acting(ActingFor::Anonymous)).unwrap();
+    assert_eq!(
+        anonymous.documents(),
+        0,
+        "the refused change is not retried"
+    );
+
+    // ann is a Manager there: the next change travels for her, and
+    // for the administrator (the embedded commands).
+    a.set_acl(&acl("author")).unwrap();
+    let managed = pull(&a, &b, &acting(ActingFor::User("ann".into()))).unwrap();
+    assert_eq!(managed.pull.refused, 0);
+    assert_eq!(json(&b), json(&a));
+    a.set_acl(&acl("depositor")).unwrap();
+    pull(&a, &b, &LocalOptions::default()).unwrap();
+    assert_eq!(json(&b), json(&a));
     drop((a, b));
     engine.close().unwrap();
 }

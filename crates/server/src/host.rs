@@ -22,7 +22,7 @@
 //! [`Task`] with [`Host::add_task`] before `run`.
 
 use crate::auth::UserStore;
-use crate::service::{Limits, Service};
+use crate::service::{Limits, PeerReplicator, Service};
 use crate::stats::{Stats, Ticker};
 use crate::tasks::{Task, Tasks};
 use crate::{ServerError, ServerResult};
@@ -38,6 +38,7 @@ pub struct Host {
     users: Arc<UserStore>,
     stats: Arc<Stats>,
     tasks: Tasks,
+    peer: Option<Arc<dyn PeerReplicator>>,
 }
 
 impl Host {
@@ -65,6 +66,7 @@ impl Host {
             users,
             stats,
             tasks,
+            peer: None,
         })
     }
 
@@ -96,16 +98,25 @@ impl Host {
         self.tasks.add(Box::new(task))
     }
 
+    /// Hands the service's server-to-server replications (the native
+    /// `ReplicatePeer`) to `replicator` (`service/peer.rs`).
+    pub fn set_peer_replicator(&mut self, replicator: Arc<dyn PeerReplicator>) {
+        self.peer = Some(replicator);
+    }
+
     /// The service both front ends call, over this host's engine, views,
     /// users and statistics.
     pub fn service(&self, limits: Limits) -> Arc<Service> {
-        Arc::new(Service::new(
-            self.engine.clone(),
-            self.views.clone(),
-            self.users.clone(),
-            self.stats.clone(),
-            limits,
-        ))
+        Arc::new(
+            Service::new(
+                self.engine.clone(),
+                self.views.clone(),
+                self.users.clone(),
+                self.stats.clone(),
+                limits,
+            )
+            .with_peer_replicator(self.peer.clone()),
+        )
     }
 
     pub(crate) fn tasks_mut(&mut self) -> &mut Tasks {

@@ -893,6 +893,9 @@ impl Job {
                     "a change feed runs as a task of its own, not as a job".into(),
                 ))
             }
+            R::ReplicatePeer(request) => {
+                Response::PeerReplicated(s.replicate_peer(caller, request)?)
+            }
             R::SendMail {
                 json,
                 draft,

@@ -14,6 +14,7 @@
 //!   ticker (1 s) ──▶ Sample { transactions, log commits, fsyncs, bytes } ring (61)
 //!   snapshot() = histograms + rates over the ring + engine gauges
 //!                + every background task's state (task.<name>.state)
+//!                + what each added source reports (scheduled replication)
 //! ```
 //!
 //! The ticker is the server's first background task ([`Ticker`], named
@@ -115,6 +116,13 @@ struct Sample {
     checkpoints: u64,
 }
 
+/// Statistics kept by a part of the server built outside this crate
+/// (scheduled replication, in the binary), added to every snapshot.
+pub trait StatsSource: Send + Sync {
+    /// Appends this source's statistics, each named `group.name`.
+    fn statistics(&self, out: &mut Vec<Statistic>);
+}
+
 /// Counters and histograms shared by every connection (see module docs).
 pub struct Stats {
     started: Instant,
@@ -135,6 +143,8 @@ pub struct Stats {
     tasks: Arc<TaskBoard>,
     /// The mail router, once its task is registered.
     router: std::sync::OnceLock<Arc<mail::Router>>,
+    /// Sources added from outside the crate, in the order added.
+    sources: Mutex<Vec<Arc<dyn StatsSource>>>,
 }
 
 const WINDOW: usize = 61;
@@ -170,6 +180,7 @@ impl Stats {
             last_checkpoint: Mutex::new((0, now)),
             tasks: Arc::default(),
             router: std::sync::OnceLock::new(),
+            sources: Mutex::new(Vec::new()),
         }
     }
 
@@ -177,6 +188,11 @@ impl Stats {
     /// router set is the one reported.
     pub fn set_router(&self, router: Arc<mail::Router>) {
         let _ = self.router.set(router);
+    }
+
+    /// Adds `source`'s statistics to every snapshot from now on.
+    pub fn add_source(&self, source: Arc<dyn StatsSource>) {
+        self.sources.lock().push(source);
     }
 
     /// Records one completed transaction of kind `op` that took `elapsed`.
@@ -339,6 +355,10 @@ impl Stats {
         gauge(&mut out, "log.checkpoint_age_s", age);
         if let Some(r) = self.router.get() {
             router_stats(&mut out, &r.stats().snapshot(r.now()));
+        }
+        let sources = self.sources.lock().clone();
+        for source in sources {
+            source.statistics(&mut out);
         }
         for (name, state) in self.tasks.states() {
             out.push(Statistic {

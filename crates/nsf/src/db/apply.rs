@@ -50,6 +50,13 @@ pub(super) enum WriteOp {
         key: Vec<u8>,
         value: Vec<u8>,
     },
+    /// Removes the deletion stubs among `unids` older than `age_micros`
+    /// (`purge.rs`), counting them in `removed`.
+    PurgeStubs {
+        unids: Vec<Unid>,
+        age_micros: i64,
+        removed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    },
     /// Versions made elsewhere, stored if they win, with the conflict
     /// documents they call for, in one transaction (`foreign.rs`).
     ForeignBatch {
@@ -138,6 +145,14 @@ impl Database {
             }
             WriteOp::History { key, value } => {
                 lineage::put_history(txn, &key, &value)?;
+                Ok(None)
+            }
+            WriteOp::PurgeStubs {
+                unids,
+                age_micros,
+                removed,
+            } => {
+                super::purge::purge(txn, &unids, age_micros, &removed)?;
                 Ok(None)
             }
             WriteOp::ForeignBatch { blobs, body } => {

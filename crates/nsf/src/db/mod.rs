@@ -57,6 +57,7 @@ mod commit;
 mod foreign;
 mod hooks;
 mod lifecycle;
+mod purge;
 mod queue;
 mod read;
 mod watch;

@@ -8,12 +8,15 @@
 //! use too, with `net.rs` the packets' wire form; `run.rs` runs one pull
 //! between two local files and reports it.
 
+mod acl_rule;
 mod body;
 pub mod net;
 mod run;
 mod side;
 mod store;
 
+pub use acl_rule::ActingFor;
 pub use body::{Attachment, NoteBody};
 pub use run::{pull, LocalFailure, LocalOptions, LocalReport};
 pub use side::{ReadCheck, SourceSide, TargetSide, WriteCheck};
+pub use store::load_histories;

@@ -9,6 +9,7 @@
 //! a crash, the process killed — resumes from the stored checkpoint
 //! without sending again what was written.
 
+use super::acl_rule::ActingFor;
 use super::side::{SourceSide, TargetSide};
 use crate::ids::{Opening, SessionId};
 use crate::msg::ErrorCode;
@@ -29,16 +30,21 @@ pub struct LocalOptions {
     pub window: u16,
     /// Documents per write batch (one transaction each).
     pub batch_notes: usize,
+    /// For whom the target writes, for the ACL rule (`acl_rule.rs`):
+    /// an incoming ACL is written only if this is a Manager there.
+    pub acting_for: ActingFor,
 }
 
 impl Default for LocalOptions {
-    /// Everything, pages of 500, a window of 4, batches of 256 documents.
+    /// Everything, pages of 500, a window of 4, batches of 256 documents,
+    /// acting for the administrator.
     fn default() -> Self {
         LocalOptions {
             selection: None,
             page_size: 500,
             window: 4,
             batch_notes: 256,
+            acting_for: ActingFor::Administrator,
         }
     }
 }

@@ -21,8 +21,10 @@
 //! which incoming documents its peer may write ([`TargetSide::writable_only`]:
 //! the others are not written and count as refused). Without them
 //! everything travels and everything is written (the local driver, the
-//! embedded CLI).
+//! embedded CLI) — except the ACL, which every target writes only for a
+//! Manager (`acl_rule.rs`, `LocalOptions::acting_for`).
 
+use super::acl_rule::ActingFor;
 use super::body::NoteBody;
 use super::net::{SourcePacket, TargetPacket};
 use super::store;
@@ -232,6 +234,7 @@ impl SourceSide {
 pub struct TargetSide {
     puller: Puller<nsf::Version, NoteBody>,
     writable: Option<WriteCheck>,
+    acting_for: ActingFor,
 }
 
 impl TargetSide {
@@ -246,6 +249,7 @@ impl TargetSide {
         Ok(TargetSide {
             puller: Puller::new(config, histories, Timestamp::now()),
             writable: None,
+            acting_for: options.acting_for.clone(),
         })
     }
 
@@ -329,21 +333,32 @@ impl TargetSide {
         self.puller.cancel();
     }
 
-    /// Writes the documents the write check allows in one durable
-    /// transaction (I27); the refused ones are reported, in place.
+    /// Writes the documents the ACL rule (`acl_rule.rs`) and the write
+    /// check allow in one durable transaction (I27); the refused ones are
+    /// reported, in place.
     fn write(
         &self,
         db: &Database,
         batch: &WriteBatch<nsf::Version, NoteBody>,
     ) -> NsfResult<Vec<Written>> {
-        let Some(check) = &self.writable else {
+        let acl = db.acl_unid();
+        let acl_ok =
+            !batch.notes.iter().any(|n| n.unid == acl) || self.acting_for.may_replace_acl(db)?;
+        if acl_ok && self.writable.is_none() {
             return store::write_batch(db, batch);
-        };
+        }
         let mut allowed = Vec::with_capacity(batch.notes.len());
         let mut refused = Vec::new();
         for note in &batch.notes {
-            let held = db.get_with_revisions(note.unid)?.map(|(n, _)| n);
-            if check(&note.body.to_note(), held.as_ref()) {
+            let ok = if note.unid == acl && !acl_ok {
+                false
+            } else if let Some(check) = &self.writable {
+                let held = db.get_with_revisions(note.unid)?.map(|(n, _)| n);
+                check(&note.body.to_note(), held.as_ref())
+            } else {
+                true
+            };
+            if ok {
                 allowed.push(note.clone());
             } else {
                 refused.push(note.unid);

@@ -203,7 +203,7 @@ impl ForeignStore<nsf::Version, StagedNote> for TxnStore<'_, '_, '_> {
 
 /// The histories `db` keeps. An entry that does not decode is left out:
 /// starting from 0 is always correct (§11.3).
-pub(crate) fn load_histories(db: &Database) -> NsfResult<Vec<History>> {
+pub fn load_histories(db: &Database) -> NsfResult<Vec<History>> {
     Ok(db
         .replication_histories()?
         .into_iter()

@@ -62,6 +62,7 @@ mod mail_files;
 mod mail_send;
 mod mail_users;
 mod meeting_op;
+mod peer;
 mod replicate;
 mod views;
 mod wire;
@@ -70,6 +71,7 @@ pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub use mail_send::Stored;
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
+pub use peer::PeerReplicator;
 pub use replicate::ReplicaSession;
 pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;
@@ -123,6 +125,8 @@ pub struct Service {
     /// Set once the server starts shutting down: what long waits (the
     /// change feeds) watch so they never hold shutdown up.
     draining: tokio::sync::watch::Sender<bool>,
+    /// Who runs server-to-server replication (`peer.rs`), if anyone.
+    peer: Option<Arc<dyn PeerReplicator>>,
 }
 
 impl Service {
@@ -142,6 +146,7 @@ impl Service {
             limits,
             streams: Turns::default(),
             draining: tokio::sync::watch::Sender::new(false),
+            peer: None,
         }
     }
 

@@ -1,0 +1,60 @@
+//! Server-to-server replication asked of this server (`ReplicatePeer`):
+//! the door's access rule and the hook the work goes through.
+//!
+//! Replicating with a peer server means being a *client* of the peer,
+//! and the client library sits above this crate; so the server does not
+//! run it itself. Whoever builds the server (the `folio` binary, which
+//! composes engine, server and client) gives the service a
+//! [`PeerReplicator`]; without one the request is refused as not
+//! configured. The rule here: server administrators only (the server
+//! connects where it is told, with the credentials it is given).
+//!
+//! ```text
+//!   ReplicatePeer ─▶ Service::replicate_peer ─ admin? ─▶ PeerReplicator (folio)
+//!                                                          ├─ connect to the peer
+//!                                                          └─ pulls: this server's file ⇄ peer's Replicate door
+//! ```
+//!
+//! Durability is the replicator's to keep and state: its answer comes
+//! only once every pull's writes and history are durable on their target
+//! (design.md §11.7, I26, I27).
+
+use super::{Caller, Service};
+use crate::{ServerError, ServerResult};
+use protocol::{PeerReplicated, PeerReplication};
+use std::sync::Arc;
+
+/// Runs one server-to-server replication for the service (blocking: it
+/// is called on a worker thread and returns when the replication ends).
+pub trait PeerReplicator: Send + Sync {
+    /// Replicates as `request` says; an error names what went wrong.
+    fn replicate(&self, request: PeerReplication) -> ServerResult<PeerReplicated>;
+}
+
+impl Service {
+    /// Hands `ReplicatePeer` requests to `replicator` from now on.
+    pub fn with_peer_replicator(mut self, replicator: Option<Arc<dyn PeerReplicator>>) -> Service {
+        self.peer = replicator;
+        self
+    }
+
+    /// Replicates a database of this server with one on a peer
+    /// (module docs). Server administrators only.
+    pub fn replicate_peer(
+        &self,
+        caller: &Caller,
+        request: PeerReplication,
+    ) -> ServerResult<PeerReplicated> {
+        if !caller.admin {
+            return Err(ServerError::Forbidden(
+                "replicating with a peer server is for server administrators".into(),
+            ));
+        }
+        match &self.peer {
+            Some(r) => r.replicate(request),
+            None => Err(ServerError::BadRequest(
+                "this server does not replicate with peers (no replicator is configured)".into(),
+            )),
+        }
+    }
+}
