@@ -77,6 +77,7 @@ pub fn replicate(
         addr: request.peer.clone(),
         credentials: request.credentials.clone(),
         tls_ca: None,
+        compression: client::NetCompression::Auto,
     };
     let client = endpoint.connect(CLIENT_NAME)?;
     let result = replicate_with(engine, &client, request, purge_interval);
