@@ -54,6 +54,7 @@
 //! cached or on disk go on.
 
 mod backup;
+mod delete;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
@@ -304,6 +305,8 @@ impl Engine {
         if let Some(r) = &report {
             retire_unrecovered(&retired, r)?;
         }
+        // I42: before the catalog walk could list what a delete left.
+        delete::finish_interrupted_deletes(backend.as_ref(), &cfg.data_dir, &retired)?;
         let fixups = if cfg.auto_fixup {
             auto_fixup(backend.as_ref(), &cfg, &retired)
         } else {
