@@ -101,6 +101,11 @@ impl Client {
         self.wait(self.inner.create_database(path, title))
     }
 
+    /// See [`crate::Client::delete_database`].
+    pub fn delete_database(&self, path: &str) -> Result<(), ClientError> {
+        self.wait(self.inner.delete_database(path))
+    }
+
     /// See [`crate::Client::list_databases`].
     pub fn list_databases(
         &self,

@@ -66,6 +66,7 @@ pub mod blocking;
 mod client;
 mod driver;
 mod error;
+mod lifecycle;
 mod mailadmin;
 mod mailsend;
 mod options;

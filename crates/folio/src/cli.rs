@@ -219,6 +219,10 @@ pub enum DbCmd {
     Info { path: String },
     /// Check a database's consistency (trees, indexes, note encoding).
     Check { path: String },
+    /// Delete a database (its Manager or a server administrator). Its
+    /// file goes and its log records are never applied again; handles
+    /// to it that clients hold answer "the database was deleted".
+    Delete { path: String },
     /// Copy a database as a new replica (same replica id; needs
     /// --replica), filled by a full replication; prints its description
     /// and the replication's summary.

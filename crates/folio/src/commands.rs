@@ -98,6 +98,10 @@ fn db(store: &dyn Store, c: &DbCmd, out: &mut dyn Write) -> FolioResult<()> {
             output::pretty(out, &output::database_info(&store.database_info(path)?))
         }
         DbCmd::Copy { .. } => Err(FolioError::NotYetOverServer { command: "db copy" }),
+        DbCmd::Delete { path } => {
+            store.delete_database(path)?;
+            output::text(out, &format!("deleted {path}"))
+        }
         DbCmd::Check { path } => {
             output::pretty(out, &output::serialized(&store.check_database(path)?)?)
         }

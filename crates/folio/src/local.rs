@@ -176,6 +176,10 @@ impl Store for LocalStore {
         Ok(self.service.database_info(&self.caller, path)?)
     }
 
+    fn delete_database(&self, path: &str) -> FolioResult<()> {
+        Ok(self.service.delete_database(&self.caller, path)?)
+    }
+
     fn check_database(&self, path: &str) -> FolioResult<CheckReport> {
         Ok(self.open_db(path)?.check()?)
     }

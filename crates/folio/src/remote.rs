@@ -183,6 +183,10 @@ impl Store for RemoteStore {
         Ok(self.client.database_info(path)?)
     }
 
+    fn delete_database(&self, path: &str) -> FolioResult<()> {
+        Ok(self.client.delete_database(path)?)
+    }
+
     fn check_database(&self, _path: &str) -> FolioResult<CheckReport> {
         Err(FolioError::NeedsDataDirectory {
             command: "db check",

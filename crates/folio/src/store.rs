@@ -181,6 +181,9 @@ pub trait Store {
     fn list_databases(&self) -> FolioResult<Vec<DatabaseSummary>>;
     /// A database's description.
     fn database_info(&self, path: &str) -> FolioResult<DatabaseInfo>;
+    /// Deletes a database (its Manager or an administrator); durable when
+    /// it returns (design.md I42).
+    fn delete_database(&self, path: &str) -> FolioResult<()>;
     /// Checks a database's trees, indexes and note encoding (data
     /// directory only).
     fn check_database(&self, path: &str) -> FolioResult<CheckReport>;

@@ -325,6 +325,13 @@ pub enum Request {
         /// Send as this directory person (server administrators only).
         on_behalf_of: Option<String>,
     },
+    /// Deletes a database (its Manager or a server administrator);
+    /// answered with `Done` once durable. Handles to it that any
+    /// connection holds answer "the database was deleted" from then on.
+    DeleteDatabase {
+        /// The database's path.
+        path: String,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -794,6 +801,15 @@ mod tests {
         assert_eq!(r.encode().unwrap(), [6, 3, 1, 0xac, 0x02]);
         assert_eq!(Request::Statistics.encode().unwrap(), [20]);
         assert_eq!(Response::Done.encode().unwrap(), [0]);
+    }
+
+    /// Deleting a database sits at request tag 32 (after SendMail; a
+    /// merge renumbers) and is answered with `Done`.
+    #[test]
+    fn delete_database_has_its_tag() {
+        let r = Request::DeleteDatabase { path: "a".into() };
+        assert_eq!(r.encode().unwrap(), [32, 1, b'a']);
+        assert_eq!(Request::decode(&[32, 1, b'a']).ok(), Some(r));
     }
 
     #[test]

@@ -688,7 +688,8 @@ fn op_of(r: &Request) -> Op {
         | R::ListDatabases { .. }
         | R::DatabaseInfo { .. }
         | R::OpenDatabase { .. }
-        | R::CloseDatabase { .. } => Op::Database,
+        | R::CloseDatabase { .. }
+        | R::DeleteDatabase { .. } => Op::Database,
         R::CreateDocument { .. } | R::SendMail { .. } => Op::Create,
         R::ReadDocument { .. } => Op::Read,
         R::UpdateDocument { .. } => Op::Update,
@@ -898,6 +899,10 @@ impl Job {
                     unid: protocol::Unid(sent.unid.0),
                     draft: sent.draft,
                 }
+            }
+            R::DeleteDatabase { path } => {
+                s.delete_database(caller, &path)?;
+                Response::Done
             }
         })
     }

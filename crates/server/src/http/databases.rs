@@ -1,4 +1,4 @@
-//! Databases: list (from the catalog), create, describe.
+//! Databases: list (from the catalog), create, describe, delete.
 
 use super::answer::{encode_segment, json_response, ok, with_header, Answer};
 use super::extract::{only_keys, parse_object, read_body, string_field, Call, Svc};
@@ -56,4 +56,15 @@ pub(super) async fn database_info(State(s): Svc, c: Call) -> Answer {
         })
         .await?;
     Ok(ok(crate::json::database_info(&info)))
+}
+
+/// `DELETE /db/{db}`: the database's Manager or an administrator (I42).
+pub(super) async fn delete_database(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let path = c.param("db");
+    c.run(&s, Op::Database, move |s, caller| {
+        s.delete_database(caller, &path)
+    })
+    .await?;
+    Ok(ok(json!({"ok": true, "deleted": c.param("db")})))
 }

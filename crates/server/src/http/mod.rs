@@ -115,7 +115,9 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/mail/meetings/{apptunid}/cancel", post(calendar::cancel))
         .route(
             "/db/{db}",
-            get(databases::database_info).put(databases::create_database),
+            get(databases::database_info)
+                .put(databases::create_database)
+                .delete(databases::delete_database),
         )
         .route("/db/{db}/_access", get(admin::my_access))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))

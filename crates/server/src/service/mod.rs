@@ -55,6 +55,7 @@ mod backup;
 mod calendar;
 mod databases;
 mod documents;
+mod lifecycle;
 mod mail;
 mod mail_send;
 mod mail_users;
