@@ -54,7 +54,10 @@
 //! cached or on disk go on.
 
 mod backup;
+mod copy;
 mod delete;
+
+pub use copy::CopyReport;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
