@@ -106,6 +106,16 @@ impl Client {
         self.wait(self.inner.delete_database(path))
     }
 
+    /// See [`crate::Client::copy_database`].
+    pub fn copy_database(
+        &self,
+        src: &str,
+        dst: &str,
+        replica: bool,
+    ) -> Result<crate::DatabaseCopied, ClientError> {
+        self.wait(self.inner.copy_database(src, dst, replica))
+    }
+
     /// See [`crate::Client::list_databases`].
     pub fn list_databases(
         &self,

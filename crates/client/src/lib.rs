@@ -78,6 +78,7 @@ mod transport;
 pub use attachments::{AttachmentInfo, DOWNLOAD_QUEUE, UPLOAD_CHUNK};
 pub use client::Client;
 pub use error::ClientError;
+pub use lifecycle::DatabaseCopied;
 pub use mailsend::MailSent;
 pub use options::{ClientOptions, TlsOptions, DEFAULT_ADDR, DEFAULT_CONNECT_TIMEOUT};
 pub use requests::{Access, CollectionInfo, CollectionUpdate};

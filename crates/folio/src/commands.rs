@@ -97,7 +97,17 @@ fn db(store: &dyn Store, c: &DbCmd, out: &mut dyn Write) -> FolioResult<()> {
         DbCmd::Info { path } => {
             output::pretty(out, &output::database_info(&store.database_info(path)?))
         }
-        DbCmd::Copy { .. } => Err(FolioError::NotYetOverServer { command: "db copy" }),
+        DbCmd::Copy { src, dst, replica } => {
+            let c = store.copy_database(src, dst, *replica)?;
+            output::pretty(
+                out,
+                &serde_json::json!({
+                    "database": output::database_info(&c.info),
+                    "documents": c.documents,
+                    "views": c.views,
+                }),
+            )
+        }
         DbCmd::Delete { path } => {
             store.delete_database(path)?;
             output::text(out, &format!("deleted {path}"))

@@ -176,6 +176,10 @@ impl Store for LocalStore {
         Ok(self.service.database_info(&self.caller, path)?)
     }
 
+    fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied> {
+        Ok(self.service.copy_database(&self.caller, src, dst, replica)?)
+    }
+
     fn delete_database(&self, path: &str) -> FolioResult<()> {
         Ok(self.service.delete_database(&self.caller, path)?)
     }

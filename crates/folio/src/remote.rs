@@ -183,6 +183,15 @@ impl Store for RemoteStore {
         Ok(self.client.database_info(path)?)
     }
 
+    fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied> {
+        let c = self.client.copy_database(src, dst, replica)?;
+        Ok(server::Copied {
+            info: c.info,
+            documents: c.documents,
+            views: c.views,
+        })
+    }
+
     fn delete_database(&self, path: &str) -> FolioResult<()> {
         Ok(self.client.delete_database(path)?)
     }

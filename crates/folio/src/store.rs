@@ -184,6 +184,10 @@ pub trait Store {
     /// Deletes a database (its Manager or an administrator); durable when
     /// it returns (design.md I42).
     fn delete_database(&self, path: &str) -> FolioResult<()>;
+    /// Copies a database into a new one (administrators): a replica, or
+    /// a non-replica copy (new replica id, same documents). Durable when
+    /// it returns.
+    fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied>;
     /// Checks a database's trees, indexes and note encoding (data
     /// directory only).
     fn check_database(&self, path: &str) -> FolioResult<CheckReport>;

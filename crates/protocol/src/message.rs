@@ -332,6 +332,19 @@ pub enum Request {
         /// The database's path.
         path: String,
     },
+    /// Copies a database into a new one at `dst` (server administrators
+    /// only); answered with `DatabaseCopied` once durable. `replica`: a
+    /// new replica (the same replica id) filled by a full replication;
+    /// otherwise a non-replica copy (a new replica id, the same
+    /// documents, ACL, views and folders).
+    CopyDatabase {
+        /// The source's path.
+        src: String,
+        /// The new database's path (must not exist).
+        dst: String,
+        /// Make a replica rather than a copy.
+        replica: bool,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -509,6 +522,15 @@ pub enum Response {
         unid: Unid,
         /// Whether it was saved as a draft.
         draft: bool,
+    },
+    /// Answer to `CopyDatabase`.
+    DatabaseCopied {
+        /// The new database.
+        info: DatabaseInfo,
+        /// Documents copied.
+        documents: u64,
+        /// View and folder definitions defined on a non-replica copy.
+        views: u64,
     },
 }
 
@@ -804,12 +826,18 @@ mod tests {
     }
 
     /// Deleting a database sits at request tag 32 (after SendMail; a
-    /// merge renumbers) and is answered with `Done`.
+    /// merge renumbers) and is answered with `Done`; copying at 33.
     #[test]
     fn delete_database_has_its_tag() {
         let r = Request::DeleteDatabase { path: "a".into() };
         assert_eq!(r.encode().unwrap(), [32, 1, b'a']);
         assert_eq!(Request::decode(&[32, 1, b'a']).ok(), Some(r));
+        let c = Request::CopyDatabase {
+            src: "a".into(),
+            dst: "b".into(),
+            replica: true,
+        };
+        assert_eq!(c.encode().unwrap(), [33, 1, b'a', 1, b'b', 1]);
     }
 
     #[test]

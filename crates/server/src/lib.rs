@@ -52,5 +52,5 @@ pub use host::Host;
 pub use listener::Lifecycle;
 pub use router_task::RouterTask;
 pub use run::{run, Bound, ServerSettings};
-pub use service::{Caller, Limits, Service};
+pub use service::{Caller, Copied, Limits, Service};
 pub use tasks::{Task, TaskContext, TaskError, TaskResult, TaskState};

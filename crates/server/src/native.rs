@@ -689,7 +689,8 @@ fn op_of(r: &Request) -> Op {
         | R::DatabaseInfo { .. }
         | R::OpenDatabase { .. }
         | R::CloseDatabase { .. }
-        | R::DeleteDatabase { .. } => Op::Database,
+        | R::DeleteDatabase { .. }
+        | R::CopyDatabase { .. } => Op::Database,
         R::CreateDocument { .. } | R::SendMail { .. } => Op::Create,
         R::ReadDocument { .. } => Op::Read,
         R::UpdateDocument { .. } => Op::Update,
@@ -903,6 +904,14 @@ impl Job {
             R::DeleteDatabase { path } => {
                 s.delete_database(caller, &path)?;
                 Response::Done
+            }
+            R::CopyDatabase { src, dst, replica } => {
+                let c = s.copy_database(caller, &src, &dst, replica)?;
+                Response::DatabaseCopied {
+                    info: c.info,
+                    documents: c.documents,
+                    views: c.views,
+                }
             }
         })
     }

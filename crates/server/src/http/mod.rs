@@ -120,6 +120,7 @@ pub fn router(service: Arc<Service>) -> Router {
                 .delete(databases::delete_database),
         )
         .route("/db/{db}/_access", get(admin::my_access))
+        .route("/db/{db}/_copy", post(databases::copy_database))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
         .route(
             "/db/{db}/docs",

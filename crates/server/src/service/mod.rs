@@ -63,6 +63,7 @@ mod replicate;
 mod views;
 mod wire;
 
+pub use lifecycle::Copied;
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub use mail_send::Stored;
