@@ -106,6 +106,17 @@ impl Client {
         self.wait(self.inner.delete_database(path))
     }
 
+    /// See [`crate::Client::delete_attachment`].
+    pub fn delete_attachment(
+        &self,
+        db: DbHandle,
+        unid: protocol::Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> Result<protocol::NoteMeta, ClientError> {
+        self.wait(self.inner.delete_attachment(db, unid, name, based_on))
+    }
+
     /// See [`crate::Client::copy_database`].
     pub fn copy_database(
         &self,

@@ -1,6 +1,7 @@
-//! A database's end over the native protocol: `DeleteDatabase`
-//! (docs/protocol.md §5.2), for the database's Manager or a server
-//! administrator.
+//! Lifecycle requests over the native protocol (docs/protocol.md §5.2):
+//! `DeleteDatabase` (the database's Manager or a server administrator),
+//! `CopyDatabase` (administrators) and `DeleteAttachment` (whoever may
+//! edit the document).
 
 use crate::client::Client;
 use crate::error::ClientError;
@@ -57,6 +58,31 @@ impl Client {
                 views,
             }),
             other => Err(ClientError::unexpected("DatabaseCopied", &other)),
+        }
+    }
+}
+
+impl Client {
+    /// Removes the attachment `name` from a document (Editor access, or
+    /// an Author named in its Author items), as an update that drops it;
+    /// `based_on` makes it conditional on that sequence number. Durable
+    /// when this returns; a missing attachment is 404 naming it.
+    pub async fn delete_attachment(
+        &self,
+        db: protocol::DbHandle,
+        unid: protocol::Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> Result<protocol::NoteMeta, ClientError> {
+        let request = Request::DeleteAttachment {
+            db,
+            unid,
+            name: name.into(),
+            based_on,
+        };
+        match self.request(request).await? {
+            Response::Saved(meta) => Ok(meta),
+            other => Err(ClientError::unexpected("Saved", &other)),
         }
     }
 }

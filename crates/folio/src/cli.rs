@@ -282,6 +282,15 @@ pub enum AttachCmd {
         unid: String,
         name: String,
     },
+    /// Remove an attachment from a document (needs the right to edit it).
+    Delete {
+        path: String,
+        unid: String,
+        name: String,
+        /// Only if the document is still at this sequence number.
+        #[arg(long)]
+        seq: Option<u32>,
+    },
 }
 
 #[derive(Subcommand, Debug)]

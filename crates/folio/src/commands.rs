@@ -184,6 +184,15 @@ fn doc(
 
 fn attach(store: &dyn Store, c: &AttachCmd, out: &mut dyn Write) -> FolioResult<()> {
     match c {
+        AttachCmd::Delete {
+            path,
+            unid,
+            name,
+            seq,
+        } => {
+            store.delete_attachment(path, parse_unid(unid)?, name, *seq)?;
+            Ok(())
+        }
         AttachCmd::Put {
             path,
             unid,

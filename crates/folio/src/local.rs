@@ -246,6 +246,19 @@ impl Store for LocalStore {
         )
     }
 
+    fn delete_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta> {
+        let db = self.open_db(path)?;
+        Ok(self
+            .service
+            .remove_attachment(&self.caller, &db, wire(unid), name, based_on)?)
+    }
+
     fn put_attachment(
         &self,
         path: &str,

@@ -247,6 +247,19 @@ impl Store for RemoteStore {
         Changes::from_protocol(self.client.modified_since(h, since, limit)?)
     }
 
+    fn delete_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta> {
+        let h = self.open(path)?;
+        Ok(self
+            .client
+            .delete_attachment(h, wire(unid), name, based_on)?)
+    }
+
     fn put_attachment(
         &self,
         path: &str,

@@ -236,6 +236,15 @@ pub trait Store {
         size: Option<u64>,
         content: &mut dyn Read,
     ) -> FolioResult<u64>;
+    /// Removes an attachment from a document (an update that drops it);
+    /// `based_on` makes it conditional on that sequence number.
+    fn delete_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta>;
     /// Writes an attachment's content to `out`; its size.
     fn get_attachment(
         &self,

@@ -345,6 +345,19 @@ pub enum Request {
         /// Make a replica rather than a copy.
         replica: bool,
     },
+    /// Removes an attachment from a document the caller may edit, as an
+    /// update that drops it; answered with `Saved` once durable. A
+    /// missing attachment is 404 naming it.
+    DeleteAttachment {
+        /// The database.
+        db: DbHandle,
+        /// The document.
+        unid: Unid,
+        /// The file name.
+        name: String,
+        /// Only if the document is still at this sequence number.
+        based_on: Option<u32>,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -826,7 +839,8 @@ mod tests {
     }
 
     /// Deleting a database sits at request tag 32 (after SendMail; a
-    /// merge renumbers) and is answered with `Done`; copying at 33.
+    /// merge renumbers) and is answered with `Done`; copying at 33, removing
+    /// an attachment at 34.
     #[test]
     fn delete_database_has_its_tag() {
         let r = Request::DeleteDatabase { path: "a".into() };
@@ -838,6 +852,13 @@ mod tests {
             replica: true,
         };
         assert_eq!(c.encode().unwrap(), [33, 1, b'a', 1, b'b', 1]);
+        let d = Request::DeleteAttachment {
+            db: DbHandle(2),
+            unid: Unid([0; 16]),
+            name: "f".into(),
+            based_on: None,
+        };
+        assert_eq!(d.encode().unwrap()[..2], [34, 2]);
     }
 
     #[test]

@@ -696,7 +696,7 @@ fn op_of(r: &Request) -> Op {
         R::UpdateDocument { .. } => Op::Update,
         R::DeleteDocument { .. } => Op::Delete,
         R::ModifiedSince { .. } => Op::Changes,
-        R::PutAttachment { .. } => Op::PutAttachment,
+        R::PutAttachment { .. } | R::DeleteAttachment { .. } => Op::PutAttachment,
         R::GetAttachment { .. } => Op::GetAttachment,
         R::OpenCollection { .. } => Op::OpenCollection,
         R::ReadEntries { .. } | R::FindByKey { .. } | R::CloseCollection { .. } => Op::ReadEntries,
@@ -905,6 +905,18 @@ impl Job {
                 s.delete_database(caller, &path)?;
                 Response::Done
             }
+            R::DeleteAttachment {
+                db,
+                unid,
+                name,
+                based_on,
+            } => Response::Saved(s.remove_attachment(
+                caller,
+                &*self.db(db)?,
+                unid,
+                &name,
+                based_on,
+            )?),
             R::CopyDatabase { src, dst, replica } => {
                 let c = s.copy_database(caller, &src, &dst, replica)?;
                 Response::DatabaseCopied {

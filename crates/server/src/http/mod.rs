@@ -134,7 +134,9 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .route(
             "/db/{db}/docs/{unid}/attachments/{name}",
-            get(attachments::get_attachment).put(attachments::put_attachment),
+            get(attachments::get_attachment)
+                .put(attachments::put_attachment)
+                .delete(attachments::delete_attachment),
         )
         .route("/db/{db}/views", post(views::create_view))
         .route(
