@@ -191,7 +191,7 @@ impl Store for LocalStore {
     fn fixup_database(&self, path: &str, dry_run: bool) -> FolioResult<nsf::FixupReport> {
         // The directory is locked by this process (no server runs on it),
         // and the engine claims the path while it works (I18).
-        Ok(self.service.engine().fixup(path, dry_run)?)
+        Ok(self.service.fixup_database(path, dry_run)?)
     }
 
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {

@@ -56,8 +56,10 @@
 mod backup;
 mod copy;
 mod delete;
+mod fixup_state;
 
 pub use copy::CopyReport;
+pub use fixup_state::FixupState;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
@@ -183,6 +185,8 @@ struct Shared {
     detached: Mutex<Vec<FileId>>,
     /// Automatic fixups made at this open.
     fixups: Vec<FixupReport>,
+    /// Fixups since the open, for `show stats`.
+    fixup_log: Mutex<fixup_state::FixupLog>,
     stop: Mutex<bool>,
     wake: Condvar,
     /// Serialises checkpoints (background thread and explicit calls).
@@ -339,6 +343,7 @@ impl Engine {
             catalog: Arc::new(loaded.catalog),
             retired,
             detached: Mutex::default(),
+            fixup_log: Mutex::new(fixup_state::FixupLog::of(&fixups, cfg.clock.now())),
             fixups,
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -713,6 +718,9 @@ impl Engine {
             dry_run,
         );
         drop(claim);
+        if let Ok(r) = &report {
+            s.fixup_log.lock().fixed(r, s.cfg.clock.now());
+        }
         report
     }
 

@@ -43,6 +43,7 @@ mod run;
 pub mod service;
 pub mod smtp;
 pub mod stats;
+mod stats_fixup;
 pub mod tasks;
 pub mod tls;
 mod upload;

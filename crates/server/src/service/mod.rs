@@ -55,6 +55,7 @@ mod backup;
 mod calendar;
 mod databases;
 mod documents;
+mod fixup;
 mod lifecycle;
 mod mail;
 mod mail_send;
@@ -64,6 +65,7 @@ mod views;
 mod wire;
 
 pub use lifecycle::Copied;
+pub(crate) use fixup::rebuild_views_of_auto_fixups;
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub use mail_send::Stored;
