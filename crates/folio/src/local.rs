@@ -177,7 +177,9 @@ impl Store for LocalStore {
     }
 
     fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied> {
-        Ok(self.service.copy_database(&self.caller, src, dst, replica)?)
+        Ok(self
+            .service
+            .copy_database(&self.caller, src, dst, replica)?)
     }
 
     fn delete_database(&self, path: &str) -> FolioResult<()> {

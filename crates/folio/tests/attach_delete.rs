@@ -60,18 +60,34 @@ fn authors_and_editors_remove_attachments_readers_may_not() {
             .put_attachment(db, unid, name, "x/y", Some(10_000), &bytes[..])
             .unwrap();
     }
-    let seq = admin.read_document(db, DocRef::Unid(unid)).unwrap().meta.seq_num;
+    let seq = admin
+        .read_document(db, DocRef::Unid(unid))
+        .unwrap()
+        .meta
+        .seq_num;
     let at = |name: &str| format!("/db/{DB}/docs/{unid}/attachments/{name}");
 
     // Refused, changing nothing: a Reader; a missing name (named).
     assert_eq!(http(&srv, "DELETE", "rita", &at("a.bin")).0, 403);
     let (status, body) = http(&srv, "DELETE", "ann", &at("nope.bin"));
     assert_eq!(status, 404, "{body}");
-    assert!(body["reason"].as_str().unwrap().contains("nope.bin"), "{body}");
-    let (status, _) = http(&srv, "DELETE", "ann", &format!("{}?seq={}", at("a.bin"), seq - 1));
+    assert!(
+        body["reason"].as_str().unwrap().contains("nope.bin"),
+        "{body}"
+    );
+    let (status, _) = http(
+        &srv,
+        "DELETE",
+        "ann",
+        &format!("{}?seq={}", at("a.bin"), seq - 1),
+    );
     assert_eq!(status, 409);
     assert_eq!(
-        admin.read_document(db, DocRef::Unid(unid)).unwrap().meta.seq_num,
+        admin
+            .read_document(db, DocRef::Unid(unid))
+            .unwrap()
+            .meta
+            .seq_num,
         seq
     );
 
@@ -85,7 +101,9 @@ fn authors_and_editors_remove_attachments_readers_may_not() {
     // An Editor over the native protocol; a Reader is refused there too.
     let rita = srv.client(Some(("rita", "rita-password"))).unwrap();
     let (rdb, _) = rita.open_database(DB).unwrap();
-    let e = rita.delete_attachment(rdb, unid, "b.bin", None).unwrap_err();
+    let e = rita
+        .delete_attachment(rdb, unid, "b.bin", None)
+        .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::Forbidden), "{e}");
     let eve = srv.client(Some(("eve", "eve-password"))).unwrap();
     let (edb, _) = eve.open_database(DB).unwrap();
@@ -97,7 +115,11 @@ fn authors_and_editors_remove_attachments_readers_may_not() {
 
     // The CLI against the server, as the administrator.
     let out = srv.cli(&["attach", "delete", DB, &unid.to_string(), "c.bin"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(http(&srv, "GET", "admin", &at("c.bin")).0, 404);
 }
 
@@ -110,10 +132,19 @@ fn the_embedded_cli_removes_an_attachment() {
     let unid = unid.trim();
     let file = d.join("f.txt");
     std::fs::write(&file, b"hello").unwrap();
-    ok(d, &["attach", "put", "a.fdb", unid, file.to_str().unwrap()], "");
+    ok(
+        d,
+        &["attach", "put", "a.fdb", unid, file.to_str().unwrap()],
+        "",
+    );
     ok(d, &["attach", "delete", "a.fdb", unid, "f.txt"], "");
     common::fails(d, &["attach", "get", "a.fdb", unid, "f.txt"], "", "f.txt");
-    common::fails(d, &["attach", "delete", "a.fdb", unid, "f.txt"], "", "f.txt");
+    common::fails(
+        d,
+        &["attach", "delete", "a.fdb", unid, "f.txt"],
+        "",
+        "f.txt",
+    );
     let doc = json(&ok(d, &["doc", "get", "a.fdb", unid], ""));
     assert_eq!(doc["Subject"], "x");
 }

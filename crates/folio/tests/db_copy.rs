@@ -12,7 +12,11 @@ use common::{json, ok, Server};
 fn the_embedded_cli_copies_documents_and_views_under_a_new_replica_id() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    ok(d, &["db", "create", "a.fdb", "--mail", "--title", "Mail"], "");
+    ok(
+        d,
+        &["db", "create", "a.fdb", "--mail", "--title", "Mail"],
+        "",
+    );
     let unid = ok(d, &["doc", "put", "a.fdb"], r#"{"Subject":"kept"}"#);
     let unid = unid.trim();
     let copied = json(&ok(d, &["db", "copy", "a.fdb", "b.fdb"], ""));
@@ -51,7 +55,9 @@ fn a_server_copies_for_administrators_plain_and_as_a_replica() {
     let saved = admin.create_document(db, r#"{"Subject":"one"}"#).unwrap();
 
     let dana = srv.client(Some(("dana", "dana-password"))).unwrap();
-    let e = dana.copy_database("src.fdb", "mine.fdb", false).unwrap_err();
+    let e = dana
+        .copy_database("src.fdb", "mine.fdb", false)
+        .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::Forbidden), "{e}");
 
     let plain = admin.copy_database("src.fdb", "plain.fdb", false).unwrap();
@@ -70,7 +76,11 @@ fn a_server_copies_for_administrators_plain_and_as_a_replica() {
     dana.read_document(h, DocRef::Unid(saved.unid)).unwrap();
 
     let out = srv.cli(&["db", "copy", "src.fdb", "cli.fdb", "--replica"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let copied = json(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(copied["database"]["path"], "cli.fdb", "{copied}");
 

@@ -64,7 +64,11 @@ fn a_manager_deletes_a_database_and_held_handles_answer_deleted() {
     assert_eq!(e.code(), Some(ErrorCode::Forbidden), "{e}");
     let (unseen, unseen_body) = http(&srv, "DELETE", Some("bob"), &path);
     let (missing, missing_body) = http(&srv, "DELETE", Some("bob"), "/db/nope.fdb");
-    assert_eq!((unseen, missing), (404, 404), "{unseen_body} {missing_body}");
+    assert_eq!(
+        (unseen, missing),
+        (404, 404),
+        "{unseen_body} {missing_body}"
+    );
     assert_eq!(
         unseen_body["reason"]
             .as_str()
@@ -88,10 +92,14 @@ fn a_manager_deletes_a_database_and_held_handles_answer_deleted() {
     assert_eq!(http(&srv, "GET", Some("admin"), &path).0, 404);
     // The administrator's connection still holds a handle: reads and
     // writes through it answer 404 "deleted", the connection goes on.
-    let e = admin.read_document(held, DocRef::Unid(saved.unid)).unwrap_err();
+    let e = admin
+        .read_document(held, DocRef::Unid(saved.unid))
+        .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::NotFound), "{e}");
     assert!(e.to_string().contains("deleted"), "{e}");
-    let e = admin.create_document(held, r#"{"Subject":"late"}"#).unwrap_err();
+    let e = admin
+        .create_document(held, r#"{"Subject":"late"}"#)
+        .unwrap_err();
     assert!(e.to_string().contains("deleted"), "{e}");
     assert!(admin.list_databases(None).unwrap().is_empty());
 
@@ -100,13 +108,21 @@ fn a_manager_deletes_a_database_and_held_handles_answer_deleted() {
     admin.create_database(DB, "Again").unwrap();
     let (again, info) = admin.open_database(DB).unwrap();
     assert_eq!(info.title, "Again");
-    admin.create_document(again, r#"{"Subject":"new"}"#).unwrap();
-    let e = admin.read_document(again, DocRef::Unid(saved.unid)).unwrap_err();
+    admin
+        .create_document(again, r#"{"Subject":"new"}"#)
+        .unwrap();
+    let e = admin
+        .read_document(again, DocRef::Unid(saved.unid))
+        .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::NotFound), "{e}");
     admin.delete_database(DB).unwrap();
     admin.create_database(DB, "Third").unwrap();
     let out = srv.cli(&["db", "delete", DB], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = srv.cli(&["db", "delete", DB], "");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no database"));
@@ -119,7 +135,10 @@ fn the_embedded_cli_deletes_and_a_new_database_there_starts_empty() {
     common::ok(data, &["db", "create", "a.fdb"], "");
     let unid = common::ok(data, &["doc", "put", "a.fdb"], r#"{"Subject":"old"}"#);
     let unid = unid.trim();
-    assert_eq!(common::ok(data, &["db", "delete", "a.fdb"], "").trim(), "deleted a.fdb");
+    assert_eq!(
+        common::ok(data, &["db", "delete", "a.fdb"], "").trim(),
+        "deleted a.fdb"
+    );
     assert!(!data.join("a.fdb").exists());
     assert_eq!(common::ok(data, &["db", "list"], ""), "");
     common::fails(data, &["db", "info", "a.fdb"], "", "a.fdb");

@@ -11,13 +11,23 @@ fn setup(d: &std::path::Path) {
     ok(
         d,
         &[
-            "view", "create", "a.fdb", "Subjects", "--select", "SELECT @All", "--column",
+            "view",
+            "create",
+            "a.fdb",
+            "Subjects",
+            "--select",
+            "SELECT @All",
+            "--column",
             "Subject=Subject:asc",
         ],
         "",
     );
     for s in ["pear", "apple", "fig"] {
-        ok(d, &["doc", "put", "a.fdb"], &format!(r#"{{"Subject":"{s}"}}"#));
+        ok(
+            d,
+            &["doc", "put", "a.fdb"],
+            &format!(r#"{{"Subject":"{s}"}}"#),
+        );
     }
 }
 
@@ -33,7 +43,10 @@ fn fixup_rebuilds_view_indexes_and_names_them() {
         assert!(rows.contains(s), "{rows}");
     }
     let dry = ok(d, &["fixup", "a.fdb", "--dry-run"], "");
-    assert!(!dry.contains("view subjects"), "a dry run rebuilds nothing: {dry}");
+    assert!(
+        !dry.contains("view subjects"),
+        "a dry run rebuilds nothing: {dry}"
+    );
 }
 
 #[test]
@@ -53,7 +66,11 @@ fn an_automatic_fixup_at_start_shows_in_stats_and_asks_for_a_backup() {
     .unwrap();
     let srv = Server::start(d);
     let out = srv.cli(&["show", "stats"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stats = String::from_utf8(out.stdout).unwrap();
     let line = |name: &str| {
         stats
@@ -65,7 +82,10 @@ fn an_automatic_fixup_at_start_shows_in_stats_and_asks_for_a_backup() {
     assert!(line("fixup.databases_fixed").contains('1'), "{stats}");
     assert!(line("fixup.last_database").contains("a.fdb"), "{stats}");
     assert!(line("fixup.backup_needed").contains("yes"), "{stats}");
-    assert!(line("fixup.databases_needing_fixup").contains('0'), "{stats}");
+    assert!(
+        line("fixup.databases_needing_fixup").contains('0'),
+        "{stats}"
+    );
     let admin = srv.admin();
     let (db, info) = admin.open_database("a.fdb").unwrap();
     assert_ne!(info.instance_id, instance);

@@ -45,11 +45,25 @@ fn a_copy_has_the_same_documents_and_acl_under_a_new_replica_id() {
     for i in 0..150 {
         unids.push(src.create(doc(&format!("doc {i}"))).unwrap().unid);
     }
-    src.update(unids[3], doc("edited").into_iter().map(nsf::ItemUpdate::Set).collect(), None, false).unwrap();
+    src.update(
+        unids[3],
+        doc("edited")
+            .into_iter()
+            .map(nsf::ItemUpdate::Set)
+            .collect(),
+        None,
+        false,
+    )
+    .unwrap();
     src.delete(unids[4], None, false).unwrap();
     let content: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-    src.put_attachment(unids[5], "data.bin", "application/x-test", &mut &content[..])
-        .unwrap();
+    src.put_attachment(
+        unids[5],
+        "data.bin",
+        "application/x-test",
+        &mut &content[..],
+    )
+    .unwrap();
 
     let report = engine.copy_database("src.fdb", "dir/dst.fdb").unwrap();
     assert_eq!(report.documents, 149);
@@ -60,9 +74,18 @@ fn a_copy_has_the_same_documents_and_acl_under_a_new_replica_id() {
     assert_ne!(si.replica_id, di.replica_id);
     assert_ne!(si.instance_id, di.instance_id);
     assert_eq!(di.title, "Source");
-    assert_eq!(documents(&engine, "dir/dst.fdb"), documents(&engine, "src.fdb"));
-    assert_eq!(documents(&engine, "dir/dst.fdb")[&unids[3]], (2, "edited".to_string()));
-    assert!(matches!(dst.get_any(unids[4]), Err(NsfError::NoSuchDocument { .. })));
+    assert_eq!(
+        documents(&engine, "dir/dst.fdb"),
+        documents(&engine, "src.fdb")
+    );
+    assert_eq!(
+        documents(&engine, "dir/dst.fdb")[&unids[3]],
+        (2, "edited".to_string())
+    );
+    assert!(matches!(
+        dst.get_any(unids[4]),
+        Err(NsfError::NoSuchDocument { .. })
+    ));
     let mut copied = Vec::new();
     dst.open_attachment(unids[5], "data.bin")
         .unwrap()
@@ -85,8 +108,5 @@ fn a_copy_has_the_same_documents_and_acl_under_a_new_replica_id() {
         engine.copy_database("nope.fdb", "other.fdb"),
         Err(NsfError::NoSuchDatabase(_))
     ));
-    assert_eq!(
-        engine.list_databases().unwrap(),
-        ["dir/dst.fdb", "src.fdb"]
-    );
+    assert_eq!(engine.list_databases().unwrap(), ["dir/dst.fdb", "src.fdb"]);
 }

@@ -28,7 +28,8 @@ fn an_attachment_is_removed_by_a_logged_update_and_its_pages_freed() {
         .unwrap()
         .unid;
     let (big, small) = (content(200_000), content(5_000));
-    db.put_attachment(unid, "big.bin", "x/y", &mut &big[..]).unwrap();
+    db.put_attachment(unid, "big.bin", "x/y", &mut &big[..])
+        .unwrap();
     db.put_attachment(unid, "small.bin", "x/y", &mut &small[..])
         .unwrap();
     let before = db.get(unid).unwrap().oid.seq_num;
@@ -45,7 +46,9 @@ fn an_attachment_is_removed_by_a_logged_update_and_its_pages_freed() {
     ));
     assert_eq!(db.get(unid).unwrap().oid.seq_num, before);
 
-    let meta = db.remove_attachment(unid, "big.bin", Some(before), false).unwrap();
+    let meta = db
+        .remove_attachment(unid, "big.bin", Some(before), false)
+        .unwrap();
     assert_eq!(meta.seq_num, before + 1);
     assert!(db.info().unwrap().free_pages >= free_before + 24);
     assert!(matches!(

@@ -94,7 +94,8 @@ fn remove_and_sync(be: &dyn Backend, full: &Path, name: &str) -> NsfResult<()> {
         source: e,
     };
     be.remove_file(full).map_err(io)?;
-    be.sync_dir(full.parent().unwrap_or(Path::new("."))).map_err(io)
+    be.sync_dir(full.parent().unwrap_or(Path::new(".")))
+        .map_err(io)
 }
 
 /// At a start, after restart recovery (which skipped their records):

@@ -73,10 +73,9 @@ pub(super) async fn delete_database(State(s): Svc, c: Call) -> Answer {
 /// the new database's description and where it is.
 pub(super) async fn copy_database(State(s): Svc, c: Call) -> Answer {
     c.query.allow(&["to", "replica"])?;
-    let to = c
-        .query
-        .text("to")
-        .ok_or_else(|| crate::ServerError::BadRequest("to (the new database's path) is missing".into()))?;
+    let to = c.query.text("to").ok_or_else(|| {
+        crate::ServerError::BadRequest("to (the new database's path) is missing".into())
+    })?;
     let replica = c.query.flag("replica")?;
     let src = c.param("db");
     let copied = c

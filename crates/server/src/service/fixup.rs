@@ -35,7 +35,9 @@ pub(crate) fn rebuild_views(
     let db = engine.open_database(&report.path).map_err(nsf_err)?;
     for (name, kind) in views.list(&db).map_err(view_err)? {
         views.rebuild(&db, &name).map_err(view_err)?;
-        report.indexes_rebuilt.push(format!("{kind:?} {name}").to_lowercase());
+        report
+            .indexes_rebuilt
+            .push(format!("{kind:?} {name}").to_lowercase());
     }
     Ok(())
 }
@@ -47,8 +49,12 @@ pub(crate) fn rebuild_views_of_auto_fixups(engine: &Engine, views: &Views) {
     for report in engine.fixups() {
         let mut r = report.clone();
         match rebuild_views(engine, views, &mut r) {
-            Ok(()) => tracing::warn!(db = %r.path, indexes = ?r.indexes_rebuilt, "view indexes rebuilt after automatic fixup"),
-            Err(e) => tracing::error!(db = %r.path, error = %e, "rebuilding view indexes after automatic fixup failed"),
+            Ok(()) => {
+                tracing::warn!(db = %r.path, indexes = ?r.indexes_rebuilt, "view indexes rebuilt after automatic fixup")
+            }
+            Err(e) => {
+                tracing::error!(db = %r.path, error = %e, "rebuilding view indexes after automatic fixup failed")
+            }
         }
     }
 }

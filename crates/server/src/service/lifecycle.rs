@@ -62,8 +62,8 @@ impl Service {
                 .engine
                 .create_replica(dst, info.replica_id, &info.title)
                 .map_err(nsf_err)?;
-            let report = replica::local::pull(&source, &target, &LocalOptions::default())
-                .map_err(|f| {
+            let report =
+                replica::local::pull(&source, &target, &LocalOptions::default()).map_err(|f| {
                     ServerError::Internal(format!(
                         "replicating {src} into {dst}: {} (a rerun of `folio replicate` resumes)",
                         f.error

@@ -64,10 +64,10 @@ mod replicate;
 mod views;
 mod wire;
 
-pub use lifecycle::Copied;
-pub(crate) use fixup::rebuild_views_of_auto_fixups;
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
+pub(crate) use fixup::rebuild_views_of_auto_fixups;
+pub use lifecycle::Copied;
 pub use mail_send::Stored;
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
 pub use replicate::ReplicaSession;
