@@ -581,6 +581,11 @@ impl Engine {
             },
             None => Durability::Unlogged,
         };
+        // I42: a delete whose unlink failed leaves the file to the next
+        // start; its instance's records would not be replayed.
+        if s.retired.is_deleted(path, header.instance_id) {
+            return Err(NsfError::DatabaseDeleted(path.to_string()));
+        }
         let refused = s.retired.needs_fixup(path).map(|r| Reason::needs_fixup(&r));
         if header.flags & crate::header::FLAG_UNLOGGED_OPEN != 0 {
             tracing::warn!(

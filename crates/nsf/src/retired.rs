@@ -168,6 +168,15 @@ impl RetiredList {
         self.write(&c)
     }
 
+    /// Whether `instance` of `path` was deleted (I42).
+    pub(crate) fn is_deleted(&self, path: &str, instance: DbInstanceId) -> bool {
+        self.contents
+            .lock()
+            .instances
+            .iter()
+            .any(|e| e.deleted && e.path == path && e.instance == instance.0)
+    }
+
     /// Every deleted instance (path, instance id), for a start to finish
     /// deletes a crash interrupted (I42).
     pub(crate) fn deleted(&self) -> Vec<(String, DbInstanceId)> {

@@ -174,3 +174,32 @@ fn a_start_finishes_a_delete_the_crash_interrupted() {
         Err(NsfError::NoSuchDatabase(_))
     ));
 }
+
+/// A delete whose unlink fails after the retirement: the file stays, but
+/// no new instance opens it (its records would not be replayed), and the
+/// next start finishes the delete.
+#[test]
+fn a_failed_unlink_leaves_the_file_unopenable_until_the_next_start_removes_it() {
+    use storage::backend::{FaultBackend, FaultKind, FaultOp, FaultRule};
+    let mem = MemBackend::new();
+    let faulty = Arc::new(FaultBackend::new(Arc::new(mem.clone())));
+    let (engine, _) = Engine::open(faulty.clone(), config(true)).unwrap();
+    engine.create_database("a.fdb", "A").unwrap();
+    faulty.add_rule(FaultRule {
+        path_contains: Some("a.fdb".into()),
+        ..FaultRule::new(FaultOp::Remove, FaultKind::Eio)
+    });
+    assert!(matches!(
+        engine.delete_database("a.fdb"),
+        Err(NsfError::Io { .. })
+    ));
+    assert!(mem.exists(Path::new("/data/a.fdb")));
+    assert!(matches!(
+        engine.open_database("a.fdb"),
+        Err(NsfError::DatabaseDeleted(_))
+    ));
+    engine.close().unwrap();
+    let (after, _) = Engine::open(Arc::new(mem.clone()), config(true)).unwrap();
+    assert!(!mem.exists(Path::new("/data/a.fdb")));
+    assert!(after.list_databases().unwrap().is_empty());
+}

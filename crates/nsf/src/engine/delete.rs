@@ -74,7 +74,38 @@ impl Engine {
         db.mark_deleted();
         let instance = db.instance_id();
         // I42: retired before a frame is dropped or the file unlinked.
-        s.retired.retire_deleted(key.as_str(), instance)?;
+        if let Err(e) = s.retired.retire_deleted(key.as_str(), instance) {
+            // Nothing is deleted: every page of the instance is written
+            // out before the path is freed, so the next instance reads
+            // the file as the log left it (I19).
+            let victim = super::Victim {
+                key: key.clone(),
+                db: db.clone(),
+                file: None,
+            };
+            super::write_out(s, std::slice::from_ref(&victim));
+            if let Err(dirty) = db.release_pool() {
+                // They could not be written either: the refusing instance
+                // stays in the cache, so no new one reads the file under
+                // them; a restart replays the log (nothing was retired).
+                tracing::error!(db = %key, dirty, "a failed delete left pages unwritten; the database refuses until restart");
+                let mut claim = claim;
+                let mut dbs = s.dbs.lock();
+                let used = dbs.tick();
+                dbs.slots.insert(
+                    key.clone(),
+                    Slot::Open {
+                        db: db.clone(),
+                        used,
+                        file: None,
+                    },
+                );
+                dbs.instances += 1;
+                claim.filled = true;
+                s.dbs_changed.notify_all();
+            }
+            return Err(e);
+        }
         // I43: nothing of it is written again, and no checkpoint waits
         // for its pages.
         let discarded = s.pool.unregister(db.pool_file());
