@@ -101,6 +101,32 @@ impl Client {
         self.wait(self.inner.create_database(path, title))
     }
 
+    /// See [`crate::Client::delete_database`].
+    pub fn delete_database(&self, path: &str) -> Result<(), ClientError> {
+        self.wait(self.inner.delete_database(path))
+    }
+
+    /// See [`crate::Client::delete_attachment`].
+    pub fn delete_attachment(
+        &self,
+        db: DbHandle,
+        unid: protocol::Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> Result<protocol::NoteMeta, ClientError> {
+        self.wait(self.inner.delete_attachment(db, unid, name, based_on))
+    }
+
+    /// See [`crate::Client::copy_database`].
+    pub fn copy_database(
+        &self,
+        src: &str,
+        dst: &str,
+        replica: bool,
+    ) -> Result<crate::DatabaseCopied, ClientError> {
+        self.wait(self.inner.copy_database(src, dst, replica))
+    }
+
     /// See [`crate::Client::list_databases`].
     pub fn list_databases(
         &self,

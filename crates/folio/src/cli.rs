@@ -234,13 +234,18 @@ pub enum DbCmd {
     Info { path: String },
     /// Check a database's consistency (trees, indexes, note encoding).
     Check { path: String },
-    /// Copy a database as a new replica (same replica id; needs
-    /// --replica), filled by a full replication; prints its description
-    /// and the replication's summary.
+    /// Delete a database (its Manager or a server administrator). Its
+    /// file goes and its log records are never applied again; handles
+    /// to it that clients hold answer "the database was deleted".
+    Delete { path: String },
+    /// Copy a database into a new one: by default a non-replica copy (a
+    /// new replica id; the same documents, ACL, views and folders, which
+    /// start empty); with --replica a new replica (the same replica id)
+    /// filled by a full replication. Prints its description.
     Copy {
         src: String,
         dst: String,
-        /// Make DST a replica of SRC (the only kind of copy there is).
+        /// Make DST a replica of SRC.
         #[arg(long)]
         replica: bool,
     },
@@ -291,6 +296,15 @@ pub enum AttachCmd {
         path: String,
         unid: String,
         name: String,
+    },
+    /// Remove an attachment from a document (needs the right to edit it).
+    Delete {
+        path: String,
+        unid: String,
+        name: String,
+        /// Only if the document is still at this sequence number.
+        #[arg(long)]
+        seq: Option<u32>,
     },
 }
 
@@ -364,9 +378,11 @@ pub fn run(args: Args) -> FolioResult<()> {
 fn over_data_directory(args: &Args) -> FolioResult<()> {
     let store = LocalStore::open(args.data_dir(), args.config.as_deref())?;
     let result = match &args.cmd {
-        Cmd::Db(DbCmd::Copy { src, dst, .. }) => {
-            to_console(|out| replcli::copy_replica(&store, src, dst, out))
-        }
+        Cmd::Db(DbCmd::Copy {
+            src,
+            dst,
+            replica: true,
+        }) => to_console(|out| replcli::copy_replica(&store, src, dst, out)),
         Cmd::Replicate {
             src,
             dst,
@@ -536,12 +552,6 @@ fn check_options(args: &Args) -> FolioResult<()> {
             &[&data, &config],
             "does not apply to show stats: it asks a running server (--server HOST:PORT, default 127.0.0.1:1352)",
         ),
-        Cmd::Db(DbCmd::Copy { replica: false, .. }) => Err(FolioError::Usage(
-            "db copy makes a replica only: give --replica".into(),
-        )),
-        Cmd::Db(DbCmd::Copy { .. }) if server.is_some() => Err(FolioError::NotYetOverServer {
-            command: "db copy",
-        }),
         Cmd::Replicate { peer: None, peer_user: Some(_), .. } => Err(FolioError::Usage(
             "--peer-user applies only with --peer HOST:PORT".into(),
         )),

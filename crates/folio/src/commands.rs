@@ -97,7 +97,21 @@ fn db(store: &dyn Store, c: &DbCmd, out: &mut dyn Write) -> FolioResult<()> {
         DbCmd::Info { path } => {
             output::pretty(out, &output::database_info(&store.database_info(path)?))
         }
-        DbCmd::Copy { .. } => Err(FolioError::NotYetOverServer { command: "db copy" }),
+        DbCmd::Copy { src, dst, replica } => {
+            let c = store.copy_database(src, dst, *replica)?;
+            output::pretty(
+                out,
+                &serde_json::json!({
+                    "database": output::database_info(&c.info),
+                    "documents": c.documents,
+                    "views": c.views,
+                }),
+            )
+        }
+        DbCmd::Delete { path } => {
+            store.delete_database(path)?;
+            output::text(out, &format!("deleted {path}"))
+        }
         DbCmd::Check { path } => {
             output::pretty(out, &output::serialized(&store.check_database(path)?)?)
         }
@@ -170,6 +184,15 @@ fn doc(
 
 fn attach(store: &dyn Store, c: &AttachCmd, out: &mut dyn Write) -> FolioResult<()> {
     match c {
+        AttachCmd::Delete {
+            path,
+            unid,
+            name,
+            seq,
+        } => {
+            store.delete_attachment(path, parse_unid(unid)?, name, *seq)?;
+            Ok(())
+        }
         AttachCmd::Put {
             path,
             unid,

@@ -176,6 +176,16 @@ impl Store for LocalStore {
         Ok(self.service.database_info(&self.caller, path)?)
     }
 
+    fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied> {
+        Ok(self
+            .service
+            .copy_database(&self.caller, src, dst, replica)?)
+    }
+
+    fn delete_database(&self, path: &str) -> FolioResult<()> {
+        Ok(self.service.delete_database(&self.caller, path)?)
+    }
+
     fn check_database(&self, path: &str) -> FolioResult<CheckReport> {
         Ok(self.open_db(path)?.check()?)
     }
@@ -183,7 +193,7 @@ impl Store for LocalStore {
     fn fixup_database(&self, path: &str, dry_run: bool) -> FolioResult<nsf::FixupReport> {
         // The directory is locked by this process (no server runs on it),
         // and the engine claims the path while it works (I18).
-        Ok(self.service.engine().fixup(path, dry_run)?)
+        Ok(self.service.fixup_database(path, dry_run)?)
     }
 
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {
@@ -236,6 +246,19 @@ impl Store for LocalStore {
             self.service
                 .modified_since(&self.caller, &db, since, limit)?,
         )
+    }
+
+    fn delete_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta> {
+        let db = self.open_db(path)?;
+        Ok(self
+            .service
+            .remove_attachment(&self.caller, &db, wire(unid), name, based_on)?)
     }
 
     fn put_attachment(

@@ -186,6 +186,19 @@ impl Store for RemoteStore {
         Ok(self.client.database_info(path)?)
     }
 
+    fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied> {
+        let c = self.client.copy_database(src, dst, replica)?;
+        Ok(server::Copied {
+            info: c.info,
+            documents: c.documents,
+            views: c.views,
+        })
+    }
+
+    fn delete_database(&self, path: &str) -> FolioResult<()> {
+        Ok(self.client.delete_database(path)?)
+    }
+
     fn check_database(&self, _path: &str) -> FolioResult<CheckReport> {
         Err(FolioError::NeedsDataDirectory {
             command: "db check",
@@ -235,6 +248,19 @@ impl Store for RemoteStore {
     fn changes(&self, path: &str, since: Cursor, limit: u32) -> FolioResult<Changes> {
         let h = self.open(path)?;
         Changes::from_protocol(self.client.modified_since(h, since, limit)?)
+    }
+
+    fn delete_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta> {
+        let h = self.open(path)?;
+        Ok(self
+            .client
+            .delete_attachment(h, wire(unid), name, based_on)?)
     }
 
     fn put_attachment(

@@ -181,6 +181,13 @@ pub trait Store {
     fn list_databases(&self) -> FolioResult<Vec<DatabaseSummary>>;
     /// A database's description.
     fn database_info(&self, path: &str) -> FolioResult<DatabaseInfo>;
+    /// Deletes a database (its Manager or an administrator); durable when
+    /// it returns (design.md I42).
+    fn delete_database(&self, path: &str) -> FolioResult<()>;
+    /// Copies a database into a new one (administrators): a replica, or
+    /// a non-replica copy (new replica id, same documents). Durable when
+    /// it returns.
+    fn copy_database(&self, src: &str, dst: &str, replica: bool) -> FolioResult<server::Copied>;
     /// Checks a database's trees, indexes and note encoding (data
     /// directory only).
     fn check_database(&self, path: &str) -> FolioResult<CheckReport>;
@@ -229,6 +236,15 @@ pub trait Store {
         size: Option<u64>,
         content: &mut dyn Read,
     ) -> FolioResult<u64>;
+    /// Removes an attachment from a document (an update that drops it);
+    /// `based_on` makes it conditional on that sequence number.
+    fn delete_attachment(
+        &self,
+        path: &str,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> FolioResult<NoteMeta>;
     /// Writes an attachment's content to `out`; its size.
     fn get_attachment(
         &self,

@@ -105,11 +105,13 @@ fn a_selection_formula_and_refused_options() {
     );
     ok(d, &["db", "create", "other.fdb"], "");
 
+    // A plain copy is a new database, not a replica.
+    ok(d, &["db", "copy", "a.fdb", "plain.fdb"], "");
     fails(
         d,
-        &["db", "copy", "a.fdb", "b.fdb"],
+        &["replicate", "a.fdb", "plain.fdb"],
         "",
-        "db copy makes a replica only: give --replica",
+        "is not a replica of a.fdb",
     );
     fails(
         d,

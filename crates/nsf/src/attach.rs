@@ -123,6 +123,8 @@ impl<'a> BlobWriter<'a> {
     /// move, and a direct write (`write_bulk_at`): the content is copied
     /// once on its way from the source to the disk.
     fn write_chunk(&mut self, mut chunk: AlignedBuf, n: usize) -> NsfResult<AlignedBuf> {
+        // I43: a stream into a deleted database stops at its next chunk.
+        self.core.check_not_deleted()?;
         self.crc = crc32c::crc32c_append(self.crc, &chunk[..n]);
         self.size += n as u64;
         let npages = n.div_ceil(BLOB_DATA);

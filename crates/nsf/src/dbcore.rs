@@ -144,6 +144,7 @@ impl DbCore {
         match self.state() {
             DbState::Open { .. } => Ok(()),
             DbState::Closing { .. } => Err(NsfError::EngineClosed),
+            DbState::Deleted => Err(NsfError::DatabaseDeleted(self.path.clone())),
             DbState::Refused { reason, .. } | DbState::Failed { reason, .. } => {
                 Err(NsfError::DatabaseFailed {
                     path: self.path.clone(),
@@ -170,6 +171,21 @@ impl DbCore {
             self.transition(DbState::closing);
         }
         self.state.lock().clone()
+    }
+
+    /// Refuses any use of an instance whose database was deleted (I42):
+    /// reads too, since its pages have left the pool and its file is gone.
+    pub fn check_not_deleted(&self) -> NsfResult<()> {
+        match *self.state.lock() {
+            DbState::Deleted => Err(NsfError::DatabaseDeleted(self.path.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The database was deleted (I42): every later read and write of this
+    /// instance refuses, and whoever waits for its changes is woken.
+    pub fn mark_deleted(&self) {
+        self.transition(DbState::deleted);
     }
 
     /// Applies now what [`DbCore::state`] would find when next asked, so

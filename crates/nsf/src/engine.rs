@@ -54,6 +54,12 @@
 //! cached or on disk go on.
 
 mod backup;
+mod copy;
+mod delete;
+mod fixup_state;
+
+pub use copy::CopyReport;
+pub use fixup_state::FixupState;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
@@ -179,6 +185,8 @@ struct Shared {
     detached: Mutex<Vec<FileId>>,
     /// Automatic fixups made at this open.
     fixups: Vec<FixupReport>,
+    /// Fixups since the open, for `show stats`.
+    fixup_log: Mutex<fixup_state::FixupLog>,
     stop: Mutex<bool>,
     wake: Condvar,
     /// Serialises checkpoints (background thread and explicit calls).
@@ -304,6 +312,8 @@ impl Engine {
         if let Some(r) = &report {
             retire_unrecovered(&retired, r)?;
         }
+        // I42: before the catalog walk could list what a delete left.
+        delete::finish_interrupted_deletes(backend.as_ref(), &cfg.data_dir, &retired)?;
         let fixups = if cfg.auto_fixup {
             auto_fixup(backend.as_ref(), &cfg, &retired)
         } else {
@@ -333,6 +343,7 @@ impl Engine {
             catalog: Arc::new(loaded.catalog),
             retired,
             detached: Mutex::default(),
+            fixup_log: Mutex::new(fixup_state::FixupLog::of(&fixups, cfg.clock.now())),
             fixups,
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -570,6 +581,11 @@ impl Engine {
             },
             None => Durability::Unlogged,
         };
+        // I42: a delete whose unlink failed leaves the file to the next
+        // start; its instance's records would not be replayed.
+        if s.retired.is_deleted(path, header.instance_id) {
+            return Err(NsfError::DatabaseDeleted(path.to_string()));
+        }
         let refused = s.retired.needs_fixup(path).map(|r| Reason::needs_fixup(&r));
         if header.flags & crate::header::FLAG_UNLOGGED_OPEN != 0 {
             tracing::warn!(
@@ -707,6 +723,9 @@ impl Engine {
             dry_run,
         );
         drop(claim);
+        if let Ok(r) = &report {
+            s.fixup_log.lock().fixed(r, s.cfg.clock.now());
+        }
         report
     }
 

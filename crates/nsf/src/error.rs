@@ -55,6 +55,9 @@ pub enum NsfError {
     Content(#[source] std::io::Error),
     #[error("no database {0}")]
     NoSuchDatabase(String),
+    /// The database was deleted while this handle to it was held (I42).
+    #[error("{0}: the database was deleted")]
+    DatabaseDeleted(String),
     #[error("{0}: a database with this path already exists")]
     DatabaseExists(String),
     #[error("{path} is not a Folio database: {reason}")]

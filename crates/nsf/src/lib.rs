@@ -45,7 +45,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{CheckReport, CloseHook, Database, DbInfo, ForeignTxn, StagedNote};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use describe::{describe_db, describe_db_page, DbDump, DbPageDump, NotesSummary};
-pub use engine::{CacheStats, Engine, EngineConfig, LockStats};
+pub use engine::{CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats};
 pub use error::{NsfError, NsfResult};
 pub use fixup::{BadPage, FixupReport, LostAttachment, LostNote};
 pub use foreign::{ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome};

@@ -26,6 +26,11 @@
 //! An entry with `needs_fixup` marks the path as refused until fixup
 //! gives it a new instance; fixup then clears the mark and keeps the
 //! pair, so recovery still skips the old instance's records.
+//!
+//! A third event retires an instance for good: **it was deleted**
+//! (`Engine::delete_database`, I42). Its entry carries `"deleted":true`
+//! and is written before the file is unlinked; a start that finds the
+//! file still there with that instance id finishes the delete.
 
 use crate::{DbInstanceId, NsfError, NsfResult};
 use parking_lot::Mutex;
@@ -43,6 +48,10 @@ struct Entry {
     instance: u64,
     /// Why the path needs fixup; `None` once fixup replaced the instance.
     needs_fixup: Option<String>,
+    /// The database was deleted (I42): a file still holding this instance
+    /// at the path is what a crash left of the delete, and is removed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    deleted: bool,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -127,8 +136,57 @@ impl RetiredList {
             path: path.to_string(),
             instance: instance.0,
             needs_fixup: Some(why.to_string()),
+            deleted: false,
         });
         self.write(&c)
+    }
+
+    /// The database `instance` at `path` is being deleted (I42): its
+    /// records are never applied again, the path no longer needs fixup
+    /// (the file goes), and a start that finds the file still there with
+    /// this instance removes it. Durable when it returns.
+    pub(crate) fn retire_deleted(&self, path: &str, instance: DbInstanceId) -> NsfResult<()> {
+        let mut c = self.contents.lock();
+        for e in c.instances.iter_mut().filter(|e| e.path == path) {
+            e.needs_fixup = None;
+            if e.instance == instance.0 {
+                e.deleted = true;
+            }
+        }
+        if !c
+            .instances
+            .iter()
+            .any(|e| e.path == path && e.instance == instance.0)
+        {
+            c.instances.push(Entry {
+                path: path.to_string(),
+                instance: instance.0,
+                needs_fixup: None,
+                deleted: true,
+            });
+        }
+        self.write(&c)
+    }
+
+    /// Whether `instance` of `path` was deleted (I42).
+    pub(crate) fn is_deleted(&self, path: &str, instance: DbInstanceId) -> bool {
+        self.contents
+            .lock()
+            .instances
+            .iter()
+            .any(|e| e.deleted && e.path == path && e.instance == instance.0)
+    }
+
+    /// Every deleted instance (path, instance id), for a start to finish
+    /// deletes a crash interrupted (I42).
+    pub(crate) fn deleted(&self) -> Vec<(String, DbInstanceId)> {
+        self.contents
+            .lock()
+            .instances
+            .iter()
+            .filter(|e| e.deleted)
+            .map(|e| (e.path.clone(), DbInstanceId(e.instance)))
+            .collect()
     }
 
     /// Fixup gave `path` a new instance: `old` stays retired (its records
@@ -149,6 +207,7 @@ impl RetiredList {
                     path: path.to_string(),
                     instance: old.0,
                     needs_fixup: None,
+                    deleted: false,
                 });
             }
         }
@@ -184,6 +243,39 @@ mod tests {
         let third = RetiredList::load(be, dir).unwrap();
         assert_eq!(third.needs_fixup("a.fdb"), None);
         assert!(third.pairs().contains(&("a.fdb".to_string(), 7)));
+    }
+
+    #[test]
+    fn a_delete_clears_the_fixup_mark_and_survives_a_reload() {
+        let be: Arc<dyn Backend> = Arc::new(MemBackend::new());
+        let dir = Path::new("/d");
+        be.create_dir_all(dir).unwrap();
+        let list = RetiredList::load(be.clone(), dir).unwrap();
+        list.retire("a.fdb", DbInstanceId(7), "write: EIO").unwrap();
+        list.retire_deleted("a.fdb", DbInstanceId(7)).unwrap();
+        list.retire_deleted("b.fdb", DbInstanceId(9)).unwrap();
+        let again = RetiredList::load(be.clone(), dir).unwrap();
+        assert_eq!(again.needs_fixup("a.fdb"), None);
+        assert_eq!(
+            again.deleted(),
+            vec![
+                ("a.fdb".to_string(), DbInstanceId(7)),
+                ("b.fdb".to_string(), DbInstanceId(9))
+            ]
+        );
+        assert_eq!(again.pairs().len(), 2);
+    }
+
+    #[test]
+    fn a_list_written_before_deletes_existed_still_reads() {
+        let be: Arc<dyn Backend> = Arc::new(MemBackend::new());
+        let dir = Path::new("/d");
+        be.create_dir_all(dir).unwrap();
+        let old = br#"{"instances":[{"path":"a.fdb","instance":3,"needs_fixup":null}]}"#;
+        write_file_atomic(be.as_ref(), &dir.join(RETIRED_FILE), old).unwrap();
+        let list = RetiredList::load(be, dir).unwrap();
+        assert_eq!(list.pairs().len(), 1);
+        assert!(list.deleted().is_empty());
     }
 
     #[test]

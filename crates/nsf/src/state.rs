@@ -12,6 +12,7 @@
 //!   open ──▶ Open ──I/O failure──▶ Failed
 //!     │        └──engine shutdown──▶ Closing ──I/O failure──▶ Failed
 //!     └────▶ Refused (recovery failed)
+//!   any state ──`Engine::delete_database`──▶ Deleted (final, I42)
 //! ```
 //!
 //! A database found written unlogged and not closed cleanly (I12) is
@@ -94,6 +95,9 @@ pub enum DbState {
     /// The engine was shut down: writes refused (`EngineClosed`), reads
     /// continue, waiters are woken.
     Closing { unclean_open: bool },
+    /// The database was deleted (I42): reads and writes of every handle
+    /// still held refuse with `DatabaseDeleted`; nothing leaves it.
+    Deleted,
 }
 
 impl DbState {
@@ -131,6 +135,12 @@ impl DbState {
         }
     }
 
+    /// The database was deleted (I42): every state becomes `Deleted`, and
+    /// it stays so (no later failure or shutdown changes it).
+    pub(crate) fn deleted(self) -> DbState {
+        DbState::Deleted
+    }
+
     /// Whether the file was found written unlogged and not closed cleanly
     /// when this instance opened it (I12): its indexes cannot be trusted.
     pub fn unclean_open(&self) -> bool {
@@ -139,6 +149,7 @@ impl DbState {
             | DbState::Refused { unclean_open, .. }
             | DbState::Failed { unclean_open, .. }
             | DbState::Closing { unclean_open } => *unclean_open,
+            DbState::Deleted => false,
         }
     }
 
@@ -146,7 +157,7 @@ impl DbState {
     pub fn refusal(&self) -> Option<&Reason> {
         match self {
             DbState::Refused { reason, .. } | DbState::Failed { reason, .. } => Some(reason),
-            DbState::Open { .. } | DbState::Closing { .. } => None,
+            DbState::Open { .. } | DbState::Closing { .. } | DbState::Deleted => None,
         }
     }
 
@@ -212,6 +223,18 @@ mod tests {
             }
         );
         assert!(matches!(closing.failed(io("x")), DbState::Failed { .. }));
+    }
+
+    #[test]
+    fn deleted_is_final() {
+        let deleted = DbState::opened(true, None).deleted();
+        assert_eq!(deleted, DbState::Deleted);
+        assert_eq!(deleted.clone().failed(io("write: EIO")), DbState::Deleted);
+        assert_eq!(deleted.clone().closing(), DbState::Deleted);
+        assert!(!deleted.may_clear_unlogged_flag());
+        assert!(deleted.refusal().is_none());
+        let failed = DbState::opened(false, None).failed(io("x"));
+        assert_eq!(failed.deleted(), DbState::Deleted);
     }
 
     #[test]

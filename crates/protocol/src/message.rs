@@ -359,6 +359,39 @@ pub enum Request {
     /// answered with `PeerReplicated` once every pull's writes and
     /// history are durable on their target. Server administrators only.
     ReplicatePeer(PeerReplication),
+    /// Deletes a database (its Manager or a server administrator);
+    /// answered with `Done` once durable. Handles to it that any
+    /// connection holds answer "the database was deleted" from then on.
+    DeleteDatabase {
+        /// The database's path.
+        path: String,
+    },
+    /// Copies a database into a new one at `dst` (server administrators
+    /// only); answered with `DatabaseCopied` once durable. `replica`: a
+    /// new replica (the same replica id) filled by a full replication;
+    /// otherwise a non-replica copy (a new replica id, the same
+    /// documents, ACL, views and folders).
+    CopyDatabase {
+        /// The source's path.
+        src: String,
+        /// The new database's path (must not exist).
+        dst: String,
+        /// Make a replica rather than a copy.
+        replica: bool,
+    },
+    /// Removes an attachment from a document the caller may edit, as an
+    /// update that drops it; answered with `Saved` once durable. A
+    /// missing attachment is 404 naming it.
+    DeleteAttachment {
+        /// The database.
+        db: DbHandle,
+        /// The document.
+        unid: Unid,
+        /// The file name.
+        name: String,
+        /// Only if the document is still at this sequence number.
+        based_on: Option<u32>,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -541,6 +574,15 @@ pub enum Response {
     Meeting(MeetingAnswer),
     /// Answer to `ReplicatePeer`.
     PeerReplicated(PeerReplicated),
+    /// Answer to `CopyDatabase`.
+    DatabaseCopied {
+        /// The new database.
+        info: DatabaseInfo,
+        /// Documents copied.
+        documents: u64,
+        /// View and folder definitions defined on a non-replica copy.
+        views: u64,
+    },
 }
 
 /// What an online backup did.
@@ -832,6 +874,28 @@ mod tests {
         assert_eq!(r.encode().unwrap(), [6, 3, 1, 0xac, 0x02]);
         assert_eq!(Request::Statistics.encode().unwrap(), [20]);
         assert_eq!(Response::Done.encode().unwrap(), [0]);
+    }
+
+    /// Deleting a database sits at request tag 35 and is answered with
+    /// `Done`; copying at 36, removing an attachment at 37.
+    #[test]
+    fn delete_database_has_its_tag() {
+        let r = Request::DeleteDatabase { path: "a".into() };
+        assert_eq!(r.encode().unwrap(), [35, 1, b'a']);
+        assert_eq!(Request::decode(&[35, 1, b'a']).ok(), Some(r));
+        let c = Request::CopyDatabase {
+            src: "a".into(),
+            dst: "b".into(),
+            replica: true,
+        };
+        assert_eq!(c.encode().unwrap(), [36, 1, b'a', 1, b'b', 1]);
+        let d = Request::DeleteAttachment {
+            db: DbHandle(2),
+            unid: Unid([0; 16]),
+            name: "f".into(),
+            based_on: None,
+        };
+        assert_eq!(d.encode().unwrap()[..2], [37, 2]);
     }
 
     #[test]

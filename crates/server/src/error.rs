@@ -138,6 +138,7 @@ pub(crate) fn nsf_err(e: NsfError) -> ServerError {
     let msg = e.to_string();
     match e {
         E::NoSuchDatabase(_)
+        | E::DatabaseDeleted(_)
         | E::NoSuchDocument { .. }
         | E::Deleted { .. }
         | E::NoSuchAttachment { .. } => ServerError::NotFound(msg),

@@ -56,6 +56,8 @@ impl Host {
                 return Err(e);
             }
         };
+        // Fixup rebuilt the note tables; their view indexes follow.
+        crate::service::rebuild_views_of_auto_fixups(&engine, &views);
         let engine = Arc::new(engine);
         let stats = Arc::new(Stats::new());
         let mut tasks = Tasks::new(stats.tasks().clone());

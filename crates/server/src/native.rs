@@ -689,13 +689,15 @@ fn op_of(r: &Request) -> Op {
         | R::ListDatabases { .. }
         | R::DatabaseInfo { .. }
         | R::OpenDatabase { .. }
-        | R::CloseDatabase { .. } => Op::Database,
+        | R::CloseDatabase { .. }
+        | R::DeleteDatabase { .. }
+        | R::CopyDatabase { .. } => Op::Database,
         R::CreateDocument { .. } | R::SendMail { .. } | R::SendMailFiles { .. } => Op::Create,
         R::ReadDocument { .. } => Op::Read,
         R::UpdateDocument { .. } => Op::Update,
         R::DeleteDocument { .. } => Op::Delete,
         R::ModifiedSince { .. } => Op::Changes,
-        R::PutAttachment { .. } => Op::PutAttachment,
+        R::PutAttachment { .. } | R::DeleteAttachment { .. } => Op::PutAttachment,
         R::GetAttachment { .. } => Op::GetAttachment,
         R::OpenCollection { .. } => Op::OpenCollection,
         R::ReadEntries { .. } | R::FindByKey { .. } | R::CloseCollection { .. } => Op::ReadEntries,
@@ -936,6 +938,30 @@ impl Job {
             }
             R::Meeting { op, on_behalf_of } => {
                 Response::Meeting(s.meeting_op(caller, op, on_behalf_of.as_deref())?)
+            }
+            R::DeleteDatabase { path } => {
+                s.delete_database(caller, &path)?;
+                Response::Done
+            }
+            R::DeleteAttachment {
+                db,
+                unid,
+                name,
+                based_on,
+            } => Response::Saved(s.remove_attachment(
+                caller,
+                &*self.db(db)?,
+                unid,
+                &name,
+                based_on,
+            )?),
+            R::CopyDatabase { src, dst, replica } => {
+                let c = s.copy_database(caller, &src, &dst, replica)?;
+                Response::DatabaseCopied {
+                    info: c.info,
+                    documents: c.documents,
+                    views: c.views,
+                }
             }
         })
     }

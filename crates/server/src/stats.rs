@@ -528,6 +528,7 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
             p.hits as f64 / lookups as f64
         }),
     });
+    out.extend(crate::stats_fixup::fixup_stats(&engine.fixup_state()));
     match engine.log_info() {
         Some(i) => {
             let mut count = |name: &str, v: u64| {

@@ -125,6 +125,18 @@ impl Database {
         self.core.catch_up();
     }
 
+    /// The database is being deleted (I42, I43): the instance becomes
+    /// `Deleted` under the writer lock, so no transaction of it is being
+    /// built or installed once this returns; writes still queued are
+    /// then run, and refused, so no submitter waits for a turn.
+    pub(crate) fn mark_deleted(&self) {
+        {
+            let _writer = self.writer.lock();
+            self.core.mark_deleted();
+        }
+        self.drain(None, None);
+    }
+
     /// The instance id of the file this instance has open.
     pub(crate) fn instance_id(&self) -> crate::DbInstanceId {
         self.state.read().instance_id

@@ -33,6 +33,7 @@
 //! |---|---|
 //! | `read.rs` | reads: documents, scans, modified-since, the ACL, attachments |
 //! | `write.rs` | the public write operations (blocking and `_then` forms) |
+//! | `detach.rs` | removing an attachment: an update that drops its item |
 //! | `apply.rs` | what each kind of write does inside the transaction |
 //! | `queue.rs` | the write queue and write combining (who runs, who waits) |
 //! | `commit.rs` | one group's transaction: logged and unlogged commit |
@@ -54,6 +55,7 @@ mod backup;
 mod batch;
 mod check;
 mod commit;
+mod detach;
 mod foreign;
 mod hooks;
 mod lifecycle;

@@ -150,6 +150,7 @@ pub(super) fn replicate(e: &NsfError) -> NsfError {
             capacity: *capacity,
         },
         NsfError::EngineClosed => NsfError::EngineClosed,
+        NsfError::DatabaseDeleted(path) => NsfError::DatabaseDeleted(path.clone()),
         NsfError::LogFailed(r) => NsfError::LogFailed(r.clone()),
         NsfError::DatabaseFailed { path, reason } => NsfError::DatabaseFailed {
             path: path.clone(),

@@ -53,6 +53,8 @@ pub struct DbInfo {
 
 impl Database {
     pub fn info(&self) -> NsfResult<DbInfo> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         let notes = btree::len(&Committed(&self.core), h.note_root)?;
         let file_size = self.core.handle.len().map_err(|e| NsfError::Io {
@@ -95,6 +97,8 @@ impl Database {
 
     /// Reads a document or its deletion stub by UNID.
     pub fn get_any(&self, unid: Unid) -> NsfResult<Note> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         let store = Committed(&self.core);
         match lookup_unid(&store, &h, unid)? {
@@ -106,6 +110,8 @@ impl Database {
     /// A document or its deletion stub with its revisions (`lineage.rs`),
     /// read together (I13); `None` if no note has the UNID.
     pub fn get_with_revisions(&self, unid: Unid) -> NsfResult<Option<(Note, Vec<Version>)>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         let store = Committed(&self.core);
         let Some(id) = lookup_unid(&store, &h, unid)? else {
@@ -120,18 +126,24 @@ impl Database {
     /// The versions the note `unid` was made from, oldest first (empty if
     /// none are kept, or no note has the UNID).
     pub fn revisions(&self, unid: Unid) -> NsfResult<Vec<Version>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         lineage::revisions(&Committed(&self.core), &h, unid)
     }
 
     /// Every replication history entry, by key (`lineage.rs`).
     pub fn replication_histories(&self) -> NsfResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         lineage::histories(&Committed(&self.core), &h)
     }
 
     /// Reads a document by note id (stubs included).
     pub fn get_by_id(&self, id: NoteId) -> NsfResult<Option<Note>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         load_note(&Committed(&self.core), &h, id)
     }
@@ -143,6 +155,8 @@ impl Database {
     /// Calls `f` for every document (not stubs) in note-id order. Reads in
     /// chunks so writers are not held off for a long scan.
     pub fn for_each_note(&self, mut f: impl FnMut(Note) -> NsfResult<()>) -> NsfResult<()> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let mut from: Bound<Vec<u8>> = Bound::Unbounded;
         loop {
             let chunk = {
@@ -190,6 +204,8 @@ impl Database {
         &self,
         mut f: impl FnMut(&NoteRef<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let mut arena: Vec<u8> = Vec::new();
         let mut spans: Vec<(usize, usize)> = Vec::with_capacity(SCAN_CHUNK);
         let mut after: Option<[u8; 4]> = None;
@@ -239,6 +255,8 @@ impl Database {
     /// Documents and stubs changed after `since`, in change order, at most
     /// `limit` of them (a cursor: pass the last `change_seq` to continue).
     pub fn modified_since(&self, since: Seq, limit: usize) -> NsfResult<Vec<Note>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         let h = self.state.read();
         let store = Committed(&self.core);
         let lo = (since.0 + 1).to_be_bytes();
@@ -265,6 +283,8 @@ impl Database {
     /// is cheap to ask on every request. A stored list that cannot be used
     /// is an error every time (never cached), so callers fail closed.
     pub fn acl(&self) -> NsfResult<Option<Acl>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
         if let AclCache::Read(acl) = &*self.acl.lock() {
             return Ok(acl.as_deref().cloned());
         }

@@ -56,7 +56,10 @@ impl Engine {
             start,
             archive: &archive,
         };
-        take_backup(&ctx, dest)
+        let report = take_backup(&ctx, dest)?;
+        let copied: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        s.fixup_log.lock().backed_up(&copied);
+        Ok(report)
     }
 
     /// Restores databases from the backup in `backup` and rolls them

@@ -1,8 +1,9 @@
 //! Attachments stream both ways (see the module docs of `http`): an
 //! upload's body is forwarded chunk by chunk to the job storing it, a
-//! download is read a chunk at a time into the response body.
+//! download is read a chunk at a time into the response body; a removal
+//! is one update that drops the attachment.
 
-use super::answer::{bad, json_response, Answer, ApiError};
+use super::answer::{bad, json_response, ok, Answer, ApiError};
 use super::extract::{body_failed, content_length, discard_rest, open_db, Call, Svc};
 use super::stream::{stream_job, streamed, DOWNLOAD_QUEUE};
 use crate::stats::Op;
@@ -103,4 +104,21 @@ pub(super) async fn get_attachment(State(s): Svc, c: Call) -> Answer {
         }
     });
     streamed(rx, |e| Err(std::io::Error::other(e.to_string()))).await
+}
+
+/// `DELETE /db/{db}/docs/{unid}/attachments/{name}[?seq=N]`: removes the
+/// attachment as an update that drops it (the right to edit the
+/// document); 404 naming a missing attachment, 409 for a stale `seq`.
+pub(super) async fn delete_attachment(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&["seq"])?;
+    let unid = c.unid()?;
+    let based_on = c.query.number::<u32>("seq")?;
+    let (path, name) = (c.param("db"), c.param("name"));
+    let meta = c
+        .run(&s, Op::PutAttachment, move |s, caller| {
+            let db = open_db(s, caller, &path)?;
+            s.remove_attachment(caller, &db, unid, &name, based_on)
+        })
+        .await?;
+    Ok(ok(super::documents::meta_json(&meta)))
 }

@@ -1,4 +1,4 @@
-//! Databases: list (from the catalog), create, describe.
+//! Databases: list (from the catalog), create, describe, delete, copy.
 
 use super::answer::{encode_segment, json_response, ok, with_header, Answer};
 use super::extract::{only_keys, parse_object, read_body, string_field, Call, Svc};
@@ -56,4 +56,44 @@ pub(super) async fn database_info(State(s): Svc, c: Call) -> Answer {
         })
         .await?;
     Ok(ok(crate::json::database_info(&info)))
+}
+
+/// `DELETE /db/{db}`: the database's Manager or an administrator (I42).
+pub(super) async fn delete_database(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let path = c.param("db");
+    c.run(&s, Op::Database, move |s, caller| {
+        s.delete_database(caller, &path)
+    })
+    .await?;
+    Ok(ok(json!({"ok": true, "deleted": c.param("db")})))
+}
+
+/// `POST /db/{db}/_copy?to=DST[&replica=true]`: administrators; 201 with
+/// the new database's description and where it is.
+pub(super) async fn copy_database(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&["to", "replica"])?;
+    let to = c.query.text("to").ok_or_else(|| {
+        crate::ServerError::BadRequest("to (the new database's path) is missing".into())
+    })?;
+    let replica = c.query.flag("replica")?;
+    let src = c.param("db");
+    let copied = c
+        .run(&s, Op::Database, move |s, caller| {
+            s.copy_database(caller, &src, &to, replica)
+        })
+        .await?;
+    let location = format!("/db/{}", encode_segment(&copied.info.path));
+    Ok(with_header(
+        json_response(
+            StatusCode::CREATED,
+            &json!({
+                "database": crate::json::database_info(&copied.info),
+                "documents": copied.documents,
+                "views": copied.views,
+            }),
+        ),
+        header::LOCATION,
+        &location,
+    ))
 }

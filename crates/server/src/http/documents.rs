@@ -204,7 +204,7 @@ fn etag(seq: u32) -> String {
 }
 
 /// A write's outcome as JSON.
-fn meta_json(m: &NoteMeta) -> Json {
+pub(super) fn meta_json(m: &NoteMeta) -> Json {
     json!({
         "unid": m.unid.to_string(),
         "seq": m.seq_num,

@@ -117,9 +117,12 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/mail/meetings/{apptunid}/cancel", post(calendar::cancel))
         .route(
             "/db/{db}",
-            get(databases::database_info).put(databases::create_database),
+            get(databases::database_info)
+                .put(databases::create_database)
+                .delete(databases::delete_database),
         )
         .route("/db/{db}/_access", get(admin::my_access))
+        .route("/db/{db}/_copy", post(databases::copy_database))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
         .route(
             "/db/{db}/docs",
@@ -133,7 +136,9 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .route(
             "/db/{db}/docs/{unid}/attachments/{name}",
-            get(attachments::get_attachment).put(attachments::put_attachment),
+            get(attachments::get_attachment)
+                .put(attachments::put_attachment)
+                .delete(attachments::delete_attachment),
         )
         .route("/db/{db}/views", post(views::create_view))
         .route(

@@ -61,6 +61,29 @@ impl Service {
         Ok(stored.size)
     }
 
+    /// Removes the attachment `name` from a document the caller may edit
+    /// (Editor, or Author named in its Author items; administrators
+    /// always), as an update that drops it (one logged commit, durable
+    /// when it returns). A missing name is 404 naming it.
+    pub fn remove_attachment(
+        &self,
+        caller: &Caller,
+        db: &Database,
+        unid: Unid,
+        name: &str,
+        based_on: Option<u32>,
+    ) -> ServerResult<protocol::NoteMeta> {
+        self.checked_write(
+            caller,
+            db,
+            unid,
+            based_on,
+            false,
+            WriteRule::Edit,
+            |seq, force| db.remove_attachment(nsf::Unid(unid.0), name, seq, force),
+        )
+    }
+
     /// Opens an attachment of a document the caller may read.
     pub fn open_attachment(
         &self,

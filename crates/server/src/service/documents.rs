@@ -321,7 +321,7 @@ impl Service {
     /// Runs `write` on a document the caller may edit (or delete), made
     /// conditional on the version that was checked (I17, module docs).
     #[allow(clippy::too_many_arguments)]
-    fn checked_write(
+    pub(super) fn checked_write(
         &self,
         caller: &Caller,
         db: &Database,

@@ -57,6 +57,8 @@ mod backup;
 mod calendar;
 mod databases;
 mod documents;
+mod fixup;
+mod lifecycle;
 mod mail;
 mod mail_files;
 mod mail_send;
@@ -69,6 +71,8 @@ mod wire;
 
 pub use access::Caller;
 pub use documents::{DocJson, DocWrite, WriteDone};
+pub(crate) use fixup::rebuild_views_of_auto_fixups;
+pub use lifecycle::Copied;
 pub use mail_send::Stored;
 pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
 pub use peer::PeerReplicator;
