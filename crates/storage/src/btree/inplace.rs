@@ -240,10 +240,15 @@ pub(super) fn insert_child(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{check, create, decode, encode_leaf, insert, remove, Node};
+    use super::super::{
+        check, create, decode, encode_leaf, get, insert, len, nth, range, rank, remove, Node,
+    };
     use crate::page::page_delta;
     use crate::testutil::MemStore;
-    use crate::{PageStore, PageWrite};
+    use crate::{PageStore, PageWrite, StorageResult};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
 
     fn leaf_entries(s: &MemStore, id: crate::PageId) -> Vec<(Vec<u8>, Vec<u8>)> {
         match decode(s, id, &s.read(id).unwrap()).unwrap() {
@@ -322,5 +327,73 @@ mod tests {
         let mut want = entries;
         want.insert(1, (b"b".to_vec(), b"2".to_vec()));
         assert_eq!(s.read(root).unwrap().as_ref(), &encode_leaf(&want));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(Vec<u8>, Vec<u8>),
+        Remove(Vec<u8>),
+        Nth(u64),
+        Rank(Vec<u8>),
+        Range(Vec<u8>, Vec<u8>),
+    }
+
+    /// Few distinct keys (so overwrites and removes hit), some long ones.
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            6 => proptest::collection::vec(0u8..12, 1..5),
+            1 => proptest::collection::vec(0u8..4, 300..1024),
+        ]
+    }
+
+    /// Mostly small values, some large enough that a few fill a leaf.
+    fn val() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            5 => proptest::collection::vec(any::<u8>(), 0..120),
+            2 => proptest::collection::vec(any::<u8>(), 600..1024),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            8 => (key(), val()).prop_map(|(k, v)| Op::Put(k, v)),
+            4 => key().prop_map(Op::Remove),
+            1 => (0u64..400).prop_map(Op::Nth),
+            1 => key().prop_map(Op::Rank),
+            1 => (key(), key()).prop_map(|(a, b)| Op::Range(a, b)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Every operation against a `BTreeMap`, with the full invariant
+        /// check after each one and no page leaked at the end.
+        #[test]
+        fn edits_in_place_match_a_btreemap_step_by_step(ops in proptest::collection::vec(op(), 1..300)) {
+            let mut s = MemStore::new();
+            let mut root = create(&mut s).unwrap();
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            for op in &ops {
+                match op {
+                    Op::Put(k, v) => prop_assert_eq!(insert(&mut s, &mut root, k, v).unwrap(), model.insert(k.clone(), v.clone())),
+                    Op::Remove(k) => prop_assert_eq!(remove(&mut s, &mut root, k).unwrap(), model.remove(k)),
+                    Op::Nth(i) => prop_assert_eq!(nth(&s, root, *i).unwrap(), model.iter().nth(*i as usize).map(|(k, v)| (k.clone(), v.clone()))),
+                    Op::Rank(k) => prop_assert_eq!(rank(&s, root, k).unwrap(), model.range::<Vec<u8>, _>(..k.clone()).count() as u64),
+                    Op::Range(a, b) => {
+                        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                        let got: Vec<_> = range(&s, root, Bound::Included(a), Bound::Excluded(b)).collect::<StorageResult<_>>().unwrap();
+                        let want: Vec<_> = model.range::<Vec<u8>, _>(a.clone()..b.clone()).map(|(k, v)| (k.clone(), v.clone())).collect();
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                let st = check(&s, root).unwrap();
+                prop_assert_eq!(st.entries, model.len() as u64);
+                prop_assert_eq!(st.pages, s.live_pages() as u64, "pages leaked or shared");
+            }
+            prop_assert_eq!(len(&s, root).unwrap(), model.len() as u64);
+            for (k, v) in &model {
+                prop_assert_eq!(get(&s, root, k).unwrap(), Some(v.clone()));
+            }
+        }
     }
 }
