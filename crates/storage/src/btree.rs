@@ -558,7 +558,10 @@ fn insert_rec(
         Grew::No if added == 0 => {}
         Grew::No => s.write(id, inplace::add_to_count(s, &v, &page, c, 1)?),
         Grew::Split(right) => {
-            let left_count = (count + added).checked_sub(right.count).ok_or_else(|| {
+            let left_count = count
+                .checked_add(added)
+                .and_then(|n| n.checked_sub(right.count));
+            let left_count = left_count.ok_or_else(|| {
                 corrupt(
                     s,
                     id,
