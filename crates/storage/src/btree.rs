@@ -27,6 +27,8 @@ use crate::{PageBuf, PageId, PageKind, PageStore, PageStoreMut, StorageError, St
 use std::ops::Bound;
 use std::sync::Arc;
 
+mod inplace;
+
 /// Longest key.
 pub const MAX_KEY: usize = 1024;
 /// Longest key + value.
@@ -540,36 +542,87 @@ fn insert_rec(
         return Err(corrupt(s, id, "tree deeper than 64 levels"));
     }
     let page = s.read(id)?;
-    match decode(s, id, &page)? {
-        Node::Leaf(mut entries) => {
-            let pos = entries.binary_search_by(|(k, _)| k.as_slice().cmp(key));
-            let appended = pos == Err(entries.len());
-            let old = match pos {
-                Ok(i) => Some(std::mem::replace(&mut entries[i].1, val.to_vec())),
-                Err(i) => {
-                    entries.insert(i, (key.to_vec(), val.to_vec()));
-                    None
-                }
-            };
-            Ok((old, write_leaf(s, id, entries, appended)?))
+    let v = View::new(s, id, &page)?;
+    if v.leaf {
+        if let Some((edited, old)) = inplace::leaf_put(s, &v, &page, key, val)? {
+            s.write(id, edited);
+            return Ok((old, Grew::No));
         }
-        Node::Internal(mut children) => {
-            let c = child_index(&children, key);
-            let (old, grew) = insert_rec(s, children[c].page, key, val, depth + 1)?;
-            if old.is_none() {
-                children[c].count += 1;
+        return insert_splitting_leaf(s, id, &page, key, val);
+    }
+    let c = v.child_for(s, key)?;
+    let (child, count) = v.child(s, c)?;
+    let (old, grew) = insert_rec(s, child, key, val, depth + 1)?;
+    let added = u64::from(old.is_none());
+    match grew {
+        Grew::No if added == 0 => {}
+        Grew::No => s.write(id, inplace::add_to_count(s, &v, &page, c, 1)?),
+        Grew::Split(right) => {
+            let left_count = count
+                .checked_add(added)
+                .and_then(|n| n.checked_sub(right.count));
+            let left_count = left_count.ok_or_else(|| {
+                corrupt(
+                    s,
+                    id,
+                    format!("child {} counts fewer entries than its split", child.0),
+                )
+            })?;
+            let sibling = (right.key.as_slice(), right.page, right.count);
+            match inplace::insert_child(s, &v, &page, c, left_count, sibling)? {
+                Some(edited) => s.write(id, edited),
+                None => {
+                    return Ok((
+                        old,
+                        insert_splitting_internal(s, id, &page, c, left_count, right)?,
+                    ))
+                }
             }
-            if let Grew::Split(right) = grew {
-                children[c].count -= right.count;
-                children.insert(c + 1, right);
-            }
-            Ok((old, write_internal(s, id, children)?))
         }
     }
+    Ok((old, Grew::No))
 }
 
-fn child_index(children: &[Child], key: &[u8]) -> usize {
-    children[1..].partition_point(|c| c.key.as_slice() <= key)
+/// The decode path of a leaf insert: the entry did not fit the free bytes
+/// in place, so the leaf is rebuilt and split.
+fn insert_splitting_leaf(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    page: &PageBuf,
+    key: &[u8],
+    val: &[u8],
+) -> StorageResult<(Option<Vec<u8>>, Grew)> {
+    let Node::Leaf(mut entries) = decode(s, id, page)? else {
+        return Err(corrupt(s, id, "expected a leaf"));
+    };
+    let pos = entries.binary_search_by(|(k, _)| k.as_slice().cmp(key));
+    let appended = pos == Err(entries.len());
+    let old = match pos {
+        Ok(i) => Some(std::mem::replace(&mut entries[i].1, val.to_vec())),
+        Err(i) => {
+            entries.insert(i, (key.to_vec(), val.to_vec()));
+            None
+        }
+    };
+    Ok((old, write_leaf(s, id, entries, appended)?))
+}
+
+/// The decode path after child `c` split and its separator did not fit in
+/// place: the node is rebuilt with the new child and split if it must.
+fn insert_splitting_internal(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    page: &PageBuf,
+    c: usize,
+    left_count: u64,
+    right: Child,
+) -> StorageResult<Grew> {
+    let Node::Internal(mut children) = decode(s, id, page)? else {
+        return Err(corrupt(s, id, "expected an internal node"));
+    };
+    children[c].count = left_count;
+    children.insert(c + 1, right);
+    write_internal(s, id, children)
 }
 
 /// Writes a leaf, splitting it if it overflows. A leaf that overflowed
@@ -683,37 +736,62 @@ fn remove_rec(
         return Err(corrupt(s, id, "tree deeper than 64 levels"));
     }
     let page = s.read(id)?;
-    match decode(s, id, &page)? {
-        Node::Leaf(mut entries) => match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
-            Ok(i) => {
-                let (_, old) = entries.remove(i);
-                let empty = entries.is_empty();
-                s.write(id, encode_leaf(&entries));
-                Ok((Some(old), empty))
-            }
-            Err(_) => Ok((None, false)),
-        },
-        Node::Internal(mut children) => {
-            let c = child_index(&children, key);
-            let (old, child_empty) = remove_rec(s, children[c].page, key, depth + 1, false)?;
-            if old.is_none() {
-                return Ok((None, false));
-            }
-            children[c].count -= 1;
-            if child_empty {
-                s.free(children[c].page)?;
-                children.remove(c);
-                if children.is_empty() {
-                    if is_root {
-                        s.write(id, encode_leaf(&[]));
-                    }
-                    return Ok((old, true));
-                }
-                children[0].key.clear();
-            }
-            s.write(id, encode_internal(&children));
-            Ok((old, false))
+    let v = View::new(s, id, &page)?;
+    if v.leaf {
+        let (i, eq) = v.lower_bound(s, key)?;
+        if !eq {
+            return Ok((None, false));
         }
+        if let Some((edited, old)) = inplace::leaf_remove(s, &v, &page, i)? {
+            s.write(id, edited);
+            return Ok((Some(old), v.n == 1));
+        }
+        return remove_by_decode(s, id, &page, key);
+    }
+    let c = v.child_for(s, key)?;
+    let child = v.child(s, c)?.0;
+    let (old, child_empty) = remove_rec(s, child, key, depth + 1, false)?;
+    if old.is_none() {
+        return Ok((None, false));
+    }
+    if !child_empty {
+        s.write(id, inplace::add_to_count(s, &v, &page, c, -1)?);
+        return Ok((old, false));
+    }
+    let Node::Internal(mut children) = decode(s, id, &page)? else {
+        return Err(corrupt(s, id, "expected an internal node"));
+    };
+    s.free(children[c].page)?;
+    children.remove(c);
+    if children.is_empty() {
+        if is_root {
+            s.write(id, encode_leaf(&[]));
+        }
+        return Ok((old, true));
+    }
+    children[0].key.clear();
+    s.write(id, encode_internal(&children));
+    Ok((old, false))
+}
+
+/// The decode path of a leaf removal, for a page without the layout an
+/// in-place edit needs.
+fn remove_by_decode(
+    s: &mut impl PageStoreMut,
+    id: PageId,
+    page: &PageBuf,
+    key: &[u8],
+) -> StorageResult<(Option<Vec<u8>>, bool)> {
+    let Node::Leaf(mut entries) = decode(s, id, page)? else {
+        return Err(corrupt(s, id, "expected a leaf"));
+    };
+    match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+        Ok(i) => {
+            let (_, old) = entries.remove(i);
+            s.write(id, encode_leaf(&entries));
+            Ok((Some(old), entries.is_empty()))
+        }
+        Err(_) => Ok((None, false)),
     }
 }
 
