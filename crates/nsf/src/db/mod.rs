@@ -59,6 +59,7 @@ mod hooks;
 mod lifecycle;
 mod queue;
 mod read;
+mod store;
 mod watch;
 mod write;
 
@@ -70,6 +71,7 @@ pub use lifecycle::CloseHook;
 pub(crate) use lifecycle::Life;
 pub(crate) use queue::LockCounters;
 pub use read::DbInfo;
+pub use store::{AttachmentUsage, StoreRefCheck};
 
 use crate::dbcore::{DbCore, EngineLinks};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};
