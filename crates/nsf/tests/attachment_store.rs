@@ -124,13 +124,25 @@ fn identical_attachments_are_stored_once_across_databases() {
     assert_eq!(usage.stored_bytes, stored.stored_size);
     let stats = engine.attachment_store_stats();
     assert_eq!((stats.stored, stats.dedup_hits), (3, 2));
+    assert_eq!((stats.objects, stats.stored_bytes), (1, stored.stored_size));
+    assert_eq!(stats.original_bytes, body.len() as u64);
+    engine.sweep_attachment_store().unwrap();
+    let stats = engine.attachment_store_stats();
+    assert_eq!(
+        stats.logical_bytes,
+        3 * body.len() as u64,
+        "as the sweep counted"
+    );
     assert_eq!(check_all(&engine, &["a.fdb", "b.fdb"]).len(), 1);
-    // The items survive a restart, as does the content.
+    // The items survive a restart, as does the content; the store's
+    // totals are counted again at open.
     drop((a, b));
     engine.close().unwrap();
     let engine = open(disk.clone(), common::config(true));
     let a = engine.open_database("a.fdb").unwrap();
     assert_eq!(read_back(&a, d2, "copy.txt"), body);
+    let stats = engine.attachment_store_stats();
+    assert_eq!((stats.objects, stats.stored_bytes), (1, stored.stored_size));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use super::Engine;
 use crate::dbpath::DbPath;
 use crate::store::sweep;
-use crate::{ContentHash, NsfError, NsfResult, StoreStats, SweepReport};
+use crate::{ContentHash, NsfError, NsfResult, RefEntry, StoreStats, SweepReport};
 
 impl Engine {
     /// Removes every object no committed state references and no write
@@ -16,7 +16,7 @@ impl Engine {
     pub fn sweep_attachment_store(&self) -> NsfResult<SweepReport> {
         self.check_open()?;
         let s = &*self.shared;
-        let mut refs = |path: &str| -> NsfResult<Option<Vec<ContentHash>>> {
+        let mut refs = |path: &str| -> NsfResult<Option<Vec<(ContentHash, RefEntry)>>> {
             // A line that is no database path (a damaged `users`) names
             // no database.
             let Ok(key) = DbPath::parse(path) else {
@@ -30,9 +30,7 @@ impl Engine {
                 Err(NsfError::NoSuchDatabase(_)) => return Ok(None),
                 Err(e) => return Err(e),
             };
-            Ok(Some(
-                db.store_references()?.into_iter().map(|(h, _)| h).collect(),
-            ))
+            Ok(Some(db.store_references()?))
         };
         let mut durable = || -> NsfResult<()> {
             if let Some(log) = &s.log {

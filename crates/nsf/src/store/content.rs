@@ -94,9 +94,7 @@ impl AttachmentCompression {
         match s {
             "auto" => Ok(AttachmentCompression::Auto),
             "off" => Ok(AttachmentCompression::Off),
-            other => Err(format!(
-                "attachment_compression = {other:?}: expected \"auto\" or \"off\""
-            )),
+            other => Err(format!("{other:?}: expected \"auto\" or \"off\"")),
         }
     }
 }

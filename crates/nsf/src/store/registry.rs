@@ -16,6 +16,8 @@
 //! ```
 
 use super::content::{AttachmentCompression, ContentHash};
+use super::object::ObjectHeader;
+use super::read::read_header;
 use crate::{NsfError, NsfResult};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -30,21 +32,24 @@ pub(crate) const STORE_DIR: &str = "attachstore";
 const USERS: &str = "users";
 const CLEAN: &str = "clean";
 
-/// Counters since the engine opened, for `show stats`.
+/// What the store holds and what it did since the engine opened, for
+/// `show stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
-    /// Attachments stored through the store (new objects and hits).
-    pub stored: u64,
-    /// Of those, how many found their content already there.
-    pub dedup_hits: u64,
-    /// Original bytes of every attachment stored through the store.
+    /// Objects in the store, their stored bytes and their original
+    /// bytes (what compression saved is the difference).
+    pub objects: u64,
+    pub stored_bytes: u64,
+    pub original_bytes: u64,
+    /// Original bytes of every reference, as the last sweep counted them
+    /// (what deduplication saved is this less `original_bytes`); 0 before
+    /// the first sweep.
     pub logical_bytes: u64,
-    /// Bytes written to new objects (stored form).
-    pub written_bytes: u64,
-    /// Original bytes of the new objects (what compression saved is
-    /// `new_object_bytes - written_bytes`).
-    pub new_object_bytes: u64,
-    /// Objects removed by sweeps.
+    /// Attachments stored through the store since the engine opened, and
+    /// how many of them found their content already there.
+    pub stored: u64,
+    pub dedup_hits: u64,
+    /// Objects removed by sweeps since the engine opened.
     pub reclaimed: u64,
 }
 
@@ -71,12 +76,29 @@ pub(crate) struct AttachStore {
 
 #[derive(Default)]
 pub(super) struct Counters {
+    pub objects: AtomicU64,
+    pub stored_bytes: AtomicU64,
+    pub original_bytes: AtomicU64,
+    pub logical_bytes: AtomicU64,
     pub stored: AtomicU64,
     pub dedup_hits: AtomicU64,
-    pub logical_bytes: AtomicU64,
-    pub written_bytes: AtomicU64,
-    pub new_object_bytes: AtomicU64,
     pub reclaimed: AtomicU64,
+}
+
+impl Counters {
+    /// An object appeared or went.
+    pub fn object(&self, stored: u64, original: u64, appeared: bool) {
+        let f = |a: &AtomicU64, v: u64| {
+            if appeared {
+                a.fetch_add(v, Ordering::Relaxed);
+            } else {
+                a.fetch_sub(v, Ordering::Relaxed);
+            }
+        };
+        f(&self.objects, 1);
+        f(&self.stored_bytes, stored);
+        f(&self.original_bytes, original);
+    }
 }
 
 /// Holds an object against sweeps while a write that references it is
@@ -149,6 +171,7 @@ impl AttachStore {
             released: AtomicBool::new(false),
             stats: Counters::default(),
         };
+        store.count_objects()?;
         Ok((store, was_clean))
     }
 
@@ -316,13 +339,30 @@ impl AttachStore {
         let c = &self.stats;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         StoreStats {
+            objects: get(&c.objects),
+            stored_bytes: get(&c.stored_bytes),
+            original_bytes: get(&c.original_bytes),
+            logical_bytes: get(&c.logical_bytes),
             stored: get(&c.stored),
             dedup_hits: get(&c.dedup_hits),
-            logical_bytes: get(&c.logical_bytes),
-            written_bytes: get(&c.written_bytes),
-            new_object_bytes: get(&c.new_object_bytes),
             reclaimed: get(&c.reclaimed),
         }
+    }
+
+    /// Counts the objects there are (their headers say their sizes).
+    fn count_objects(&self) -> NsfResult<()> {
+        for (_, path) in super::sweep::objects(self)? {
+            if let Some(h) = self.header_of(&path) {
+                self.stats.object(h.stored_size, h.size, true);
+            }
+        }
+        Ok(())
+    }
+
+    /// An object's header, if it reads.
+    pub(super) fn header_of(&self, path: &Path) -> Option<ObjectHeader> {
+        let f = self.backend.open(path, OpenMode::Existing).ok()?;
+        read_header(f.as_ref()).ok()
     }
 }
 

@@ -8,6 +8,7 @@
 //! and one that makes the log durable to its end.
 
 use super::content::ContentHash;
+use super::refs::RefEntry;
 use super::registry::AttachStore;
 use crate::NsfResult;
 use std::collections::{BTreeSet, HashSet};
@@ -36,17 +37,21 @@ pub struct SweepReport {
 /// end, after every state read (I39).
 pub(crate) fn sweep(
     store: &AttachStore,
-    refs: &mut dyn FnMut(&str) -> NsfResult<Option<Vec<ContentHash>>>,
+    refs: &mut dyn FnMut(&str) -> NsfResult<Option<Vec<(ContentHash, RefEntry)>>>,
     durable: &mut dyn FnMut() -> NsfResult<()>,
 ) -> NsfResult<SweepReport> {
     let mut st = store.lock();
     let mut report = SweepReport::default();
     let mut referenced: HashSet<ContentHash> = HashSet::new();
     let mut users = BTreeSet::new();
+    let mut logical = 0u64;
     for db in AttachStore::users(&st) {
-        if let Some(hashes) = refs(&db)? {
+        if let Some(entries) = refs(&db)? {
             report.databases += 1;
-            referenced.extend(hashes);
+            for (hash, e) in entries {
+                logical += u64::from(e.count) * e.size;
+                referenced.insert(hash);
+            }
             users.insert(db);
         }
     }
@@ -58,15 +63,15 @@ pub(crate) fn sweep(
             report.kept += 1;
             continue;
         }
-        let bytes = backend
-            .open(&path, storage::OpenMode::Existing)
-            .and_then(|f| f.len())
-            .unwrap_or(0);
+        let header = store.header_of(&path);
         backend
             .remove_file(&path)
             .map_err(|e| store.fail(&path, "removing", e))?;
         report.removed += 1;
-        report.removed_bytes += bytes;
+        if let Some(h) = header {
+            report.removed_bytes += h.stored_size;
+            store.stats.object(h.stored_size, h.size, false);
+        }
     }
     let tmp = store.tmp_dir();
     let leftovers = backend
@@ -85,6 +90,7 @@ pub(crate) fn sweep(
         .stats
         .reclaimed
         .fetch_add(report.removed, Ordering::Relaxed);
+    store.stats.logical_bytes.store(logical, Ordering::Relaxed);
     Ok(report)
 }
 

@@ -101,13 +101,10 @@ fn write_and_publish(
     let (pin, hit) = store.publish(tmp, header.hash, db)?;
     let c = &store.stats;
     c.stored.fetch_add(1, Ordering::Relaxed);
-    c.logical_bytes.fetch_add(header.size, Ordering::Relaxed);
     if hit {
         c.dedup_hits.fetch_add(1, Ordering::Relaxed);
     } else {
-        c.written_bytes
-            .fetch_add(header.stored_size, Ordering::Relaxed);
-        c.new_object_bytes.fetch_add(header.size, Ordering::Relaxed);
+        c.object(header.stored_size, header.size, true);
     }
     Ok(Staged {
         content: StoredContent {
