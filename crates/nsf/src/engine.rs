@@ -1212,6 +1212,8 @@ fn fixup_path(
     })?;
     if !dry_run {
         retired.fixed(path, old_seen)?;
+        // What the fixup dropped may have held the last reference (I39).
+        store.note_released();
     }
     Ok(report)
 }

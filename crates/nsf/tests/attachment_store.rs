@@ -417,3 +417,45 @@ mod model {
         }
     }
 }
+
+/// Fixup verifies each stored attachment against its object: a damaged
+/// object's attachment is dropped from its note, the reference tree is
+/// counted afresh from the notes kept (so it checks clean), and the next
+/// sweep reclaims the object nothing references any more.
+#[test]
+fn fixup_drops_an_attachment_whose_object_is_damaged_and_recounts() {
+    let disk = Arc::new(MemBackend::new());
+    let engine = open(disk.clone(), common::config(true));
+    let db = engine.create_database("a.fdb", "A").unwrap();
+    let (d1, d2) = (doc(&db), doc(&db));
+    let (good, bad) = (text(30_000, 12), noise(30_000, 13));
+    db.put_attachment(d1, "good", "t", &mut &good[..]).unwrap();
+    db.put_attachment(d2, "good", "t", &mut &good[..]).unwrap();
+    let hash = db
+        .put_attachment(d2, "bad", "t", &mut &bad[..])
+        .unwrap()
+        .stored
+        .unwrap()
+        .hash;
+    drop(db);
+    engine.close().unwrap();
+    let hex = hash.to_hex();
+    let path = Path::new("/data/attachstore/objects")
+        .join(&hex[..2])
+        .join(&hex);
+    let f = disk.open(&path, storage::OpenMode::Existing).unwrap();
+    f.write_at(&[1, 2, 3], 5000).unwrap();
+    let engine = open(disk.clone(), common::config(true));
+    let r = engine.fixup("a.fdb", false).unwrap();
+    assert_eq!(r.attachments_checked, 3, "{r}");
+    assert_eq!(r.attachments_lost.len(), 1, "{r}");
+    assert_eq!(r.attachments_lost[0].name, "bad");
+    let db = engine.open_database("a.fdb").unwrap();
+    let check = db.check_store_refs().unwrap();
+    assert!(check.is_ok(), "{check:?}");
+    assert_eq!(check.references, 2);
+    assert_eq!(read_back(&db, d2, "good"), good);
+    assert!(db.open_attachment(d2, "bad").is_err());
+    assert_eq!(engine.sweep_attachment_store().unwrap().removed, 1);
+    assert!(!objects(disk.as_ref()).contains(&hex));
+}
