@@ -459,3 +459,50 @@ fn fixup_drops_an_attachment_whose_object_is_damaged_and_recounts() {
     assert_eq!(engine.sweep_attachment_store().unwrap().removed, 1);
     assert!(!objects(disk.as_ref()).contains(&hex));
 }
+
+/// Versions written with a foreign identity (replication, the mail
+/// router's deliveries) store their large attachments in the store too:
+/// the same content delivered to three databases is one object, and a
+/// newer version without it drops the reference.
+#[test]
+fn foreign_versions_share_objects_and_count_references() {
+    use nsf::{ForeignAttachment, ForeignContent, ForeignNote, OriginatorId, Timestamp};
+    let disk = Arc::new(MemBackend::new());
+    let engine = open(disk.clone(), common::config(true));
+    let body = text(80_000, 14);
+    let unid = Unid([7; 16]);
+    let version = |seq: u32, with: bool| ForeignNote {
+        oid: OriginatorId {
+            unid,
+            seq_num: seq,
+            seq_time: Timestamp(1_000 * i64::from(seq)),
+        },
+        created: Timestamp(1_000),
+        modified: Timestamp(1_000 * i64::from(seq)),
+        deleted: false,
+        items: vec![],
+        attachments: if with {
+            vec![ForeignAttachment {
+                name: "m.txt".into(),
+                mime: "text/plain".into(),
+                content: ForeignContent::Bytes(body.clone()),
+            }]
+        } else {
+            vec![]
+        },
+        revisions: vec![],
+    };
+    let paths = ["m1.fdb", "m2.fdb", "m3.fdb"];
+    for p in paths {
+        let db = engine.create_database(p, "").unwrap();
+        db.put_foreign(version(1, true)).unwrap();
+        assert_eq!(read_back(&db, unid, "m.txt"), body);
+    }
+    assert_eq!(objects(disk.as_ref()).len(), 1);
+    assert_eq!(check_all(&engine, &paths).len(), 1);
+    let db = engine.open_database("m2.fdb").unwrap();
+    db.put_foreign(version(2, false)).unwrap();
+    assert!(db.store_references().unwrap().is_empty());
+    assert_eq!(engine.sweep_attachment_store().unwrap().removed, 0);
+    assert_eq!(check_all(&engine, &paths).len(), 1);
+}

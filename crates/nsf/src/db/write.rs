@@ -11,7 +11,7 @@ use super::apply::WriteOp;
 use super::queue::RUNNER_GROUPS;
 use super::Database;
 use crate::attach::{self, BlobWriter};
-use crate::store::{self, STORE_MIN};
+use crate::store::{self, Pin, STORE_MIN};
 use crate::{
     validate_items, Acl, AclError, AttachmentRef, Item, ItemUpdate, NoteMeta, NsfError, NsfResult,
     Unid, MAX_ACL_JSON_BYTES,
@@ -165,15 +165,38 @@ impl Database {
         attach::validate_name(name)?;
         self.core.check_writable()?;
         self.get(unid)?;
+        let (aref, pin) = self.write_content(name, mime, content)?;
+        let committed = self.submit(WriteOp::Attach {
+            unid,
+            blob: aref.clone(),
+        });
+        // I37: unpinned only now that the commit is durable or failed.
+        drop(pin);
+        if committed.is_err() {
+            self.abandon_content(&aref);
+        }
+        committed.map(|_| aref)
+    }
+
+    /// Writes an attachment's content where it belongs: to the
+    /// attachment store when it is at least [`STORE_MIN`] bytes (durable
+    /// and pinned, I37), else to new blob pages of this file (synced,
+    /// I7). Nothing references it yet; a failure leaves nothing behind
+    /// but what the next sweep or compact reclaims.
+    pub(super) fn write_content(
+        &self,
+        name: &str,
+        mime: &str,
+        content: &mut dyn Read,
+    ) -> NsfResult<(AttachmentRef, Option<Pin>)> {
         let mut first = vec![0u8; FIRST_CHUNK];
         let n = attach::read_full(content, &mut first).map_err(NsfError::Content)?;
         first.truncate(n);
         if (n as u64) < STORE_MIN {
             let mut small = io::Cursor::new(first).chain(content);
-            return self.put_blob(unid, name, mime, &mut small);
+            return Ok((self.write_blob(name, mime, &mut small)?, None));
         }
-        let store = &self.core.store;
-        let staged = store::stage(store, &self.core.path, &first, content)?;
+        let staged = store::stage(&self.core.store, &self.core.path, &first, content)?;
         let aref = AttachmentRef {
             name: name.to_string(),
             mime: mime.to_string(),
@@ -183,42 +206,34 @@ impl Database {
             extents: Vec::new(),
             stored: Some(staged.content),
         };
-        let committed = self.submit(WriteOp::Attach {
-            unid,
-            blob: aref.clone(),
-        });
-        // I37: unpinned only now that the commit is durable or failed.
-        drop(staged.pin);
-        if committed.is_err() {
-            store.note_released();
-        }
-        committed.map(|_| aref)
+        Ok((aref, Some(staged.pin)))
     }
 
-    /// Writes content to this file's blob pages (§2.5) and commits it.
-    fn put_blob(
+    /// Content written by [`Self::write_content`] that no commit took:
+    /// blob pages go back to the free list, an object to the next sweep.
+    pub(super) fn abandon_content(&self, aref: &AttachmentRef) {
+        if aref.stored.is_some() {
+            self.core.store.note_released();
+        } else {
+            self.release_blob(aref.extents.clone());
+        }
+    }
+
+    /// Writes content to new blob pages of this file, synced (§2.5, I7).
+    fn write_blob(
         &self,
-        unid: Unid,
         name: &str,
         mime: &str,
         content: &mut dyn Read,
     ) -> NsfResult<AttachmentRef> {
         let mut w = BlobWriter::new(&self.core, name, mime);
-        let blob = match w.write_all_from(content).and_then(|()| w.finish()) {
-            Ok(b) => b,
+        match w.write_all_from(content).and_then(|()| w.finish()) {
+            Ok(blob) => Ok(blob),
             Err(e) => {
                 self.release_blob(w.reserved());
-                return Err(e);
+                Err(e)
             }
-        };
-        if let Err(e) = self.submit(WriteOp::Attach {
-            unid,
-            blob: blob.clone(),
-        }) {
-            self.release_blob(blob.extents.clone());
-            return Err(e);
         }
-        Ok(blob)
     }
 
     /// Returns the pages of an attachment that was never committed to the

@@ -12,8 +12,8 @@ mod write;
 
 pub use content::{AttachmentCompression, ContentHash, StoredContent, StoredForm, STORE_MIN};
 pub use read::ObjectReader;
-pub(crate) use registry::AttachStore;
 pub use registry::StoreStats;
+pub(crate) use registry::{AttachStore, Pin, Pins};
 pub(crate) use sweep::sweep;
 pub use sweep::SweepReport;
 pub(crate) use write::stage;

@@ -120,6 +120,34 @@ impl Drop for Pin {
     }
 }
 
+/// The pins of a staged foreign note's content, shared by its clones
+/// and dropped with the last of them (after the batch that stores it).
+#[derive(Clone, Default)]
+pub(crate) struct Pins(Arc<Vec<Pin>>);
+
+impl Pins {
+    pub fn new(pins: Vec<Pin>) -> Pins {
+        Pins(Arc::new(pins))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Pins say nothing about the content: staged notes compare without them.
+impl PartialEq for Pins {
+    fn eq(&self, _: &Pins) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Pins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pins({})", self.0.len())
+    }
+}
+
 impl AttachStore {
     /// Opens (creating) the store under `data_dir`; also says whether the
     /// last stop was clean (the `clean` marker was there). The marker is
