@@ -296,8 +296,19 @@ impl Engine {
                 source: e,
             })?;
         let retired = RetiredList::load(backend.clone(), &cfg.data_dir)?;
-        let (store, store_was_clean) =
-            AttachStore::open(backend.clone(), &cfg.data_dir, cfg.attachment_compression)?;
+        // Archive style: swept objects are kept in the archive (§3.6).
+        let store_archive = cfg
+            .log
+            .as_ref()
+            .filter(|l| l.style == translog::LogStyle::Archive)
+            .and_then(|l| l.archive_dir.as_ref())
+            .map(|a| cfg.data_dir.join(a).join(crate::store::STORE_DIR));
+        let (store, store_was_clean) = AttachStore::open(
+            backend.clone(),
+            &cfg.data_dir,
+            cfg.attachment_compression,
+            store_archive,
+        )?;
         let (log, report) = match &cfg.log {
             Some(lc) => {
                 // I29: a retired instance's records are never applied.

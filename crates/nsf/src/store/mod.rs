@@ -3,6 +3,7 @@
 //! the SHA-256 of its original bytes, compressed where that helps.
 
 mod content;
+mod copy;
 mod object;
 mod read;
 pub mod refs;
@@ -13,7 +14,7 @@ mod write;
 pub use content::{AttachmentCompression, ContentHash, StoredContent, StoredForm, STORE_MIN};
 pub use read::ObjectReader;
 pub use registry::StoreStats;
-pub(crate) use registry::{AttachStore, Pin, Pins};
+pub(crate) use registry::{AttachStore, Pin, Pins, STORE_DIR};
 pub(crate) use sweep::sweep;
 pub use sweep::SweepReport;
 pub(crate) use write::stage;

@@ -65,6 +65,9 @@ pub(crate) struct AttachStore {
     pub(super) backend: Arc<dyn Backend>,
     pub(super) dir: PathBuf,
     pub(super) compression: AttachmentCompression,
+    /// In archive style, where sweeps move objects instead of deleting
+    /// them (`<archive_dir>/attachstore`, `copy.rs`).
+    pub(super) archive: Option<PathBuf>,
     pub(super) state: Mutex<State>,
     /// Set by a failed write or sync: puts are refused until restart (I11).
     failed: Mutex<Option<String>>,
@@ -157,6 +160,7 @@ impl AttachStore {
         backend: Arc<dyn Backend>,
         data_dir: &Path,
         compression: AttachmentCompression,
+        archive: Option<PathBuf>,
     ) -> NsfResult<(AttachStore, bool)> {
         let dir = data_dir.join(STORE_DIR);
         for d in [dir.join("objects"), dir.join("tmp")] {
@@ -190,6 +194,7 @@ impl AttachStore {
             backend,
             dir,
             compression,
+            archive,
             state: Mutex::new(State {
                 pins: HashMap::new(),
                 users,
@@ -292,7 +297,7 @@ impl AttachStore {
     }
 
     /// Appends `db` to `users` and syncs it, once per path (I37).
-    fn register_user(&self, st: &mut State, db: &str) -> NsfResult<()> {
+    pub(super) fn register_user(&self, st: &mut State, db: &str) -> NsfResult<()> {
         if st.users.contains(db) {
             return Ok(());
         }

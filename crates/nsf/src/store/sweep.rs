@@ -8,6 +8,7 @@
 //! and one that makes the log durable to its end.
 
 use super::content::ContentHash;
+use super::copy::copy_durably;
 use super::refs::RefEntry;
 use super::registry::AttachStore;
 use crate::NsfResult;
@@ -25,11 +26,17 @@ pub struct SweepReport {
     /// Unreferenced objects removed, and their stored bytes.
     pub removed: u64,
     pub removed_bytes: u64,
+    /// Of those, how many were moved to the archive (archive style).
+    pub archived: u64,
     /// Leftover temporary files removed.
     pub temporary_removed: u64,
     /// Databases whose references were read.
     pub databases: u64,
 }
+
+/// Reads one database's references (`None`: it no longer exists).
+pub(crate) type DbRefs<'a> =
+    dyn FnMut(&str) -> NsfResult<Option<Vec<(ContentHash, RefEntry)>>> + 'a;
 
 /// Runs a sweep. `refs(path)` reads database `path`'s referenced hashes
 /// (`None` when the database no longer exists); an error stops the sweep
@@ -37,7 +44,7 @@ pub struct SweepReport {
 /// end, after every state read (I39).
 pub(crate) fn sweep(
     store: &AttachStore,
-    refs: &mut dyn FnMut(&str) -> NsfResult<Option<Vec<(ContentHash, RefEntry)>>>,
+    refs: &mut DbRefs<'_>,
     durable: &mut dyn FnMut() -> NsfResult<()>,
 ) -> NsfResult<SweepReport> {
     let mut st = store.lock();
@@ -64,6 +71,13 @@ pub(crate) fn sweep(
             continue;
         }
         let header = store.header_of(&path);
+        // Archive style: kept in the archive for restores (`copy.rs`).
+        if let Some(to) = store.archived_path(&hash) {
+            if !backend.exists(&to) {
+                copy_durably(backend, &path, &to).map_err(|e| store.fail(&to, "archiving", e))?;
+            }
+            report.archived += 1;
+        }
         backend
             .remove_file(&path)
             .map_err(|e| store.fail(&path, "removing", e))?;
