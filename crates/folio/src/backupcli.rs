@@ -76,5 +76,6 @@ fn report(r: &nsf::RestoreReport) -> Json {
         "transactions_applied": r.txns_applied,
         "pages_rolled_forward": r.pages_rolled_forward,
         "stopped": r.stopped,
+        "attachment_objects_missing": r.objects_missing,
     })
 }

@@ -68,6 +68,9 @@ pub struct FileConfig {
     pub attachment_streams: Option<usize>,
     /// Attachment chunks written back at once, engine-wide (0 = no limit).
     pub attachment_writeback: Option<usize>,
+    /// Whether the attachment store tries zstd ("auto", the default) or
+    /// stores every attachment as is ("off").
+    pub attachment_compression: Option<String>,
     /// Databases kept open at once; idle ones beyond it are closed.
     pub max_open_databases: Option<usize>,
     #[serde(default)]
@@ -341,6 +344,10 @@ impl FileConfig {
                 return Err(setting("attachment_writeback", "must be at most 1024"));
             }
             cfg.attachment_writeback = n;
+        }
+        if let Some(v) = &self.attachment_compression {
+            cfg.attachment_compression = nsf::AttachmentCompression::parse(v)
+                .map_err(|e| setting("attachment_compression", e))?;
         }
         if let Some(n) = self.max_open_databases {
             if !(1..=1_000_000).contains(&n) {
@@ -719,6 +726,24 @@ mod tests {
         assert!(!off.engine_config(Path::new("/d")).unwrap().auto_fixup);
         let e = parse("[translog]\nauto_fixup = \"yes\"").unwrap_err();
         assert!(e.contains("expected a boolean"), "{e}");
+    }
+
+    #[test]
+    fn attachment_compression_is_auto_or_off() {
+        let cfg = |text: &str| parse(text).unwrap().engine_config(Path::new("/d"));
+        use nsf::AttachmentCompression::{Auto, Off};
+        assert_eq!(cfg("").unwrap().attachment_compression, Auto);
+        assert_eq!(
+            cfg("attachment_compression = \"off\"")
+                .unwrap()
+                .attachment_compression,
+            Off
+        );
+        let e = cfg("attachment_compression = \"lz4\"").unwrap_err();
+        assert!(
+            e.contains("attachment_compression") && e.contains("lz4"),
+            "{e}"
+        );
     }
 
     #[test]

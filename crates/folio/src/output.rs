@@ -198,6 +198,8 @@ mod tests {
             file_size: 8192,
             sequence: Cursor(7),
             needs_fixup: false,
+            attachment_logical_bytes: 0,
+            attachment_stored_bytes: 0,
         };
         assert_eq!(
             database_info(&i),
@@ -206,6 +208,7 @@ mod tests {
                 "replica_id": "00000000000000AB", "instance_id": "0000000100000000",
                 "created": "1970-01-01T00:00:00.000000Z",
                 "note_count": 3, "file_size": 8192, "sequence": 7, "needs_fixup": false,
+                "attachment_logical_bytes": 0, "attachment_stored_bytes": 0,
             })
         );
     }

@@ -63,6 +63,10 @@ fn documented_commands_round_trip() {
     let info = json(&ok(d, &["db", "info", "mail/alice.fdb"], ""));
     assert_eq!(info["note_count"], 2);
     assert_eq!(info["sequence"], 4);
+    // The attachment went to the store, compressed (its bytes repeat).
+    assert_eq!(info["attachment_logical_bytes"], 300_000);
+    let stored = info["attachment_stored_bytes"].as_u64().unwrap();
+    assert!(stored > 0 && stored < 150_000, "{info}");
     ok(d, &["doc", "delete", "mail/alice.fdb", unid], "");
     assert_eq!(ok(d, &["doc", "list", "mail/alice.fdb"], ""), "");
     let log = json(&ok(d, &["log", "info"], ""));

@@ -5,6 +5,10 @@
 //! corrupted); `folio restore --until T --to t.fdb` and `folio restore` to
 //! the latest. Every document acknowledged before T is in t.fdb and none
 //! sent after T; every acknowledged document is in the restored a.fdb.
+//! Attachments (in the server's attachment store, design.md §2.9) are
+//! put before the backup, after it (one a duplicate, one new), and one
+//! is replaced after T, so t.fdb needs content only the archive keeps:
+//! each restored copy reads the attachments it had at its point.
 
 mod common;
 
@@ -134,6 +138,37 @@ fn check(srv: &Server, seed: u64, path: &str, present: &[&Written], absent: &[&W
     }
 }
 
+/// Attachment content: compressible, distinct per seed, over 4 KiB.
+fn file(seed: u64) -> Vec<u8> {
+    (0..100_000u64)
+        .map(|i| b"abcdefgh"[((i / 7 + seed * 13) % 8) as usize] ^ (seed as u8))
+        .collect()
+}
+
+/// Attaches `content` under `name` to the document `unid` of a.fdb.
+fn attach(srv: &Server, unid: Unid, name: &str, content: &[u8]) {
+    let client = srv.admin();
+    let (db, _) = client.open_database("a.fdb").unwrap();
+    client
+        .put_attachment(db, unid, name, "application/octet-stream", None, content)
+        .unwrap();
+}
+
+/// Checks that document `unid` of `path` has attachment `name` holding
+/// `content`.
+fn check_attachment(srv: &Server, path: &str, unid: Unid, name: &str, content: &[u8]) {
+    let client = srv.admin();
+    let (db, _) = client.open_database(path).unwrap();
+    let mut got = Vec::new();
+    client
+        .get_attachment(db, unid, name, &mut got)
+        .unwrap_or_else(|e| panic!("{path}: attachment {name} of {unid}: {e}"));
+    assert!(
+        got == content,
+        "{path}: attachment {name} of {unid} differs"
+    );
+}
+
 fn drill(how: Damage, seed: u64) {
     let data = users_dir(&[]);
     std::fs::write(
@@ -147,17 +182,47 @@ fn drill(how: Damage, seed: u64) {
     srv.admin().create_database("a.fdb", "A").unwrap();
     let load = start_load(&srv, seed);
     wait_for(&load, 100);
+    let first = load.done.lock().unwrap()[0].unid;
+    attach(&srv, first, "a.bin", &file(1));
     let o = srv.cli(&["backup", dest.to_str().unwrap(), "--db", "a.fdb"], "");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary = json(&String::from_utf8_lossy(&o.stdout));
     assert_eq!(summary["databases"], serde_json::json!(["a.fdb"]));
     wait_for(&load, 150);
+    // After the backup, before T: a duplicate of a.bin and new content.
+    let (x, y) = {
+        let done = load.done.lock().unwrap();
+        (done[done.len() - 2].unid, done[done.len() - 1].unid)
+    };
+    attach(&srv, x, "b.bin", &file(1));
+    attach(&srv, y, "c.bin", &file(2));
     let t = now();
     wait_for(&load, 150);
+    // After T: c.bin replaced, so only T's state references its content.
+    attach(&srv, y, "c.bin", &file(3));
     load.stop.store(true, Ordering::Relaxed);
     load.thread.join().unwrap();
     let written = load.done.lock().unwrap().clone();
     assert!(srv.stop().success());
+    // The shutdown's sweep moved c.bin's first content, which nothing
+    // references any more, to the archive (archive style keeps it).
+    let count = |dir: &Path| -> usize {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| std::fs::read_dir(e.path()).map_or(0, |f| f.count()))
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    let archived = data.path().join("archive/attachstore/objects");
+    assert_eq!(count(&archived), 1, "one object archived");
+    assert_eq!(
+        count(&dest.join("attachstore/objects")),
+        1,
+        "a.bin's, in the backup"
+    );
+    assert_eq!(count(&data.path().join("attachstore/objects")), 2);
 
     damage(&data.path().join("a.fdb"), &how);
     let until = nsf::Timestamp(t).to_rfc3339();
@@ -184,6 +249,18 @@ fn drill(how: Damage, seed: u64) {
     let srv = Server::start(data.path());
     check(&srv, seed, "t.fdb", &before, &after);
     check(&srv, seed, "a.fdb", &everything, &[]);
+    for (path, c) in [("t.fdb", file(2)), ("a.fdb", file(3))] {
+        check_attachment(&srv, path, first, "a.bin", &file(1));
+        check_attachment(&srv, path, x, "b.bin", &file(1));
+        check_attachment(&srv, path, y, "c.bin", &c);
+    }
+    for r in [&restored, &latest] {
+        assert_eq!(
+            r[0]["attachment_objects_missing"],
+            serde_json::json!([]),
+            "{r}"
+        );
+    }
     // The restored database takes writes.
     let admin = srv.admin();
     let (db, _) = admin.open_database("a.fdb").unwrap();

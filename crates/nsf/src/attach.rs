@@ -28,6 +28,7 @@
 //! write, while N ≥ 2 keeps the disk streaming.
 
 use crate::dbcore::DbCore;
+use crate::store::ObjectReader;
 use crate::txn::Txn;
 use crate::writeback::Failed;
 use crate::{AttachmentRef, NsfError, NsfResult};
@@ -184,6 +185,7 @@ impl<'a> BlobWriter<'a> {
             crc32c: self.crc,
             blob_id: self.blob_id,
             extents: self.extents.clone(),
+            stored: None,
         })
     }
 }
@@ -214,9 +216,66 @@ pub(crate) fn free_blob(txn: &mut Txn<'_>, a: &AttachmentRef) -> NsfResult<()> {
     Ok(())
 }
 
-/// Streams an attachment's content, verifying every page and the whole
-/// content's checksum.
+/// Streams an attachment's content from wherever it is stored: this
+/// file's blob pages, or the attachment store (design.md §2.9). Either
+/// way the content is checked as it streams and its crc32c at the end.
 pub struct AttachmentReader {
+    aref: AttachmentRef,
+    source: Source,
+}
+
+enum Source {
+    Pages(PageReader),
+    /// The object, and the instance kept open while it is read (I19),
+    /// as a page reader keeps it.
+    Store {
+        object: ObjectReader,
+        _pin: Arc<dyn Any + Send + Sync>,
+    },
+}
+
+impl AttachmentReader {
+    pub(crate) fn from_pages(
+        pin: Arc<dyn Any + Send + Sync>,
+        handle: Arc<dyn FileHandle>,
+        path: String,
+        aref: AttachmentRef,
+    ) -> Self {
+        let pages = PageReader::new(pin, handle, path, aref.clone());
+        AttachmentReader {
+            aref,
+            source: Source::Pages(pages),
+        }
+    }
+
+    pub(crate) fn from_store(
+        pin: Arc<dyn Any + Send + Sync>,
+        aref: AttachmentRef,
+        object: ObjectReader,
+    ) -> Self {
+        AttachmentReader {
+            aref,
+            source: Source::Store { object, _pin: pin },
+        }
+    }
+
+    pub fn attachment(&self) -> &AttachmentRef {
+        &self.aref
+    }
+}
+
+impl Read for AttachmentReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        match &mut self.source {
+            Source::Pages(p) => p.read(out),
+            Source::Store { object, .. } => object.read(out),
+        }
+    }
+}
+
+/// Streams an attachment's content from blob pages, verifying every page
+/// and the whole content's checksum.
+struct PageReader {
     /// Keeps the database instance open while its content is read (I19):
     /// the instance's own `Arc`, held but never used here.
     _pin: Arc<dyn Any + Send + Sync>,
@@ -231,14 +290,14 @@ pub struct AttachmentReader {
     delivered: u64,
 }
 
-impl AttachmentReader {
-    pub(crate) fn new(
+impl PageReader {
+    fn new(
         pin: Arc<dyn Any + Send + Sync>,
         handle: Arc<dyn FileHandle>,
         path: String,
         aref: AttachmentRef,
     ) -> Self {
-        AttachmentReader {
+        PageReader {
             _pin: pin,
             handle,
             path,
@@ -249,10 +308,6 @@ impl AttachmentReader {
             crc: 0,
             delivered: 0,
         }
-    }
-
-    pub fn attachment(&self) -> &AttachmentRef {
-        &self.aref
     }
 
     /// Page id of blob page `index`, and how many pages follow it
@@ -312,7 +367,7 @@ impl AttachmentReader {
     }
 }
 
-impl Read for AttachmentReader {
+impl Read for PageReader {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.pos == self.buf.len() {
             if self.delivered >= self.aref.size {

@@ -16,6 +16,7 @@
 use crate::changes::Changes;
 use crate::clock::Clock;
 use crate::state::{DbState, Reason};
+use crate::store::AttachStore;
 use crate::{NsfError, NsfResult, Seq};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -69,6 +70,8 @@ pub(crate) struct EngineLinks {
     pub engine_closed: Arc<AtomicBool>,
     /// Where identity times come from (I22).
     pub clock: Arc<dyn Clock>,
+    /// The server-wide attachment store (design.md §2.9).
+    pub store: Arc<AttachStore>,
 }
 
 /// The shared innards of a database, used by transactions and attachments.
@@ -91,6 +94,8 @@ pub(crate) struct DbCore {
     pub clock: Arc<dyn Clock>,
     /// The durable change sequence and its waiters (I23).
     pub changes: Arc<Changes>,
+    /// The server-wide attachment store (design.md §2.9).
+    pub store: Arc<AttachStore>,
 }
 
 impl DbCore {
@@ -114,6 +119,7 @@ impl DbCore {
             writeback: links.writeback,
             engine_closed: links.engine_closed,
             clock: links.clock,
+            store: links.store,
             changes: Arc::new(Changes::new(last_seq)),
         }
     }

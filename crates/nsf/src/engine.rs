@@ -60,6 +60,7 @@ mod fixup_state;
 
 pub use copy::CopyReport;
 pub use fixup_state::FixupState;
+mod store;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
@@ -70,6 +71,7 @@ use crate::fixup::FixupReport;
 use crate::header::{DbHeader, MAX_TITLE};
 use crate::retired::RetiredList;
 use crate::state::Reason;
+use crate::store::AttachStore;
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -116,6 +118,9 @@ pub struct EngineConfig {
     /// back or that was retired because it failed (I29); off, they stay
     /// refused until `folio fixup`.
     pub auto_fixup: bool,
+    /// Whether the attachment store tries zstd on each attachment
+    /// (`attachment_compression`, design.md §2.9).
+    pub attachment_compression: crate::AttachmentCompression,
 }
 
 impl EngineConfig {
@@ -134,6 +139,7 @@ impl EngineConfig {
             max_open_databases: 1000,
             clock: Arc::new(SystemClock),
             auto_fixup: true,
+            attachment_compression: crate::AttachmentCompression::Auto,
         }
     }
 }
@@ -195,6 +201,8 @@ struct Shared {
     writeback: Arc<crate::writeback::Writeback>,
     /// Set once by `shutdown`; every database checks it before a write.
     closed: Arc<AtomicBool>,
+    /// The server-wide attachment store (design.md §2.9).
+    store: Arc<AttachStore>,
 }
 
 /// The open-database cache, keyed twice so that one file can never have
@@ -296,6 +304,19 @@ impl Engine {
                 source: e,
             })?;
         let retired = RetiredList::load(backend.clone(), &cfg.data_dir)?;
+        // Archive style: swept objects are kept in the archive (§3.6).
+        let store_archive = cfg
+            .log
+            .as_ref()
+            .filter(|l| l.style == translog::LogStyle::Archive)
+            .and_then(|l| l.archive_dir.as_ref())
+            .map(|a| cfg.data_dir.join(a).join(crate::store::STORE_DIR));
+        let (store, store_was_clean) = AttachStore::open(
+            backend.clone(),
+            &cfg.data_dir,
+            cfg.attachment_compression,
+            store_archive,
+        )?;
         let (log, report) = match &cfg.log {
             Some(lc) => {
                 // I29: a retired instance's records are never applied.
@@ -315,7 +336,7 @@ impl Engine {
         // I42: before the catalog walk could list what a delete left.
         delete::finish_interrupted_deletes(backend.as_ref(), &cfg.data_dir, &retired)?;
         let fixups = if cfg.auto_fixup {
-            auto_fixup(backend.as_ref(), &cfg, &retired)
+            auto_fixup(backend.as_ref(), &cfg, &retired, &store)
         } else {
             for (path, why) in retired.all_needing_fixup() {
                 tracing::error!(db = %path, reason = %why, "database needs fixup and translog.auto_fixup is off: it refuses writes until `folio fixup` repairs it");
@@ -351,6 +372,7 @@ impl Engine {
             locks: Arc::default(),
             writeback: Arc::new(writeback),
             closed: Arc::default(),
+            store: Arc::new(store),
             cfg,
         });
         let background = shared.cfg.background.then(|| {
@@ -363,6 +385,9 @@ impl Engine {
         let background = Mutex::new(background);
         let engine = Engine { shared, background };
         engine.reconcile_catalog(loaded.damaged)?;
+        if !store_was_clean {
+            engine.sweep_after_crash();
+        }
         Ok((engine, report))
     }
 
@@ -615,6 +640,7 @@ impl Engine {
                         writeback: s.writeback.clone(),
                         engine_closed: s.closed.clone(),
                         clock: s.cfg.clock.clone(),
+                        store: s.store.clone(),
                     },
                     // Engine-wide writer-lock counters, and the
                     // instance's own links (I19, I20).
@@ -717,8 +743,7 @@ impl Engine {
         let s = &*self.shared;
         let report = fixup_path(
             s.backend.as_ref(),
-            &s.cfg,
-            &s.retired,
+            (&s.cfg, &s.retired, &s.store),
             key.as_str(),
             dry_run,
         );
@@ -813,6 +838,7 @@ impl Engine {
             return Ok(());
         }
         stop_background(&self.shared, background.take());
+        let store_clean = self.sweep_at_shutdown();
         let open: Vec<Arc<Database>> = self
             .shared
             .dbs
@@ -843,6 +869,9 @@ impl Engine {
                     db.close_unlogged()?;
                 }
             }
+        }
+        if store_clean {
+            self.shared.store.mark_clean()?;
         }
         self.shared.catalog.sync()
     }
@@ -1166,11 +1195,12 @@ fn auto_fixup(
     backend: &dyn Backend,
     cfg: &EngineConfig,
     retired: &RetiredList,
+    store: &AttachStore,
 ) -> Vec<FixupReport> {
     let mut done = Vec::new();
     for (path, why) in retired.all_needing_fixup() {
         tracing::warn!(db = %path, reason = %why, "automatic fixup");
-        match fixup_path(backend, cfg, retired, &path, false) {
+        match fixup_path(backend, (cfg, retired, store), &path, false) {
             Ok(report) => {
                 tracing::warn!(db = %path, lost_notes = report.notes_lost.len(), lost_attachments = report.attachments_lost.len(), new_instance = ?report.new_instance, "database fixed up; take a new backup of it: old backups and log records no longer apply\n{report}");
                 done.push(report);
@@ -1188,8 +1218,7 @@ fn auto_fixup(
 /// (I29).
 fn fixup_path(
     backend: &dyn Backend,
-    cfg: &EngineConfig,
-    retired: &RetiredList,
+    (cfg, retired, store): (&EngineConfig, &RetiredList, &AttachStore),
     path: &str,
     dry_run: bool,
 ) -> NsfResult<FixupReport> {
@@ -1209,9 +1238,12 @@ fn fixup_path(
         dry_run,
         now: cfg.clock.now(),
         before_swap: &mut before_swap,
+        store,
     })?;
     if !dry_run {
         retired.fixed(path, old_seen)?;
+        // What the fixup dropped may have held the last reference (I39).
+        store.note_released();
     }
     Ok(report)
 }
@@ -1266,6 +1298,7 @@ fn new_database_image(
         seq_root,
         design_root: PageId::NONE,
         repl_root: PageId::NONE,
+        store_root: PageId::NONE,
         next_note_id: 1,
         last_seq: Seq(0),
         flags: 0,

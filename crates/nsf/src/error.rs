@@ -130,6 +130,11 @@ pub enum NsfError {
         wanted: String,
         reason: String,
     },
+    /// The attachment store (design.md §2.9) cannot store or serve
+    /// content: a failed write or sync (sticky until restart, I11), or an
+    /// object that is missing or damaged (naming the object).
+    #[error("attachment store: {what}: {reason}")]
+    Store { what: String, reason: String },
 }
 
 impl From<LogError> for NsfError {

@@ -10,7 +10,8 @@
 //!  16  replica id u64        24  instance id u64     32 created i64 (µs)
 //!  40  page count u32        44  free-list head u32  48 free count u64
 //!  56  note root u32         60  unid root u32       64 seq root u32
-//!  68  design root u32    72  replication root u32  76 reserved roots 3×u32
+//!  68  design root u32    72  replication root u32  76 store ref root u32
+//!  80  reserved roots 2×u32
 //!  88  next note id u32
 //!  92  last seq u64
 //! 100  flags u32            104  title len u16      106 title utf8 (≤ 256)
@@ -46,6 +47,9 @@ pub struct DbHeader {
     /// `lineage.rs`), or page 0 until something is first stored in it.
     /// Files from before it have 0 here (the bytes were reserved, zero).
     pub repl_root: PageId,
+    /// Root of the store reference tree (design.md §2.9, I38), or page 0
+    /// until the database first references the attachment store.
+    pub store_root: PageId,
     pub next_note_id: u32,
     pub last_seq: Seq,
     pub flags: u32,
@@ -70,6 +74,7 @@ impl DbHeader {
         put_u32(b, 64, self.seq_root.0);
         put_u32(b, 68, self.design_root.0);
         put_u32(b, 72, self.repl_root.0);
+        put_u32(b, 76, self.store_root.0);
         put_u32(b, 88, self.next_note_id);
         put_u64(b, 92, self.last_seq.0);
         put_u32(b, 100, self.flags);
@@ -119,6 +124,7 @@ impl DbHeader {
             seq_root: PageId(get_u32(b, 64)),
             design_root: PageId(get_u32(b, 68)),
             repl_root: PageId(get_u32(b, 72)),
+            store_root: PageId(get_u32(b, 76)),
             next_note_id: get_u32(b, 88),
             last_seq: Seq(get_u64(b, 92)),
             flags: get_u32(b, 100),
@@ -147,6 +153,7 @@ mod tests {
             seq_root: PageId(3),
             design_root: PageId(6),
             repl_root: PageId(8),
+            store_root: PageId(12),
             next_note_id: 10,
             last_seq: Seq(11),
             flags: 0,

@@ -446,6 +446,7 @@ mod tests {
             crc32c: 1,
             blob_id: 2,
             extents: vec![(3, 1)],
+            stored: None,
         };
         let item = |name: &str, value| Item {
             name: name.into(),

@@ -30,6 +30,7 @@ mod note;
 mod records;
 mod retired;
 mod state;
+mod store;
 mod txn;
 mod version;
 mod writeback;
@@ -42,6 +43,7 @@ pub use attach::{read_full, AttachmentReader, BLOB_DATA};
 pub use backup::{BackedUpDb, BackupManifest, BackupReport, RestoreOptions, RestoreReport};
 pub use catalog::{Audience, Listed};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use db::{AttachmentUsage, StoreRefCheck};
 pub use db::{CheckReport, CloseHook, Database, DbInfo, ForeignTxn, StagedNote};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use describe::{describe_db, describe_db_page, DbDump, DbPageDump, NotesSummary};
@@ -57,4 +59,9 @@ pub use lineage::{MAX_HISTORY_BYTES, MAX_HISTORY_KEY, MAX_REVISIONS};
 pub use note::*;
 pub use records::NoteMeta;
 pub use state::{DbState, Reason, ReasonKind};
+pub use store::refs::RefEntry;
+pub use store::{
+    AttachmentCompression, ContentHash, ObjectReader, StoreStats, StoredContent, StoredForm,
+    SweepReport, STORE_MIN,
+};
 pub use version::Version;

@@ -46,6 +46,9 @@
 //!   7 RichText      UTF-8 (markdown)
 //!   8 Attachment    u16 len, name; u16 len, mime; u64 size; u32 crc32c;
 //!                   u64 blob_id; u32 n, n × (u32 first page, u32 page count)
+//!   9 Attachment    in the attachment store (design.md §2.9): u16 len, name;
+//!     (stored)      u16 len, mime; u64 size; u32 crc32c; u64 reference id;
+//!                   [32] SHA-256; u8 form (0 as is, 1 zstd); u64 stored size
 //! ```
 //!
 //! Nothing may follow the last item.
@@ -83,6 +86,7 @@ const TAG_DATETIME: u8 = 5;
 const TAG_DATETIME_LIST: u8 = 6;
 const TAG_RICH_TEXT: u8 = 7;
 const TAG_ATTACHMENT: u8 = 8;
+const TAG_STORED_ATTACHMENT: u8 = 9;
 
 /// The value of one item.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,8 +113,12 @@ pub struct AttachmentRef {
     pub size: u64,
     pub crc32c: u32,
     pub blob_id: u64,
-    /// (first page, page count) runs holding the content.
+    /// (first page, page count) runs holding the content (none when the
+    /// content is in the attachment store).
     pub extents: Vec<(u32, u32)>,
+    /// The content's object in the attachment store (design.md §2.9);
+    /// `None`: the content is in this file's blob pages (`extents`).
+    pub stored: Option<crate::StoredContent>,
 }
 
 /// A named value.
@@ -565,7 +573,10 @@ fn value_len(v: &ItemValue) -> usize {
         ItemValue::Number(_) | ItemValue::DateTime(_) => 8,
         ItemValue::NumberList(l) => 4 + 8 * l.len(),
         ItemValue::DateTimeList(l) => 4 + 8 * l.len(),
-        ItemValue::Attachment(a) => 2 + a.name.len() + 2 + a.mime.len() + 24 + 8 * a.extents.len(),
+        ItemValue::Attachment(a) => match a.stored {
+            Some(_) => 2 + a.name.len() + 2 + a.mime.len() + 20 + 32 + 1 + 8,
+            None => 2 + a.name.len() + 2 + a.mime.len() + 24 + 8 * a.extents.len(),
+        },
     }
 }
 
@@ -578,6 +589,7 @@ fn tag(v: &ItemValue) -> u8 {
         ItemValue::DateTime(_) => TAG_DATETIME,
         ItemValue::DateTimeList(_) => TAG_DATETIME_LIST,
         ItemValue::RichText(_) => TAG_RICH_TEXT,
+        ItemValue::Attachment(a) if a.stored.is_some() => TAG_STORED_ATTACHMENT,
         ItemValue::Attachment(_) => TAG_ATTACHMENT,
     }
 }
@@ -651,6 +663,12 @@ fn write_attachment(a: &AttachmentRef, out: &mut Vec<u8>) {
     out.extend_from_slice(&a.size.to_le_bytes());
     out.extend_from_slice(&a.crc32c.to_le_bytes());
     out.extend_from_slice(&a.blob_id.to_le_bytes());
+    if let Some(st) = &a.stored {
+        out.extend_from_slice(&st.hash.0);
+        out.push(st.form.code());
+        out.extend_from_slice(&st.stored_size.to_le_bytes());
+        return;
+    }
     put_u32_len(out, a.extents.len());
     for (first, count) in &a.extents {
         out.extend_from_slice(&first.to_le_bytes());
@@ -716,6 +734,7 @@ fn read_value(name: &str, tag: u8, r: &mut Reader<'_>) -> Result<ItemValue, Code
         TAG_DATETIME_LIST => ItemValue::DateTimeList(r.list(8, |r| Ok(Timestamp(r.i64("date")?)))?),
         TAG_RICH_TEXT => ItemValue::RichText(r.rest_str("rich text")?.to_string()),
         TAG_ATTACHMENT => ItemValue::Attachment(read_attachment(r)?),
+        TAG_STORED_ATTACHMENT => ItemValue::Attachment(read_stored_attachment(r)?),
         tag => {
             let item = name.to_string();
             return Err(CodecError::BadTag { item, tag });
@@ -731,6 +750,38 @@ fn read_attachment(r: &mut Reader<'_>) -> Result<AttachmentRef, CodecError> {
         crc32c: r.u32("attachment checksum")?,
         blob_id: r.u64("attachment blob id")?,
         extents: r.list(8, |r| Ok((r.u32("extent")?, r.u32("extent")?)))?,
+        stored: None,
+    })
+}
+
+fn read_stored_attachment(r: &mut Reader<'_>) -> Result<AttachmentRef, CodecError> {
+    let name = r.u16_str("attachment name")?.to_string();
+    let mime = r.u16_str("attachment type")?.to_string();
+    let size = r.u64("attachment size")?;
+    let crc32c = r.u32("attachment checksum")?;
+    let blob_id = r.u64("attachment reference id")?;
+    let mut hash = [0u8; 32];
+    for b in hash.iter_mut() {
+        *b = r.u8("attachment content hash")?;
+    }
+    let code = r.u8("attachment stored form")?;
+    let form = crate::StoredForm::from_code(code).ok_or_else(|| CodecError::BadTag {
+        item: format!("{name} (stored form)"),
+        tag: code,
+    })?;
+    let stored_size = r.u64("attachment stored size")?;
+    Ok(AttachmentRef {
+        name,
+        mime,
+        size,
+        crc32c,
+        blob_id,
+        extents: Vec::new(),
+        stored: Some(crate::StoredContent {
+            hash: crate::ContentHash(hash),
+            form,
+            stored_size,
+        }),
     })
 }
 
@@ -904,6 +955,7 @@ pub(crate) mod tests {
             crc32c: 0xDEAD_BEEF,
             blob_id: 9,
             extents: vec![(10, 1)],
+            stored: None,
         }
     }
 
@@ -1320,7 +1372,7 @@ pub(crate) mod tests {
 
     #[test]
     fn decode_rejects_unknown_tags() {
-        for tag in [0, 9, 255] {
+        for tag in [0, 10, 255] {
             let b = one_raw_item(b"X", tag, b"");
             let item = "X".to_string();
             assert_eq!(decode_note(&b), Err(CodecError::BadTag { item, tag }));
@@ -1439,14 +1491,32 @@ pub(crate) mod tests {
     fn arb_attachment() -> impl Strategy<Value = AttachmentRef> {
         let ids = (any::<u64>(), any::<u32>(), any::<u64>());
         let extents = vec(any::<(u32, u32)>(), 0..4);
-        (arb_string(), arb_string(), ids, extents).prop_map(
-            |(name, mime, (size, crc32c, blob_id), extents)| AttachmentRef {
-                name,
-                mime,
-                size,
-                crc32c,
-                blob_id,
-                extents,
+        let stored = proptest::option::of((any::<[u8; 32]>(), any::<bool>(), any::<u64>()));
+        (arb_string(), arb_string(), ids, extents, stored).prop_map(
+            |(name, mime, (size, crc32c, blob_id), extents, stored)| {
+                let stored = stored.map(|(hash, zstd, stored_size)| crate::StoredContent {
+                    hash: crate::ContentHash(hash),
+                    form: if zstd {
+                        crate::StoredForm::Zstd
+                    } else {
+                        crate::StoredForm::Raw
+                    },
+                    stored_size,
+                });
+                AttachmentRef {
+                    name,
+                    mime,
+                    size,
+                    crc32c,
+                    blob_id,
+                    // A stored attachment has no blob runs.
+                    extents: if stored.is_some() {
+                        Vec::new()
+                    } else {
+                        extents
+                    },
+                    stored,
+                }
             },
         )
     }

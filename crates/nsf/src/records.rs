@@ -19,6 +19,7 @@ use crate::acl::acl_unid;
 use crate::header::DbHeader;
 use crate::lineage;
 use crate::note::access_item_name;
+use crate::store::{self, ContentHash};
 use crate::txn::Txn;
 use crate::{
     decode_note, encode_note, Item, Note, NoteId, NsfError, NsfResult, OriginatorId, Seq,
@@ -51,6 +52,9 @@ pub(crate) struct Stored {
     /// Its version: a local edit records it among the new version's
     /// revisions (`lineage.rs`).
     version: Version,
+    /// Its attachment store references, whose counts move to the new
+    /// version's (I38).
+    store_refs: Vec<(ContentHash, u64, u64)>,
 }
 
 pub(crate) fn missing(db: &str, unid: Unid) -> NsfError {
@@ -103,6 +107,7 @@ pub(crate) fn load_stored(txn: &Txn<'_>, unid: Unid, id: NoteId) -> NsfResult<(N
         overflow: overflow_of(&value),
         change_seq: note.change_seq,
         version: note.version(),
+        store_refs: store::refs::note_refs(&note),
     };
     Ok((note, stored))
 }
@@ -179,6 +184,11 @@ pub(crate) fn store_note(
     replaces: Option<Stored>,
 ) -> NsfResult<NoteMeta> {
     let key = note.note_id.0.to_be_bytes();
+    // I38: the reference counts change in the note's own transaction.
+    let old_refs = replaces.as_ref().map(|o| o.store_refs.as_slice());
+    if store::refs::adjust(txn, old_refs.unwrap_or(&[]), &store::refs::note_refs(note))? {
+        txn.attach_store().note_released();
+    }
     if let Some(old) = replaces {
         lineage::record_edit(txn, note.oid.unid, old.version)?;
         if let Some(first) = old.overflow {

@@ -62,6 +62,11 @@ pub(crate) struct Savepoint {
 }
 
 impl<'a> Txn<'a> {
+    /// The engine's attachment store (reference counts, I38).
+    pub fn attach_store(&self) -> &crate::store::AttachStore {
+        &self.core.store
+    }
+
     /// Remembers what is staged now (page handles are shared, not copied).
     pub fn savepoint(&self) -> Savepoint {
         Savepoint {

@@ -118,6 +118,7 @@ mod tests {
                 crc32c: 9,
                 blob_id,
                 extents,
+                stored: None,
             }),
         }
     }

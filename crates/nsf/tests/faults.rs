@@ -115,37 +115,62 @@ fn failed_database_write_fails_that_database_only() {
     engine.close().unwrap();
 }
 
+/// ENOSPC while streaming an attachment's content, to the database's
+/// blob pages (under 4 KiB) or to the attachment store (larger), changes
+/// nothing; the store then refuses to store more until restart (I11),
+/// and its half-written file is gone.
 #[test]
 fn enospc_while_streaming_an_attachment_changes_nothing() {
-    let disk = MemBackend::new();
-    let faulty = Arc::new(FaultBackend::new(Arc::new(disk.clone())));
-    let (engine, _) = Engine::open(faulty.clone(), config(true)).unwrap();
-    let db = engine.create_database("a.fdb", "").unwrap();
-    let u = db.create(doc(1)).unwrap().unid;
-    faulty.add_rule(FaultRule {
-        path_contains: Some("a.fdb".into()),
-        nth: 2,
-        ..FaultRule::new(FaultOp::Write, FaultKind::Enospc)
-    });
-    let content = vec![7u8; 3 << 20];
-    let e = db
-        .put_attachment(
-            u,
-            "big.bin",
-            "application/octet-stream",
-            &mut content.as_slice(),
-        )
-        .unwrap_err();
-    assert!(e.to_string().contains("No space left"), "{e}");
-    let n = db.get(u).unwrap();
-    assert_eq!(n.attachments().count(), 0, "no half-attached file");
-    assert_eq!(n.oid.seq_num, 1, "document unchanged");
-    drop(engine);
-    let (engine, _) = Engine::open(Arc::new(disk), config(true)).unwrap();
-    let db = engine.open_database("a.fdb").unwrap();
-    assert_eq!(db.get(u).unwrap().attachments().count(), 0);
-    db.check().unwrap();
-    engine.close().unwrap();
+    for (len, path, nth) in [(4000, "a.fdb", 1), (3 << 20, "attachstore/tmp", 2)] {
+        let disk = MemBackend::new();
+        let faulty = Arc::new(FaultBackend::new(Arc::new(disk.clone())));
+        let (engine, _) = Engine::open(faulty.clone(), config(true)).unwrap();
+        let db = engine.create_database("a.fdb", "").unwrap();
+        let u = db.create(doc(1)).unwrap().unid;
+        faulty.add_rule(FaultRule {
+            path_contains: Some(path.into()),
+            nth,
+            ..FaultRule::new(FaultOp::Write, FaultKind::Enospc)
+        });
+        // Incompressible, so the store writes it in several steps.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let content: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let put = |db: &nsf::Database| {
+            db.put_attachment(
+                u,
+                "big.bin",
+                "application/octet-stream",
+                &mut content.as_slice(),
+            )
+        };
+        let e = put(&db).unwrap_err();
+        assert!(e.to_string().contains("No space left"), "{e}");
+        let n = db.get(u).unwrap();
+        assert_eq!(n.attachments().count(), 0, "no half-attached file");
+        assert_eq!(n.oid.seq_num, 1, "document unchanged");
+        if len >= 4096 {
+            let e = put(&db).unwrap_err();
+            assert!(e.to_string().contains("restart"), "{e}");
+            let tmp = disk.read_dir(Path::new("/data/attachstore/tmp")).unwrap();
+            assert!(tmp.is_empty(), "{tmp:?}");
+        }
+        drop(engine);
+        let (engine, _) = Engine::open(Arc::new(disk), config(true)).unwrap();
+        let db = engine.open_database("a.fdb").unwrap();
+        assert_eq!(db.get(u).unwrap().attachments().count(), 0);
+        db.check().unwrap();
+        if len >= 4096 {
+            put(&db).unwrap();
+        }
+        engine.close().unwrap();
+    }
 }
 
 #[test]

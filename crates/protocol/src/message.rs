@@ -655,6 +655,12 @@ pub struct DatabaseInfo {
     pub sequence: Cursor,
     /// Whether the file needs a fixup.
     pub needs_fixup: bool,
+    /// Original bytes of the attachments its documents keep in the
+    /// server's attachment store (each reference counted).
+    pub attachment_logical_bytes: u64,
+    /// What the store keeps for them: each distinct content once, in its
+    /// stored (possibly compressed) form.
+    pub attachment_stored_bytes: u64,
 }
 
 /// Which version of which document a write produced.

@@ -18,6 +18,8 @@ pub fn database_info(i: &DatabaseInfo) -> Json {
         "file_size": i.file_size,
         "sequence": i.sequence.0,
         "needs_fixup": i.needs_fixup,
+        "attachment_logical_bytes": i.attachment_logical_bytes,
+        "attachment_stored_bytes": i.attachment_stored_bytes,
     })
 }
 

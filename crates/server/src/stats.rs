@@ -515,6 +515,22 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
     count("db.open_limit", c.limit);
     count("db.opened", c.opened);
     count("db.closed", c.closed);
+    let a = engine.attachment_store_stats();
+    count("attachstore.objects", a.objects);
+    count("attachstore.stored_bytes", a.stored_bytes);
+    count("attachstore.original_bytes", a.original_bytes);
+    count(
+        "attachstore.compression_saved_bytes",
+        a.original_bytes.saturating_sub(a.stored_bytes),
+    );
+    count("attachstore.logical_bytes", a.logical_bytes);
+    count(
+        "attachstore.dedup_saved_bytes",
+        a.logical_bytes.saturating_sub(a.original_bytes),
+    );
+    count("attachstore.stored", a.stored);
+    count("attachstore.dedup_hits", a.dedup_hits);
+    count("attachstore.reclaimed", a.reclaimed);
     let l = engine.lock_stats();
     count("lock.writes", l.writes);
     count("lock.waits", l.waits);

@@ -88,6 +88,8 @@ impl Store {
             file_size: 4096,
             sequence: Cursor(db.seq),
             needs_fixup: false,
+            attachment_logical_bytes: 0,
+            attachment_stored_bytes: 0,
         })
     }
 

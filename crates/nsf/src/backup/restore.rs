@@ -60,6 +60,10 @@ pub struct RestoreReport {
     pub pages_rolled_forward: u64,
     /// Why rolling forward stopped, in words.
     pub stopped: String,
+    /// Attachment store objects the restored database references that
+    /// neither the live store, the backup nor the archive holds (their
+    /// attachments fail to read; fixup drops them). Empty normally.
+    pub objects_missing: Vec<String>,
 }
 
 /// What a restore needs from the engine.
@@ -146,6 +150,7 @@ pub(crate) fn restore_one(
         txns_applied: rolled.txns_applied,
         pages_rolled_forward: rolled.pages_written,
         stopped,
+        objects_missing: Vec::new(),
     })
 }
 

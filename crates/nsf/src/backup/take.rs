@@ -23,6 +23,7 @@ use super::manifest::{
     BackedUpDb, BackupManifest, BackupReport, FILES_DIR, MANIFEST_FILE, MANIFEST_FORMAT,
 };
 use crate::db::{BackupSource, Database};
+use crate::store::STORE_DIR;
 use crate::{NsfError, NsfResult, Timestamp};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,6 +47,9 @@ pub(crate) struct TakeCtx<'a> {
     pub start: Lsn,
     /// Archives the completed extents (archive style, I31).
     pub archive: &'a dyn Fn() -> NsfResult<()>,
+    /// Copies the attachment store objects the databases reference into
+    /// the given directory (design.md §2.9, §3.6).
+    pub objects: &'a dyn Fn(&Path) -> NsfResult<()>,
 }
 
 /// One database being copied.
@@ -114,6 +118,10 @@ pub(crate) fn take_backup(ctx: &TakeCtx<'_>, dest: &Path) -> NsfResult<BackupRep
         });
     }
     (ctx.archive)()?;
+    // The objects the copies reference, as of now (at or past end): any
+    // the copies referenced earlier and that a sweep took since are in
+    // the archive (archive style, §3.6).
+    (ctx.objects)(&dest.join(STORE_DIR))?;
     let log_id = check_range(ctx, end)?;
     let manifest = BackupManifest {
         format: MANIFEST_FORMAT,

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  put_foreign: validate ─▶ (local version already higher? Lost, nothing read)
-//!    ─▶ stage: stream attachment content to reserved pages, synced (I7)
+//!    ─▶ stage: stream attachment content to reserved pages, synced (I7),
+//!       or to the attachment store, durable and pinned (I37)
 //!    ─▶ a batch of one (below)
 //!
 //!  foreign_batch(staged notes, body) ─▶ queue WriteOp::ForeignBatch
@@ -24,9 +25,9 @@
 use super::apply::WriteOp;
 use super::batch::ForeignTxn;
 use super::Database;
-use crate::attach::BlobWriter;
 use crate::foreign::{validate, ForeignNote, ForeignOutcome};
 use crate::records::NoteMeta;
+use crate::store::Pins;
 use crate::{AttachmentRef, Item, ItemValue, Note, NoteId, NsfError, NsfResult, Seq, Unid};
 use crate::{Version, ATTACHMENT_PREFIX, MAX_REVISIONS};
 use parking_lot::Mutex;
@@ -43,6 +44,9 @@ pub struct StagedNote {
     pub(super) note: Note,
     pub(super) version: Version,
     pub(super) revisions: Vec<Version>,
+    /// Holds its content's objects in the attachment store until the
+    /// batch that stores it is durable or failed (I37).
+    pub(super) pins: Pins,
 }
 
 impl StagedNote {
@@ -56,6 +60,7 @@ impl StagedNote {
             note,
             version,
             revisions,
+            pins: Pins::default(),
         }
     }
 
@@ -171,11 +176,15 @@ impl Database {
         let unid = note.oid.unid;
         let mut items = std::mem::take(&mut note.items);
         let mut streamed: Vec<AttachmentRef> = Vec::new();
+        let mut pins = Vec::new();
         for a in &mut note.attachments {
-            match self.stream(&a.name, &a.mime, &mut *a.content.reader()) {
-                Ok(blob) => streamed.push(blob),
+            match self.write_content(&a.name, &a.mime, &mut *a.content.reader()) {
+                Ok((blob, pin)) => {
+                    streamed.push(blob);
+                    pins.extend(pin);
+                }
                 Err(e) => {
-                    self.release_blob(extents_of(&streamed));
+                    streamed.iter().for_each(|b| self.abandon_content(b));
                     return Err(e);
                 }
             }
@@ -195,7 +204,7 @@ impl Database {
             items,
         };
         if let Err(e) = crate::validate_items(&stored.items) {
-            self.release_blob(extents_of(&streamed));
+            streamed.iter().for_each(|b| self.abandon_content(b));
             return Err(NsfError::BadForeignNote {
                 unid,
                 reason: e.to_string(),
@@ -203,7 +212,9 @@ impl Database {
         }
         let mut revisions = note.revisions;
         revisions.drain(..revisions.len().saturating_sub(MAX_REVISIONS));
-        Ok(StagedNote::from_note(stored, revisions))
+        let mut staged = StagedNote::from_note(stored, revisions);
+        staged.pins = Pins::new(pins);
+        Ok(staged)
     }
 
     /// Runs `body` in one transaction through the normal logged group
@@ -227,6 +238,11 @@ impl Database {
         let result = self.run_foreign_batch(content, blobs, body);
         if result.is_err() {
             self.release_blob(extents);
+        }
+        // Stored content the batch did not take (or all of it, if it
+        // failed) is the next sweep's (I39).
+        if content.iter().any(|s| !s.pins.is_empty()) {
+            self.core.store.note_released();
         }
         result
     }
@@ -279,23 +295,6 @@ impl Database {
             winner_revisions: self.revisions(local.oid.unid)?,
             winner_deleted: local.deleted,
         }))
-    }
-
-    /// Streams one attachment's content to new pages, synced (I7).
-    fn stream(
-        &self,
-        name: &str,
-        mime: &str,
-        content: &mut dyn std::io::Read,
-    ) -> NsfResult<AttachmentRef> {
-        let mut w = BlobWriter::new(&self.core, name, mime);
-        match w.write_all_from(content).and_then(|()| w.finish()) {
-            Ok(blob) => Ok(blob),
-            Err(e) => {
-                self.release_blob(w.reserved());
-                Err(e)
-            }
-        }
     }
 }
 

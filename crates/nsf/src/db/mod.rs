@@ -62,6 +62,7 @@ mod lifecycle;
 mod purge;
 mod queue;
 mod read;
+mod store;
 mod watch;
 mod write;
 
@@ -73,6 +74,7 @@ pub use lifecycle::CloseHook;
 pub(crate) use lifecycle::Life;
 pub(crate) use queue::LockCounters;
 pub use read::DbInfo;
+pub use store::{AttachmentUsage, StoreRefCheck};
 
 use crate::dbcore::{DbCore, EngineLinks};
 use crate::header::{DbHeader, FLAG_UNLOGGED_OPEN};

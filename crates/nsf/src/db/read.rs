@@ -15,6 +15,7 @@ use crate::records::{
     decode_note_value, load_note, lookup_unid, missing, note_bytes, note_id_from,
 };
 use crate::state::DbState;
+use crate::store::ObjectReader;
 use crate::{
     Acl, AttachmentRef, Note, NoteId, NoteRef, NsfError, NsfResult, Seq, Timestamp, Unid, Version,
 };
@@ -327,11 +328,24 @@ impl Database {
             unid,
             name: name.to_string(),
         })?;
-        Ok(AttachmentReader::new(
+        let Some(content) = a.stored else {
+            return Ok(AttachmentReader::from_pages(
+                self.pinned(),
+                self.core.handle.clone(),
+                self.core.path.clone(),
+                a.clone(),
+            ));
+        };
+        let what = format!("{}: attachment {:?}", self.core.path, a.name);
+        let object = ObjectReader::open(&self.core.store, &content, (a.size, a.crc32c), what)
+            .map_err(|e| NsfError::Store {
+                what: format!("{}: attachment {:?} of {unid}", self.core.path, a.name),
+                reason: e.to_string(),
+            })?;
+        Ok(AttachmentReader::from_store(
             self.pinned(),
-            self.core.handle.clone(),
-            self.core.path.clone(),
             a.clone(),
+            object,
         ))
     }
 

@@ -11,11 +11,16 @@ use super::apply::WriteOp;
 use super::queue::RUNNER_GROUPS;
 use super::Database;
 use crate::attach::{self, BlobWriter};
+use crate::store::{self, Pin, STORE_MIN};
 use crate::{
     validate_items, Acl, AclError, AttachmentRef, Item, ItemUpdate, NoteMeta, NsfError, NsfResult,
     Unid, MAX_ACL_JSON_BYTES,
 };
-use std::io::Read;
+use std::io::{self, Read};
+
+/// Content read before deciding where it goes: enough to tell small
+/// attachments from large ones and to try compression on (design.md §2.9).
+const FIRST_CHUNK: usize = 1 << 20;
 
 /// Document writes always produce metadata; only `Release` does not.
 pub(super) fn expect_meta(m: Option<NoteMeta>) -> NsfResult<NoteMeta> {
@@ -142,9 +147,14 @@ impl Database {
     }
 
     /// Streams `content` into the database and attaches it to the document
-    /// under `name` (replacing an attachment of that name). The content is
-    /// written once, directly to new pages, and synced before the commit
-    /// that references it (I7); returns once that commit is durable (I2).
+    /// under `name` (replacing an attachment of that name). Content of at
+    /// least [`crate::STORE_MIN`] bytes goes to the server's attachment
+    /// store (design.md §2.9): stored once per server, compressed where
+    /// that helps, durable and pinned before the commit that references
+    /// it (I37). Smaller content is written once, directly to new pages
+    /// of this file, and synced before that commit (I7). Returns once the
+    /// commit is durable (I2); a failure changes nothing (I4), and content
+    /// written for it is reclaimed by the next sweep (I39).
     pub fn put_attachment(
         &self,
         unid: Unid,
@@ -155,22 +165,75 @@ impl Database {
         attach::validate_name(name)?;
         self.core.check_writable()?;
         self.get(unid)?;
+        let (aref, pin) = self.write_content(name, mime, content)?;
+        let committed = self.submit(WriteOp::Attach {
+            unid,
+            blob: aref.clone(),
+        });
+        // I37: unpinned only now that the commit is durable or failed.
+        drop(pin);
+        if committed.is_err() {
+            self.abandon_content(&aref);
+        }
+        committed.map(|_| aref)
+    }
+
+    /// Writes an attachment's content where it belongs: to the
+    /// attachment store when it is at least [`STORE_MIN`] bytes (durable
+    /// and pinned, I37), else to new blob pages of this file (synced,
+    /// I7). Nothing references it yet; a failure leaves nothing behind
+    /// but what the next sweep or compact reclaims.
+    pub(super) fn write_content(
+        &self,
+        name: &str,
+        mime: &str,
+        content: &mut dyn Read,
+    ) -> NsfResult<(AttachmentRef, Option<Pin>)> {
+        let mut first = vec![0u8; FIRST_CHUNK];
+        let n = attach::read_full(content, &mut first).map_err(NsfError::Content)?;
+        first.truncate(n);
+        if (n as u64) < STORE_MIN {
+            let mut small = io::Cursor::new(first).chain(content);
+            return Ok((self.write_blob(name, mime, &mut small)?, None));
+        }
+        let staged = store::stage(&self.core.store, &self.core.path, &first, content)?;
+        let aref = AttachmentRef {
+            name: name.to_string(),
+            mime: mime.to_string(),
+            size: staged.size,
+            crc32c: staged.crc32c,
+            blob_id: rand::random::<u64>() | 1,
+            extents: Vec::new(),
+            stored: Some(staged.content),
+        };
+        Ok((aref, Some(staged.pin)))
+    }
+
+    /// Content written by [`Self::write_content`] that no commit took:
+    /// blob pages go back to the free list, an object to the next sweep.
+    pub(super) fn abandon_content(&self, aref: &AttachmentRef) {
+        if aref.stored.is_some() {
+            self.core.store.note_released();
+        } else {
+            self.release_blob(aref.extents.clone());
+        }
+    }
+
+    /// Writes content to new blob pages of this file, synced (§2.5, I7).
+    fn write_blob(
+        &self,
+        name: &str,
+        mime: &str,
+        content: &mut dyn Read,
+    ) -> NsfResult<AttachmentRef> {
         let mut w = BlobWriter::new(&self.core, name, mime);
-        let blob = match w.write_all_from(content).and_then(|()| w.finish()) {
-            Ok(b) => b,
+        match w.write_all_from(content).and_then(|()| w.finish()) {
+            Ok(blob) => Ok(blob),
             Err(e) => {
                 self.release_blob(w.reserved());
-                return Err(e);
+                Err(e)
             }
-        };
-        if let Err(e) = self.submit(WriteOp::Attach {
-            unid,
-            blob: blob.clone(),
-        }) {
-            self.release_blob(blob.extents.clone());
-            return Err(e);
         }
-        Ok(blob)
     }
 
     /// Returns the pages of an attachment that was never committed to the

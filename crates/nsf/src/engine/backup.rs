@@ -5,6 +5,8 @@
 use super::{close_if_idle, Engine, Lookup};
 use crate::backup::{restore_one, take_backup, RestoreCtx, TakeCtx};
 use crate::dbpath::DbPath;
+use crate::store::STORE_DIR;
+use crate::Database;
 use crate::{BackupManifest, BackupReport, NsfError, NsfResult, RestoreOptions, RestoreReport};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,14 +49,24 @@ impl Engine {
             .checkpoint()?
             .ok_or_else(|| NsfError::Invalid("the transaction log is disabled".into()))?;
         let archive = || self.archive(None).map(|_| ());
+        let objects = |root: &Path| -> NsfResult<()> {
+            let mut hashes = Vec::new();
+            for db in &opened {
+                hashes.extend(db.store_references()?.into_iter().map(|(h, _)| h));
+            }
+            hashes.sort();
+            hashes.dedup();
+            s.store.copy_objects_to(&hashes, root).map(|_| ())
+        };
         let ctx = TakeCtx {
             backend: s.backend.clone(),
             log,
             log_dir: self.log_dir()?,
             archive_dir: self.archive_dir(None)?,
-            dbs: opened,
+            dbs: opened.clone(),
             start,
             archive: &archive,
+            objects: &objects,
         };
         let report = take_backup(&ctx, dest)?;
         let copied: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
@@ -127,12 +139,35 @@ impl Engine {
             };
             let report = restore_one(&ctx, entry, target.as_str());
             drop(claim);
-            let report = report?;
+            let mut report = report?;
             // I20: opening the restored file records its new identity.
-            drop(self.open_database(&report.path)?);
+            let db = self.open_database(&report.path)?;
+            report.objects_missing = self.restore_objects(&db, backup, &archive_dir)?;
             reports.push(report);
         }
         Ok(reports)
+    }
+
+    /// Brings back the attachment store objects a restored database
+    /// references and the store lacks, from the backup, else from the
+    /// archive (§3.6); returns those found nowhere.
+    fn restore_objects(
+        &self,
+        db: &Database,
+        backup: &Path,
+        archive_dir: &Path,
+    ) -> NsfResult<Vec<String>> {
+        let s = &*self.shared;
+        let hashes: Vec<_> = db.store_references()?.into_iter().map(|(h, _)| h).collect();
+        let roots = [
+            backup.join(STORE_DIR),
+            s.cfg.data_dir.join(archive_dir).join(STORE_DIR),
+        ];
+        let missing = s.store.fetch_objects(&hashes, &roots, db.path())?;
+        for h in &missing {
+            tracing::error!(db = %db.path(), object = %h, "restore: an attachment's content is in neither the store, the backup nor the archive");
+        }
+        Ok(missing.iter().map(|h| h.to_hex()).collect())
     }
 
     fn logged_log(&self, what: &str) -> NsfResult<&Arc<TransLog>> {

@@ -1,12 +1,14 @@
 //! Phase 3, verify attachments: read every attachment's content as a
-//! reader would (each blob page's checksum, blob id and index, then the
-//! whole content's crc32c). An attachment that fails is dropped from its
+//! reader would (each blob page's checksum, blob id and index, or the
+//! store object's header and stored bytes, then the whole content's
+//! crc32c). An attachment that fails is dropped from its
 //! note, which is kept; the note is marked changed so the rebuild writes
 //! it afresh with a new change sequence (views and replication see it).
 
 use super::report::LostAttachment;
 use super::salvage::Kept;
 use crate::attach::AttachmentReader;
+use crate::store::{AttachStore, ObjectReader};
 use crate::{ItemValue, NoteId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +17,7 @@ use storage::{FileHandle, PageId};
 /// Returns how many attachments were checked, those dropped, and the
 /// pages of the dropped ones (free in the rebuilt file).
 pub(crate) fn verify(
-    handle: &Arc<dyn FileHandle>,
+    (handle, store): (&Arc<dyn FileHandle>, &AttachStore),
     name: &str,
     notes: &mut BTreeMap<NoteId, Kept>,
 ) -> (u64, Vec<LostAttachment>, Vec<PageId>) {
@@ -27,9 +29,23 @@ pub(crate) fn verify(
         let mut bad = Vec::new();
         for a in note.attachments() {
             checked += 1;
-            let mut reader =
-                AttachmentReader::new(Arc::new(()), handle.clone(), name.to_string(), a.clone());
-            if let Err(e) = std::io::copy(&mut reader, &mut std::io::sink()) {
+            let read = match a.stored {
+                None => {
+                    let mut reader = AttachmentReader::from_pages(
+                        Arc::new(()),
+                        handle.clone(),
+                        name.to_string(),
+                        a.clone(),
+                    );
+                    std::io::copy(&mut reader, &mut std::io::sink())
+                }
+                Some(content) => {
+                    let what = format!("{name}: attachment {:?}", a.name);
+                    ObjectReader::open(store, &content, (a.size, a.crc32c), what)
+                        .and_then(|mut r| std::io::copy(&mut r, &mut std::io::sink()))
+                }
+            };
+            if let Err(e) = read {
                 bad.push((a.name.clone(), e.to_string()));
             }
         }

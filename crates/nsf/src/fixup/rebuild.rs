@@ -17,8 +17,10 @@ use super::filestore::FileStore;
 use super::salvage::Salvage;
 use crate::header::DbHeader;
 use crate::records::note_value;
+use crate::store::refs::{encode_entry, note_refs, RefEntry};
+use crate::ContentHash;
 use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::{read_exact_at, write_all_at, OpenMode};
@@ -137,6 +139,7 @@ fn build(store: &mut FileStore, nf: &NewFile<'_>, mut s: Salvage) -> NsfResult<D
         .collect();
     seqs.sort();
     let seq_root = bulk_load(store, seqs.into_iter().map(Ok), FILL)?;
+    let store_root = store_ref_tree(store, &s)?;
     let free = free_list(store, &s, nf.bad)?;
     let max_id = s.notes.keys().map(|n| n.0).max().unwrap_or(0);
     let replica_id = old
@@ -158,12 +161,38 @@ fn build(store: &mut FileStore, nf: &NewFile<'_>, mut s: Salvage) -> NsfResult<D
         seq_root,
         design_root: old.as_ref().map_or(PageId::NONE, |h| h.design_root),
         repl_root: s.repl_root,
+        store_root,
         next_note_id: old.as_ref().map_or(1, |h| h.next_note_id).max(max_id + 1),
         last_seq: Seq(last_seq),
         // I12: fixup is what clears "written unlogged, not closed cleanly".
         flags: 0,
         title: old.map(|h| h.title).unwrap_or_default(),
     })
+}
+
+/// I38: the store reference tree, counted afresh from the kept notes
+/// (the old tree's pages are left unreferenced, reclaimed by compact).
+fn store_ref_tree(store: &mut FileStore, s: &Salvage) -> NsfResult<PageId> {
+    let mut counts: BTreeMap<ContentHash, RefEntry> = BTreeMap::new();
+    for k in s.notes.values() {
+        for (hash, size, stored_size) in note_refs(&k.note) {
+            counts
+                .entry(hash)
+                .or_insert(RefEntry {
+                    count: 0,
+                    size,
+                    stored_size,
+                })
+                .count += 1;
+        }
+    }
+    if counts.is_empty() {
+        return Ok(PageId::NONE);
+    }
+    let rows = counts
+        .into_iter()
+        .map(|(h, e)| Ok((h.0.to_vec(), encode_entry(&e).to_vec())));
+    Ok(bulk_load(store, rows, FILL)?)
 }
 
 /// The old trees' pages and the old free list, minus bad pages, as the

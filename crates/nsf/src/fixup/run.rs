@@ -7,6 +7,7 @@ use super::rebuild::{rebuild_and_swap, NewFile};
 use super::report::FixupReport;
 use super::salvage::salvage;
 use super::scan::scan;
+use crate::store::AttachStore;
 use crate::{DbInstanceId, NsfError, NsfResult, Timestamp};
 use std::path::Path;
 use storage::{Backend, OpenMode};
@@ -24,6 +25,9 @@ pub(crate) struct FixupTarget<'a> {
     /// written, so before it is renamed into place: the caller retires
     /// the old instance durably there (I29). Not called for a dry run.
     pub before_swap: &'a mut dyn FnMut(Option<DbInstanceId>) -> NsfResult<()>,
+    /// The attachment store: stored attachments are verified against it,
+    /// and what a fixup drops is reclaimed by its next sweep (I39).
+    pub store: &'a AttachStore,
 }
 
 pub(crate) fn fixup_file(t: FixupTarget<'_>) -> NsfResult<FixupReport> {
@@ -42,7 +46,7 @@ pub(crate) fn fixup_file(t: FixupTarget<'_>) -> NsfResult<FixupReport> {
     let old = FileStore::new(handle.clone(), t.name, 0);
     let mut found = salvage(&old, &pages);
     let (checked, lost_attachments, released) =
-        attachments::verify(&handle, t.name, &mut found.notes);
+        attachments::verify((&handle, t.store), t.name, &mut found.notes);
     found.released = released;
     let mut report = FixupReport {
         path: t.name.to_string(),
@@ -61,6 +65,7 @@ pub(crate) fn fixup_file(t: FixupTarget<'_>) -> NsfResult<FixupReport> {
             "note table".into(),
             "UNID index".into(),
             "change-sequence index".into(),
+            "store reference tree".into(),
             "free list".into(),
         ],
         indexes_agreed: found.indexes_agreed,

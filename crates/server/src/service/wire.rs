@@ -37,6 +37,7 @@ pub fn document(n: &Note) -> Document {
 /// A database's description.
 pub(super) fn database_info(db: &Database) -> ServerResult<DatabaseInfo> {
     let i = db.info().map_err(nsf_err)?;
+    let usage = db.attachment_usage().map_err(nsf_err)?;
     Ok(DatabaseInfo {
         path: i.path,
         title: i.title,
@@ -47,6 +48,8 @@ pub(super) fn database_info(db: &Database) -> ServerResult<DatabaseInfo> {
         file_size: i.file_size,
         sequence: Cursor(i.sequence),
         needs_fixup: i.needs_fixup,
+        attachment_logical_bytes: usage.logical_bytes,
+        attachment_stored_bytes: usage.stored_bytes,
     })
 }
 
