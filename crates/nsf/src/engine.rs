@@ -54,6 +54,7 @@
 //! cached or on disk go on.
 
 mod backup;
+mod compact;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};

@@ -290,6 +290,24 @@ impl BufferPool {
         Ok(dropped)
     }
 
+    /// Drops every frame of `file` at page `first` or past it, dirty or
+    /// not, and returns how many. Only for pages no state references and
+    /// no log record in the redo range touches: compact cut them off the
+    /// end of the file (I41), and a stale frame must neither be written
+    /// back past the new end nor serve as a delta base when the page id
+    /// is allocated again.
+    pub fn discard_from(&self, file: FileId, first: PageId) -> u64 {
+        let mut dropped = 0;
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            let before = s.frames.len();
+            s.frames.retain(|k, _| k.0 != file || k.1 .0 < first.0);
+            dropped += (before - s.frames.len()) as u64;
+            s.drop_stale_clock_keys();
+        }
+        dropped
+    }
+
     fn name_of(&self, file: FileId) -> String {
         self.files
             .read()

@@ -43,6 +43,9 @@ pub struct StagedNote {
     pub(super) note: Note,
     pub(super) version: Version,
     pub(super) revisions: Vec<Version>,
+    /// Its streamed pages are reserved until the note is stored or given
+    /// back, which happens before it is dropped (I40).
+    pub(super) reserving: crate::dbcore::Hold,
 }
 
 impl StagedNote {
@@ -56,6 +59,7 @@ impl StagedNote {
             note,
             version,
             revisions,
+            reserving: crate::dbcore::Hold::default(),
         }
     }
 
@@ -170,6 +174,7 @@ impl Database {
         self.core.check_writable()?;
         let unid = note.oid.unid;
         let mut items = std::mem::take(&mut note.items);
+        let reserving = crate::dbcore::Hold::new(self.core.reserving());
         let mut streamed: Vec<AttachmentRef> = Vec::new();
         for a in &mut note.attachments {
             match self.stream(&a.name, &a.mime, &mut *a.content.reader()) {
@@ -203,7 +208,9 @@ impl Database {
         }
         let mut revisions = note.revisions;
         revisions.drain(..revisions.len().saturating_sub(MAX_REVISIONS));
-        Ok(StagedNote::from_note(stored, revisions))
+        let mut staged = StagedNote::from_note(stored, revisions);
+        staged.reserving = reserving;
+        Ok(staged)
     }
 
     /// Runs `body` in one transaction through the normal logged group

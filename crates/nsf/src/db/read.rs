@@ -312,7 +312,8 @@ impl Database {
             self.core.handle.clone(),
             self.core.path.clone(),
             a.clone(),
-        ))
+        )
+        .with_pool(self.core.pool.clone(), self.core.file))
     }
 
     /// Whether the database was found written in unlogged mode and not
