@@ -49,9 +49,9 @@ pub use handshake::{
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
 pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use message::{
-    ArchiveSummary, BackupSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found,
-    NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue,
-    Statistic, Value, MAX_ERROR_MESSAGE,
+    ArchiveSummary, BackupSummary, CompactSummary, DatabaseInfo, DatabaseSummary, DocRef, Document,
+    Failure, Found, NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start,
+    StatValue, Statistic, Value, MAX_ERROR_MESSAGE,
 };
 pub use server::{ServerConfig, ServerConnection, ServerEvent};
 pub use state::Phase;

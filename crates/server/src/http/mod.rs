@@ -74,6 +74,7 @@ mod archive;
 mod attachments;
 mod backup;
 mod calendar;
+mod compact;
 mod databases;
 mod documents;
 mod extract;
@@ -118,6 +119,7 @@ pub fn router(service: Arc<Service>) -> Router {
             get(databases::database_info).put(databases::create_database),
         )
         .route("/db/{db}/_access", get(admin::my_access))
+        .route("/db/{db}/compact", post(compact::compact))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
         .route(
             "/db/{db}/docs",

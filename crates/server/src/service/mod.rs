@@ -53,6 +53,7 @@ mod archive;
 mod attachments;
 mod backup;
 mod calendar;
+mod compact;
 mod databases;
 mod documents;
 mod mail;
