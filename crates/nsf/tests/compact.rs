@@ -252,7 +252,6 @@ fn writers_meanwhile_lose_nothing() {
         .into_iter()
         .flat_map(|w| w.join().unwrap())
         .collect();
-    eprintln!("{r:?}");
     assert!(r.pages_moved > 0, "{r:?}");
     for (unid, body) in &written {
         assert_eq!(
@@ -330,7 +329,6 @@ fn crash_everywhere(copy: bool) {
         );
         assert_whole(&db, &kept, notes);
     }
-    eprintln!("crashed at {crashed} sync points");
     assert!(crashed > 5, "only {crashed} sync points");
 }
 

@@ -9,10 +9,10 @@
 //! version), and the trees of view indexes (an unlogged index with pages
 //! in the tail is dropped to be rebuilt on next use instead, I14).
 //!
-//! The seal runs when no referenced page is left at or past the limit:
-//! the free list is rebuilt from every unreferenced page below the limit
-//! — the pages freed by the steps, the old free list, and the pages
-//! interrupted commits leaked — and nothing past it (I40).
+//! The seal rebuilds the free list from every unreferenced page below the
+//! limit — the pages freed by the steps, the old free list, and the pages
+//! interrupted commits leaked — and nothing past it, and says whether any
+//! referenced page is left past the limit (I40).
 
 use super::below::Below;
 use super::catalog::ViewEntry;
@@ -216,17 +216,14 @@ fn move_views(s: &mut Below<'_, '_>, m: &mut Moves) -> NsfResult<u64> {
     Ok(reset)
 }
 
-/// Rebuilds the free list from every unreferenced page below `limit`, if
-/// no referenced page is left at or past it (else `None`, nothing
-/// changed; returns whether it sealed). The caller guarantees that no
+/// Rebuilds the free list from every unreferenced page below `limit` and
+/// nothing past it; returns whether no referenced page is left at or
+/// past `limit` (the tail may be cut). The caller guarantees that no
 /// page is reserved for a commit still to come (attachment streaming,
 /// bulk builds): such a page would look leaked.
 pub(crate) fn seal(txn: &mut Txn<'_>, limit: u32) -> NsfResult<bool> {
     let h = txn.header.clone();
     let refs = referenced(&*txn, &h)?;
-    if refs.range(limit..).next().is_some() {
-        return Ok(false);
-    }
     // Highest first: allocation pops the last id of the head trunk, so
     // the lowest pages are used first and the tail stays free.
     let ids: Vec<PageId> = (1..limit.min(h.page_count))
@@ -237,5 +234,5 @@ pub(crate) fn seal(txn: &mut Txn<'_>, limit: u32) -> NsfResult<bool> {
     let mut free = FreeList::default();
     free.push_many(txn, &ids)?;
     txn.header.free = free;
-    Ok(true)
+    Ok(refs.range(limit..).next().is_none())
 }

@@ -53,11 +53,6 @@ impl Database {
         if !dry_run {
             self.core.check_writable()?;
         }
-        let io = |e: std::io::Error| NsfError::Io {
-            path: self.core.path.clone(),
-            source: e,
-        };
-        let bytes_before = self.core.handle.len().map_err(io)?;
         let (h0, refs, free) = {
             let h = self.state.read();
             let store = Committed(&self.core);
@@ -65,10 +60,11 @@ impl Database {
             let free = h.free.pages(&store)?.len() as u64;
             (h.clone(), refs, free)
         };
+        let bytes_before = self.size(h0.page_count)?;
         let live = refs.len() as u32;
         // A little room below the limit for the splits a step's rewrites
         // may cause and for writers meanwhile.
-        let limit = (live + live / 128 + 2).min(h0.page_count);
+        let mut limit = (live + live / 128 + 2).min(h0.page_count);
         let leaked = u64::from(h0.page_count).saturating_sub(u64::from(live) + free);
         let mut report = CompactReport {
             path: self.core.path.clone(),
@@ -92,18 +88,19 @@ impl Database {
         if limit >= h0.page_count && leaked == 0 {
             return Ok(report); // nothing to give back
         }
+        if leaked > 0 {
+            // Leaked pages first go back on the free list, so the moves
+            // find room below the limit (I40).
+            self.seal_below(u32::MAX)?;
+        }
         for _ in 0..ROUNDS {
-            if !self.move_tail(limit, &mut report)? {
-                break; // no room below the limit: nothing to cut
+            let moved_all = self.move_tail(limit, &mut report)?;
+            let Some((hw, clean)) = self.seal_below(limit)? else {
+                continue;
+            };
+            if !moved_all || !clean {
+                continue; // the moves find the room the seal listed
             }
-            let sealed = self.index_write(move |tx| {
-                if tx.txn.core().reservations_open() {
-                    return Ok(None);
-                }
-                let hw = tx.txn.core().high_water();
-                Ok(seal(tx.txn, limit)?.then_some(hw))
-            })?;
-            let Some(hw) = sealed else { continue };
             if limit >= hw {
                 break; // leaked pages reclaimed; no tail to cut
             }
@@ -114,10 +111,37 @@ impl Database {
                 report.truncated = true;
                 break;
             }
+            // Writers took more pages than the free list held and grew
+            // the file meanwhile: leave them more room next round.
+            let grown = self.core.high_water().saturating_sub(hw);
+            limit = limit.saturating_add(2 * grown + 8);
         }
-        report.pages_after = self.state.read().page_count;
-        report.bytes_after = self.core.handle.len().map_err(io)?;
+        let pages_after = self.state.read().page_count;
+        report.pages_after = pages_after;
+        report.bytes_after = self.size(pages_after)?;
         Ok(report)
+    }
+
+    /// The file's size as it is or will be once its pages are flushed.
+    fn size(&self, pages: u32) -> NsfResult<u64> {
+        let len = self.core.handle.len().map_err(|e| NsfError::Io {
+            path: self.core.path.clone(),
+            source: e,
+        })?;
+        Ok(len.max(u64::from(pages) * PAGE_SIZE as u64))
+    }
+
+    /// The seal as a logged step: the high-water mark it saw and whether
+    /// no referenced page is left at or past `limit`; none if a
+    /// reservation was open (then nothing changed).
+    fn seal_below(&self, limit: u32) -> NsfResult<Option<(u32, bool)>> {
+        self.index_write(move |tx| {
+            if tx.txn.core().reservations_open() {
+                return Ok(None);
+            }
+            let hw = tx.txn.core().high_water();
+            Ok(Some((hw, seal(tx.txn, limit)?)))
+        })
     }
 
     /// Runs move steps until nothing is left to move; false if a step
