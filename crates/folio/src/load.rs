@@ -51,6 +51,10 @@ pub enum LoadCmd {
     /// Mail users: the seven-step mail script per user over the native
     /// protocol, with sends the router delivers (WORKLOADS.md "mail").
     Mail(crate::mailload::MailArgs),
+    /// In-place compact of a database with half its documents deleted,
+    /// under a commit load: free space returned, commit p50/p99 with and
+    /// without compact.
+    Compact(crate::compactload::CompactArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -98,6 +102,7 @@ pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
         LoadCmd::Bigview(a) => crate::bigview::run(a),
         LoadCmd::Dbs(a) => crate::dbsload::run(a, args),
         LoadCmd::Mail(a) => crate::mailload::run(a, args),
+        LoadCmd::Compact(a) => crate::compactload::run(a),
     }
 }
 

@@ -101,20 +101,22 @@ pub fn relocate_tree(
         moved_child |= to != c;
         now.push(to);
     }
+    let moves = m.take(root);
+    if !moved_child && !moves {
+        return Ok(root);
+    }
     let content = if moved_child {
         with_child_pages(s, root, &page, &now)?
     } else {
         (*page).clone()
     };
-    if m.take(root) {
+    if moves {
         let to = s.allocate()?;
         s.write(to, content);
         s.free(root)?;
         return Ok(to);
     }
-    if moved_child {
-        s.write(root, content);
-    }
+    s.write(root, content);
     Ok(root)
 }
 

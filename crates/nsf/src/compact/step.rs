@@ -25,19 +25,36 @@ use storage::freelist::FreeList;
 use storage::relocate::{chain_pages, move_page, relocate_chain, relocate_tree, tree_pages, Moves};
 use storage::{btree, overflow, PageId, PageStoreMut};
 
+/// Notes one step looks at: the note table is scanned a slice per step
+/// (a note's overflow chain and attachments are found by decoding it), so
+/// no step holds the writer queue for long.
+const NOTES_PER_STEP: usize = 512;
+
 /// What one step did.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct StepDone {
     pub moved: u64,
     pub views_reset: u64,
+    /// Where the next step's slice of the note table starts (none: this
+    /// step reached its end).
+    pub next_note: Option<Vec<u8>>,
 }
 
-/// Moves up to `budget` referenced pages from at or past `limit` below it.
-pub(crate) fn move_step(txn: &mut Txn<'_>, limit: u32, budget: usize) -> NsfResult<StepDone> {
+/// Moves up to `budget` referenced pages from at or past `limit` below it:
+/// those of the notes from `from_note` on (a slice of the note table) and
+/// of every tree.
+pub(crate) fn move_step(
+    txn: &mut Txn<'_>,
+    limit: u32,
+    budget: usize,
+    from_note: Option<Vec<u8>>,
+) -> NsfResult<StepDone> {
     let mut s = Below { txn, limit };
     let mut m = Moves::new(limit, budget);
-    let mut done = StepDone::default();
-    move_notes(&mut s, &mut m)?;
+    let mut done = StepDone {
+        next_note: move_notes(&mut s, &mut m, from_note)?,
+        ..StepDone::default()
+    };
     let h = s.txn.header.clone();
     let note_root = relocate_tree(&mut s, h.note_root, &mut m)?;
     let unid_root = relocate_tree(&mut s, h.unid_root, &mut m)?;
@@ -63,20 +80,27 @@ fn past(limit: u32, pages: &[PageId]) -> bool {
     pages.iter().any(|p| p.0 >= limit)
 }
 
-/// Notes whose overflow chain or attachment content reaches the tail.
-fn move_notes(s: &mut Below<'_, '_>, m: &mut Moves) -> NsfResult<()> {
+/// Notes of the slice from `from` whose overflow chain or attachment
+/// content reaches the tail; returns where the next slice starts.
+fn move_notes(
+    s: &mut Below<'_, '_>,
+    m: &mut Moves,
+    from: Option<Vec<u8>>,
+) -> NsfResult<Option<Vec<u8>>> {
     let limit = m.limit;
     let mut todo = Vec::new();
-    for kv in btree::range(
-        &*s,
-        s.txn.header.note_root,
-        Bound::Unbounded,
-        Bound::Unbounded,
-    ) {
-        if todo.len() >= m.budget {
+    let mut next = None;
+    let lo = match &from {
+        Some(k) => Bound::Included(k.as_slice()),
+        None => Bound::Unbounded,
+    };
+    let root = s.txn.header.note_root;
+    for (seen, kv) in btree::range(&*s, root, lo, Bound::Unbounded).enumerate() {
+        let (k, v) = kv?;
+        if todo.len() >= m.budget || seen >= NOTES_PER_STEP {
+            next = Some(k);
             break;
         }
-        let (k, v) = kv?;
         let mut chain = Vec::new();
         if let Some(first) = overflow_of(&v) {
             chain_pages(&*s, first, &mut chain)?;
@@ -111,7 +135,7 @@ fn move_notes(s: &mut Below<'_, '_>, m: &mut Moves) -> NsfResult<()> {
         btree::insert(s, &mut root, &k, &value)?;
         s.txn.header.note_root = root;
     }
-    Ok(())
+    Ok(next)
 }
 
 /// Moves an attachment's pages in the tail (within the budget) and

@@ -147,8 +147,10 @@ impl Database {
     /// Runs move steps until nothing is left to move; false if a step
     /// found no free page below the limit (it changed nothing, I4).
     fn move_tail(&self, limit: u32, report: &mut CompactReport) -> NsfResult<bool> {
+        let mut from = None;
         loop {
-            let done = match self.index_write(move |tx| move_step(tx.txn, limit, STEP_PAGES)) {
+            let step = self.index_write(move |tx| move_step(tx.txn, limit, STEP_PAGES, from));
+            let done = match step {
                 Ok(d) => d,
                 Err(NsfError::Storage(StorageError::Invalid(m))) if m == NO_ROOM => {
                     return Ok(false)
@@ -158,9 +160,10 @@ impl Database {
             report.steps += 1;
             report.pages_moved += done.moved;
             report.views_reset += done.views_reset;
-            if done.moved == 0 && done.views_reset == 0 {
+            if done.next_note.is_none() && done.moved == 0 && done.views_reset == 0 {
                 return Ok(true);
             }
+            from = done.next_note;
         }
     }
 
