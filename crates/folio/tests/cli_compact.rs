@@ -37,7 +37,7 @@ fn half_deleted(admin: &client::blocking::Client, path: &str, n: usize) -> Vec<U
         .collect();
     let mut kept = Vec::new();
     for (i, u) in all.into_iter().enumerate() {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             kept.push(u);
         } else {
             admin.delete_document(db, u, None, false).unwrap();

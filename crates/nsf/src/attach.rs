@@ -242,7 +242,7 @@ impl AttachmentReader {
 
     /// Blob page `id` as the pool has it, if it is this attachment's page
     /// `index` there: compact moved it and the flusher has not written it.
-    fn from_pool(&self, id: PageId, index: u32) -> Option<Arc<PageBuf>> {
+    fn pooled_page(&self, id: PageId, index: u32) -> Option<Arc<PageBuf>> {
         let (pool, file) = self.pool.as_ref()?;
         let page = pool.read(*file, id).ok()?;
         let b = page.body();
@@ -328,7 +328,7 @@ impl AttachmentReader {
                 });
             let page = match on_disk {
                 Ok(p) => p,
-                Err(e) => self.from_pool(id, self.next_page).ok_or(e)?,
+                Err(e) => self.pooled_page(id, self.next_page).ok_or(e)?,
             };
             let b = page.body();
             let used = get_u32(b, 12) as usize;

@@ -44,12 +44,13 @@ struct Doc {
 
 fn body_of(i: usize) -> String {
     // Every 7th is large enough for an overflow chain.
-    let len = if i % 7 == 0 { 6_000 } else { 300 };
+    let len = if i.is_multiple_of(7) { 6_000 } else { 300 };
     format!("{i:06}-").repeat(len / 7)
 }
 
 fn file_of(i: usize) -> Option<Vec<u8>> {
-    (i % 5 == 0).then(|| (0..20_000 + i).map(|b| (b * 31 + i) as u8).collect())
+    i.is_multiple_of(5)
+        .then(|| (0..20_000 + i).map(|b| (b * 31 + i) as u8).collect())
 }
 
 /// Creates `n` documents (some with overflow bodies, some with
@@ -226,11 +227,14 @@ fn writers_meanwhile_lose_nothing() {
             let db = db.clone();
             std::thread::spawn(move || {
                 let mut mine = Vec::new();
-                for i in 0..150 {
-                    let body =
-                        format!("writer {t} doc {i} ").repeat(if i % 9 == 0 { 400 } else { 5 });
+                for i in 0..150u32 {
+                    let body = format!("writer {t} doc {i} ").repeat(if i.is_multiple_of(9) {
+                        400
+                    } else {
+                        5
+                    });
                     let unid = db.create(vec![text("Body", &body)]).unwrap().unid;
-                    if i % 3 == 0 {
+                    if i.is_multiple_of(3) {
                         db.update(
                             unid,
                             vec![nsf::ItemUpdate::Set(text("Body", "changed"))],
