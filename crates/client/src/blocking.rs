@@ -362,6 +362,16 @@ impl Client {
         self.wait(self.inner.archive(to))
     }
 
+    /// See [`crate::Client::compact`].
+    pub fn compact(
+        &self,
+        path: &str,
+        copy: bool,
+        dry_run: bool,
+    ) -> Result<protocol::CompactSummary, ClientError> {
+        self.wait(self.inner.compact(path, copy, dry_run))
+    }
+
     /// See [`crate::Client::backup`].
     pub fn backup(
         &self,

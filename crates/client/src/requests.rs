@@ -329,6 +329,29 @@ impl Client {
         }
     }
 
+    /// Compacts a database on the server (docs/design.md §2.10): in place,
+    /// or with `copy` rewritten under a new instance id; `dry_run` only
+    /// reports. Manager access or a server administrator.
+    pub async fn compact(
+        &self,
+        path: &str,
+        copy: bool,
+        dry_run: bool,
+    ) -> Result<protocol::CompactSummary, ClientError> {
+        let path = path.to_string();
+        match self
+            .request(Request::Compact {
+                path,
+                copy,
+                dry_run,
+            })
+            .await?
+        {
+            Response::Compacted(summary) => Ok(summary),
+            other => Err(ClientError::unexpected("Compacted", &other)),
+        }
+    }
+
     /// Online backup (archive style) of `dbs` (every database when empty)
     /// into `dest`, an absolute directory on the server. Server
     /// administrators only.

@@ -131,6 +131,22 @@ pub enum Cmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Give a database's free pages back to the file system. In place
+    /// (default) it runs while users read and write and keeps the
+    /// instance id; --copy rewrites the file under a new instance id (the
+    /// remedy for damage; the database must not be in use). Reclaims
+    /// pages leaked by interrupted commits. Prints bytes and pages
+    /// before and after as JSON. With --server, asks the server (Manager
+    /// access or a server administrator).
+    Compact {
+        path: String,
+        /// Rewrite the file (new instance id) instead of compacting in place.
+        #[arg(long)]
+        copy: bool,
+        /// Report what would be given back; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// The transaction log.
     #[command(subcommand)]
     Log(LogCmd),
@@ -537,6 +553,10 @@ fn check_options(args: &Args) -> FolioResult<()> {
                 LoadCmd::Bigview(_) => refuse(
                     &[&server, &user, &tls_ca, &compression],
                     "does not apply to load bigview: it measures the embedded engine only",
+                ),
+                LoadCmd::Compact(_) => refuse(
+                    &[&server, &user, &tls_ca],
+                    "does not apply to load compact: it measures the embedded engine only",
                 ),
                 LoadCmd::Commit(c) if c.http.is_some() => refuse(
                     &[if server.is_none() { &tls_ca } else { &None }],

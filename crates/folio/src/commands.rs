@@ -42,6 +42,14 @@ pub fn run(
         Cmd::Acl(c) => acl(store, c, input, out),
         Cmd::Mail(c) => mailcli::mail(store, c, input, out),
         Cmd::Fixup { path, dry_run } => fixup(store, path, *dry_run, out),
+        Cmd::Compact {
+            path,
+            copy,
+            dry_run,
+        } => output::pretty(
+            out,
+            &output::serialized(&store.compact_database(path, *copy, *dry_run)?)?,
+        ),
         Cmd::Log(LogCmd::Info) => output::pretty(out, &output::log_info(&store.log_info()?)),
         Cmd::Archive { to } => {
             output::pretty(out, &output::archived(&store.archive(to.as_deref())?))

@@ -6,6 +6,7 @@ pub mod backupcli;
 pub mod bigview;
 pub mod cli;
 pub mod commands;
+pub mod compactload;
 pub mod config;
 pub mod crashtest;
 pub mod datadir;

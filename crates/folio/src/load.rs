@@ -56,6 +56,10 @@ pub enum LoadCmd {
     /// attachment (WORKLOADS.md "replication"); and a large database's
     /// LAN creation rate and nothing-changed rerun.
     Replication(crate::replload::ReplArgs),
+    /// In-place compact of a database with half its documents deleted,
+    /// under a commit load: free space returned, commit p50/p99 with and
+    /// without compact.
+    Compact(crate::compactload::CompactArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -104,6 +108,7 @@ pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
         LoadCmd::Dbs(a) => crate::dbsload::run(a, args),
         LoadCmd::Mail(a) => crate::mailload::run(a, args),
         LoadCmd::Replication(a) => crate::replload::run(a, args),
+        LoadCmd::Compact(a) => crate::compactload::run(a),
     }
 }
 

@@ -196,6 +196,15 @@ impl Store for LocalStore {
         Ok(self.service.fixup_database(path, dry_run)?)
     }
 
+    fn compact_database(
+        &self,
+        path: &str,
+        copy: bool,
+        dry_run: bool,
+    ) -> FolioResult<protocol::CompactSummary> {
+        Ok(self.service.compact(&self.caller, path, copy, dry_run)?)
+    }
+
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {
         let db = self.open_db(path)?;
         // Through the server's own parse, so its size limit holds here too.

@@ -209,6 +209,15 @@ impl Store for RemoteStore {
         Err(FolioError::NeedsDataDirectory { command: "fixup" })
     }
 
+    fn compact_database(
+        &self,
+        path: &str,
+        copy: bool,
+        dry_run: bool,
+    ) -> FolioResult<protocol::CompactSummary> {
+        Ok(self.client.compact(path, copy, dry_run)?)
+    }
+
     fn create_document(&self, path: &str, items: &JsonObject) -> FolioResult<NoteMeta> {
         let h = self.open(path)?;
         Ok(self.client.create_document(h, &json_text(items))?)

@@ -193,6 +193,14 @@ pub trait Store {
     fn check_database(&self, path: &str) -> FolioResult<CheckReport>;
     /// Fixes up a database (`dry_run`: checks only, writes nothing).
     fn fixup_database(&self, path: &str, dry_run: bool) -> FolioResult<nsf::FixupReport>;
+    /// Compacts a database in place or, with `copy`, by rewriting it
+    /// (`dry_run`: reports only). Durable when it returns.
+    fn compact_database(
+        &self,
+        path: &str,
+        copy: bool,
+        dry_run: bool,
+    ) -> FolioResult<protocol::CompactSummary>;
 
     // ------------------------------------------------------------ documents
 

@@ -39,6 +39,7 @@ use storage::backend::{read_exact_at, AlignedBuf};
 use storage::page::{
     get_u32, get_u64, init_in_place, put_u32, put_u64, seal_in_place, PAGE_BODY, PAGE_HEADER,
 };
+use storage::pool::{BufferPool, FileId};
 use storage::{FileHandle, Lsn, PageBuf, PageId, PageKind, PageStoreMut, PAGE_SIZE};
 
 const BLOB_HDR: usize = 16;
@@ -259,6 +260,15 @@ impl AttachmentReader {
         }
     }
 
+    /// Reads blob pages the file does not hold (yet) from the buffer pool
+    /// (content in the attachment store is never moved by compact).
+    pub(crate) fn with_pool(mut self, pool: Arc<BufferPool>, file: FileId) -> Self {
+        if let Source::Pages(p) = &mut self.source {
+            p.pool = Some((pool, file));
+        }
+        self
+    }
+
     pub fn attachment(&self) -> &AttachmentRef {
         &self.aref
     }
@@ -288,6 +298,9 @@ struct PageReader {
     pos: usize,
     crc: u32,
     delivered: u64,
+    /// Where a page the file does not hold yet is found: content compact
+    /// moved (a logged page, §2.10) is in the pool until it is flushed.
+    pool: Option<(Arc<BufferPool>, FileId)>,
 }
 
 impl PageReader {
@@ -307,7 +320,20 @@ impl PageReader {
             pos: 0,
             crc: 0,
             delivered: 0,
+            pool: None,
         }
+    }
+
+    /// Blob page `id` as the pool has it, if it is this attachment's page
+    /// `index` there: compact moved it and the flusher has not written it.
+    fn pooled_page(&self, id: PageId, index: u32) -> Option<Arc<PageBuf>> {
+        let (pool, file) = self.pool.as_ref()?;
+        let page = pool.read(*file, id).ok()?;
+        let b = page.body();
+        (page.kind() == Some(PageKind::Blob)
+            && get_u64(b, 0) == self.aref.blob_id
+            && get_u32(b, 8) == index)
+            .then_some(page)
     }
 
     /// Page id of blob page `index`, and how many pages follow it
@@ -343,19 +369,28 @@ impl PageReader {
         self.pos = 0;
         for (i, bytes) in raw.chunks(PAGE_SIZE).enumerate() {
             let id = PageId(first.0 + i as u32);
-            let page = PageBuf::from_bytes(bytes).map_err(|e| self.bad(id, &e.to_string()))?;
-            page.verify(&self.path, id)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let on_disk = PageBuf::from_bytes(bytes)
+                .map_err(|e| self.bad(id, &e.to_string()))
+                .and_then(|page| {
+                    page.verify(&self.path, id)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                    let b = page.body();
+                    let ok = page.kind() == Some(PageKind::Blob)
+                        && get_u64(b, 0) == self.aref.blob_id
+                        && get_u32(b, 8) == self.next_page;
+                    if !ok {
+                        return Err(self.bad(
+                            id,
+                            "page no longer belongs to this attachment (deleted while reading?)",
+                        ));
+                    }
+                    Ok(Arc::new(page))
+                });
+            let page = match on_disk {
+                Ok(p) => p,
+                Err(e) => self.pooled_page(id, self.next_page).ok_or(e)?,
+            };
             let b = page.body();
-            let ok = page.kind() == Some(PageKind::Blob)
-                && get_u64(b, 0) == self.aref.blob_id
-                && get_u32(b, 8) == self.next_page;
-            if !ok {
-                return Err(self.bad(
-                    id,
-                    "page no longer belongs to this attachment (deleted while reading?)",
-                ));
-            }
             let used = get_u32(b, 12) as usize;
             if used > BLOB_DATA {
                 return Err(self.bad(id, "bad used length"));

@@ -60,6 +60,34 @@ impl Inflight {
     }
 }
 
+/// A [`Reserving`] carried by a value that is cloned, compared and
+/// printed (a staged foreign note): shared by the clones, equal to any
+/// other, shown as nothing.
+#[derive(Clone, Default)]
+pub(crate) struct Hold {
+    _held: Option<Arc<Reserving>>,
+}
+
+impl Hold {
+    pub fn new(r: Reserving) -> Hold {
+        Hold {
+            _held: Some(Arc::new(r)),
+        }
+    }
+}
+
+impl PartialEq for Hold {
+    fn eq(&self, _: &Hold) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hold")
+    }
+}
+
 /// What every database of an engine shares with it.
 pub(crate) struct EngineLinks {
     /// How commits reach the disk (the engine's log, or none).
@@ -96,6 +124,20 @@ pub(crate) struct DbCore {
     pub changes: Arc<Changes>,
     /// The server-wide attachment store (design.md §2.9).
     pub store: Arc<AttachStore>,
+    /// Reservations whose pages a commit still to come may reference
+    /// (attachment streaming, bulk builds): compact's seal and cut wait
+    /// until there is none (I40).
+    reserving: Arc<AtomicU64>,
+}
+
+/// Held while pages reserved past the high-water mark may still be
+/// referenced by a commit to come (see `DbCore::reserving`).
+pub(crate) struct Reserving(Arc<AtomicU64>);
+
+impl Drop for Reserving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl DbCore {
@@ -121,7 +163,25 @@ impl DbCore {
             clock: links.clock,
             store: links.store,
             changes: Arc::new(Changes::new(last_seq)),
+            reserving: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Marks a reservation open until the guard drops, which must be
+    /// after the commit that references its pages (or their release).
+    pub fn reserving(&self) -> Reserving {
+        self.reserving.fetch_add(1, Ordering::AcqRel);
+        Reserving(self.reserving.clone())
+    }
+
+    /// Whether any reservation is open.
+    pub fn reservations_open(&self) -> bool {
+        self.reserving.load(Ordering::Acquire) != 0
+    }
+
+    /// Holds the high-water mark (no page can be reserved meanwhile).
+    pub fn hold_high_water(&self) -> parking_lot::MutexGuard<'_, u32> {
+        self.high_water.lock()
     }
 
     pub fn read_page(&self, id: PageId) -> StorageResult<Arc<PageBuf>> {

@@ -60,6 +60,7 @@ mod fixup_state;
 
 pub use copy::CopyReport;
 pub use fixup_state::FixupState;
+mod compact;
 mod store;
 
 use crate::catalog::{self, Audience, Catalog, Listed};

@@ -161,6 +161,14 @@ pub(crate) fn store_value(txn: &mut impl PageStoreMut, bytes: &[u8]) -> NsfResul
     Ok(v)
 }
 
+/// The stored value `v` pointing at the chain starting at `first`
+/// instead (the chain moved, compact; length and checksum unchanged).
+pub(crate) fn with_overflow(v: &[u8], first: PageId) -> Vec<u8> {
+    let mut out = v.to_vec();
+    out[1..5].copy_from_slice(&first.0.to_le_bytes());
+    out
+}
+
 /// Frees the overflow chain a value made by [`store_value`] points to.
 pub(crate) fn free_value(txn: &mut Txn<'_>, v: &[u8]) -> NsfResult<()> {
     if let Some(first) = overflow_of(v) {
@@ -169,7 +177,8 @@ pub(crate) fn free_value(txn: &mut Txn<'_>, v: &[u8]) -> NsfResult<()> {
     Ok(())
 }
 
-fn overflow_of(v: &[u8]) -> Option<PageId> {
+/// The first page of the overflow chain a stored value points to.
+pub(crate) fn overflow_of(v: &[u8]) -> Option<PageId> {
     (v.first() == Some(&TAG_OVERFLOW) && v.len() == 17)
         .then(|| PageId(u32::from_le_bytes(v[1..5].try_into().unwrap())))
 }

@@ -87,6 +87,11 @@ impl<'a> Txn<'a> {
         self.acl_written = sp.acl_written;
     }
 
+    /// The database this transaction writes.
+    pub fn core(&self) -> &'a DbCore {
+        self.core
+    }
+
     /// The engine clock's time, for the identities this transaction
     /// stamps (I22).
     pub fn now(&self) -> Timestamp {

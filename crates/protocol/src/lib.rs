@@ -56,9 +56,9 @@ pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
 pub use mailfiles::MailFile;
 pub use meeting::{MeetingAnswer, MeetingInfo, MeetingRequest};
 pub use message::{
-    ArchiveSummary, BackupSummary, DatabaseInfo, DatabaseSummary, DocRef, Document, Failure, Found,
-    NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start, StatValue,
-    Statistic, Value, MAX_ERROR_MESSAGE,
+    ArchiveSummary, BackupSummary, CompactSummary, DatabaseInfo, DatabaseSummary, DocRef, Document,
+    Failure, Found, NoteMeta, ReadFlags, ReplicaDirection, Request, Response, Row, Shape, Start,
+    StatValue, Statistic, Value, MAX_ERROR_MESSAGE,
 };
 pub use peer::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
 pub use server::{ServerConfig, ServerConnection, ServerEvent};

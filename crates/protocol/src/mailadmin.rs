@@ -114,4 +114,23 @@ mod tests {
         assert_eq!(&bytes[..5], [24, 1, b'm', 1, b'b']);
         assert_eq!(Response::decode(&bytes, FrameType::Response).ok(), Some(a));
     }
+
+    /// Compact sits at request tag 38 and its answer at response tag 28.
+    #[test]
+    fn compact_has_its_tags() {
+        let r = Request::Compact {
+            path: "a".into(),
+            copy: true,
+            dry_run: false,
+        };
+        assert_eq!(r.encode().unwrap(), [38, 1, b'a', 1, 0]);
+        let a = Response::Compacted(crate::CompactSummary {
+            path: "a".into(),
+            truncated: true,
+            ..Default::default()
+        });
+        let bytes = a.encode().unwrap();
+        assert_eq!(&bytes[..3], [28, 1, b'a']);
+        assert_eq!(Response::decode(&bytes, FrameType::Response).ok(), Some(a));
+    }
 }

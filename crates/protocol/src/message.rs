@@ -392,6 +392,20 @@ pub enum Request {
         /// Only if the document is still at this sequence number.
         based_on: Option<u32>,
     },
+    /// Compacts a database (docs/design.md §2.10): in place, while others
+    /// read and write, keeping its instance id; or with `copy` rewritten
+    /// under a new instance id (the database must not be in use). With
+    /// `dry_run`, reports what it would give back and writes nothing.
+    /// Answered with `Compacted` once durable. Needs Manager access (or
+    /// a server administrator).
+    Compact {
+        /// Path relative to the data directory.
+        path: String,
+        /// Copy style instead of in place.
+        copy: bool,
+        /// Report only.
+        dry_run: bool,
+    },
 }
 
 /// Which way a replication session moves documents, for the caller.
@@ -583,6 +597,50 @@ pub enum Response {
         /// View and folder definitions defined on a non-replica copy.
         views: u64,
     },
+    /// Answer to `Compact`.
+    Compacted(CompactSummary),
+}
+
+/// What a compact did (or, for a dry run, would do).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub struct CompactSummary {
+    /// Path relative to the data directory.
+    pub path: String,
+    /// `in-place` or `copy`.
+    pub style: String,
+    /// Nothing was written: what it would do.
+    pub dry_run: bool,
+    /// File size before.
+    pub bytes_before: u64,
+    /// File size after.
+    pub bytes_after: u64,
+    /// Page count before.
+    pub pages_before: u32,
+    /// Page count after.
+    pub pages_after: u32,
+    /// Pages on the free list before.
+    pub free_pages_before: u64,
+    /// Pages neither referenced nor free (leaked by interrupted
+    /// commits), reclaimed.
+    pub leaked_pages: u64,
+    /// Pages moved down from the end of the file.
+    pub pages_moved: u64,
+    /// Logged move steps.
+    pub steps: u64,
+    /// Unlogged view indexes dropped, rebuilt on next use.
+    pub views_reset: u64,
+    /// Whether the file was cut (false: nothing to cut, or writers grew
+    /// it meanwhile; run again).
+    pub truncated: bool,
+    /// Instance id before.
+    pub instance_before: u64,
+    /// Instance id after (the same in place).
+    pub instance_after: u64,
+    /// Copy style: notes dropped as unreadable.
+    pub notes_lost: u64,
+    /// Copy style: attachments dropped as unreadable.
+    pub attachments_lost: u64,
 }
 
 /// What an online backup did.

@@ -884,6 +884,11 @@ impl Job {
             R::MailAdmin(request) => Response::MailAdmin(s.mail_admin(caller, request)?),
             R::Archive { to } => Response::Archived(s.archive(caller, to.as_deref())?),
             R::Backup { dest, dbs } => Response::BackedUp(s.backup(caller, &dest, &dbs)?),
+            R::Compact {
+                path,
+                copy,
+                dry_run,
+            } => Response::Compacted(s.compact(caller, &path, copy, dry_run)?),
             R::Replicate {
                 db,
                 session,

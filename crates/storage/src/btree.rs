@@ -795,6 +795,38 @@ fn remove_by_decode(
     }
 }
 
+/// The child pages of a node, leftmost first; empty for a leaf. For the
+/// page relocation of compact (`relocate.rs`).
+pub(crate) fn child_pages(
+    s: &impl PageStore,
+    id: PageId,
+    page: &PageBuf,
+) -> StorageResult<Vec<PageId>> {
+    Ok(match decode(s, id, page)? {
+        Node::Leaf(_) => Vec::new(),
+        Node::Internal(children) => children.iter().map(|c| c.page).collect(),
+    })
+}
+
+/// The node `page` with its child pointers replaced by `pages` (same
+/// number, same order; keys and counts kept).
+pub(crate) fn with_child_pages(
+    s: &impl PageStore,
+    id: PageId,
+    page: &PageBuf,
+    pages: &[PageId],
+) -> StorageResult<PageBuf> {
+    match decode(s, id, page)? {
+        Node::Internal(mut children) if children.len() == pages.len() => {
+            for (c, p) in children.iter_mut().zip(pages) {
+                c.page = *p;
+            }
+            Ok(encode_internal(&children))
+        }
+        _ => Err(corrupt(s, id, "child pointers changed under relocation")),
+    }
+}
+
 /// Frees every page of the tree.
 pub fn free_all(s: &mut impl PageStoreMut, root: PageId) -> StorageResult<()> {
     let page = s.read(root)?;

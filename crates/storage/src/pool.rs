@@ -290,6 +290,26 @@ impl BufferPool {
         Ok(dropped)
     }
 
+    /// Drops every frame of `file` at page `first` or past it, dirty or
+    /// not, and returns how many. Only for pages no state references and
+    /// no log record in the redo range touches: compact cut them off the
+    /// end of the file (I41), and a stale frame must neither be written
+    /// back past the new end nor serve as a delta base when the page id
+    /// is allocated again. Waits for a flush pass in progress, so none is
+    /// left writing such a frame once this returns.
+    pub fn discard_from(&self, file: FileId, first: PageId) -> u64 {
+        let _no_flusher = self.flush_lock.lock();
+        let mut dropped = 0;
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            let before = s.frames.len();
+            s.frames.retain(|k, _| k.0 != file || k.1 .0 < first.0);
+            dropped += (before - s.frames.len()) as u64;
+            s.drop_stale_clock_keys();
+        }
+        dropped
+    }
+
     fn name_of(&self, file: FileId) -> String {
         self.files
             .read()
@@ -808,6 +828,19 @@ mod tests {
         let pool = BufferPool::new(64 * PAGE_SIZE);
         let f = pool.register(h, "a.fdb");
         (be, pool, f)
+    }
+
+    #[test]
+    fn discarded_frames_are_neither_written_nor_delta_bases() {
+        let (_be, pool, f) = setup();
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        pool.install(f, PageId(5), page_with(5), at(10), false);
+        pool.install(f, PageId(6), page_with(6), at(10), false);
+        assert_eq!(pool.discard_from(f, PageId(5)), 2);
+        assert!(matches!(pool.prepare(f, PageId(5)), Prepared::FullImage));
+        let r = pool.flush(Lsn(100), None);
+        assert_eq!(r.pages_written, 1, "only the page below the cut");
+        assert_eq!(pool.stats().dirty_pages, 0);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The consistency check (`folio db check`): every tree's invariants,
-//! every note decoding, and agreement between the note table, the UNID
-//! index and the change-sequence index. It reads one consistent state
+//! every note decoding, agreement between the note table, the UNID
+//! index and the change-sequence index, and no page both referenced and
+//! free (the leaked ones are counted, I40). It reads one consistent state
 //! under the shared lock (I13).
 
 use super::Database;
@@ -19,6 +20,9 @@ pub struct CheckReport {
     pub pages_in_trees: u64,
     pub free_pages: u64,
     pub attachment_pages: u64,
+    /// Pages neither referenced nor free: leaked by commits a crash or an
+    /// error interrupted; compact reclaims them (I40).
+    pub leaked_pages: u64,
 }
 
 impl Database {
@@ -82,7 +86,22 @@ impl Database {
                 "index sizes differ: notes {total}, UNIDs {unids}, seqs {seq_entries}"
             )));
         }
-        report.free_pages = h.free.pages(&store)?.len() as u64;
+        let free = h.free.pages(&store)?;
+        report.free_pages = free.len() as u64;
+        let refs = crate::compact::referenced(&store, &h)?;
+        if let Some(p) = free.iter().find(|p| refs.contains(&p.0)) {
+            return Err(corrupt(format!("{p} is both referenced and free")));
+        }
+        if let Some(p) = free.iter().find(|p| p.0 >= h.page_count) {
+            return Err(corrupt(format!("free {p} lies past the page count")));
+        }
+        if let Some(p) = refs.range(h.page_count..).next() {
+            return Err(corrupt(format!(
+                "page {p} is referenced past the page count"
+            )));
+        }
+        report.leaked_pages =
+            u64::from(h.page_count).saturating_sub(refs.len() as u64 + report.free_pages);
         Ok(report)
     }
 }

@@ -120,7 +120,7 @@ impl Database {
         }
     }
 
-    fn commit_logged(
+    pub(super) fn commit_logged(
         &self,
         log: &TransLog,
         inflight: &Inflight,
@@ -226,7 +226,7 @@ impl Database {
     }
 
     /// I12: pages go to the file and are synced before the commit returns.
-    fn commit_unlogged(
+    pub(super) fn commit_unlogged(
         &self,
         mut header: DbHeader,
         mut pages: Vec<(PageId, Arc<PageBuf>)>,

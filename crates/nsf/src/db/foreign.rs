@@ -47,6 +47,9 @@ pub struct StagedNote {
     /// Holds its content's objects in the attachment store until the
     /// batch that stores it is durable or failed (I37).
     pub(super) pins: Pins,
+    /// Its streamed pages are reserved until the note is stored or given
+    /// back, which happens before it is dropped (I40).
+    pub(super) reserving: crate::dbcore::Hold,
 }
 
 impl StagedNote {
@@ -61,6 +64,7 @@ impl StagedNote {
             version,
             revisions,
             pins: Pins::default(),
+            reserving: crate::dbcore::Hold::default(),
         }
     }
 
@@ -175,6 +179,7 @@ impl Database {
         self.core.check_writable()?;
         let unid = note.oid.unid;
         let mut items = std::mem::take(&mut note.items);
+        let reserving = crate::dbcore::Hold::new(self.core.reserving());
         let mut streamed: Vec<AttachmentRef> = Vec::new();
         let mut pins = Vec::new();
         for a in &mut note.attachments {
@@ -214,6 +219,7 @@ impl Database {
         revisions.drain(..revisions.len().saturating_sub(MAX_REVISIONS));
         let mut staged = StagedNote::from_note(stored, revisions);
         staged.pins = Pins::new(pins);
+        staged.reserving = reserving;
         Ok(staged)
     }
 

@@ -46,10 +46,16 @@ impl Database {
     pub fn bulk_writer(self: &Arc<Self>) -> NsfResult<BulkWriter> {
         self.core.check_writable()?;
         let db = self.clone();
+        // Held by the writer, which its user keeps until the commit that
+        // references its pages or their release (I40).
+        let reserving = self.core.reserving();
         Ok(BulkWriter::new(
             self.core.path.clone(),
             self.core.handle.clone(),
-            Box::new(move || db.core.reserve_pages(1)),
+            Box::new(move || {
+                let _held = &reserving;
+                db.core.reserve_pages(1)
+            }),
         ))
     }
 

@@ -42,6 +42,7 @@
 //! | `batch.rs` | one foreign batch's transaction: puts, conflict documents, content bookkeeping |
 //! | `watch.rs` | waiting for the change sequence to pass a value (I23) |
 //! | `check.rs` | the consistency check |
+//! | `compact.rs` | in-place compact: move steps, seal, checkpoint, cut (I40, I41) |
 //! | `lifecycle.rs` | the instance's life in the open-database cache (I19, I20) |
 //!
 //! The access-control list is a note like any other (see `acl.rs`); the
@@ -55,6 +56,7 @@ mod backup;
 mod batch;
 mod check;
 mod commit;
+mod compact;
 mod detach;
 mod foreign;
 mod hooks;

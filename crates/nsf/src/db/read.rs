@@ -334,7 +334,8 @@ impl Database {
                 self.core.handle.clone(),
                 self.core.path.clone(),
                 a.clone(),
-            ));
+            )
+            .with_pool(self.core.pool.clone(), self.core.file));
         };
         let what = format!("{}: attachment {:?}", self.core.path, a.name);
         let object = ObjectReader::open(&self.core.store, &content, (a.size, a.crc32c), what)

@@ -75,6 +75,7 @@ mod archive;
 mod attachments;
 mod backup;
 mod calendar;
+mod compact;
 mod databases;
 mod documents;
 mod extract;
@@ -123,6 +124,7 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .route("/db/{db}/_access", get(admin::my_access))
         .route("/db/{db}/_copy", post(databases::copy_database))
+        .route("/db/{db}/compact", post(compact::compact))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
         .route(
             "/db/{db}/docs",

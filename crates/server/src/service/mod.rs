@@ -55,6 +55,7 @@ mod archive;
 mod attachments;
 mod backup;
 mod calendar;
+mod compact;
 mod databases;
 mod documents;
 mod fixup;
