@@ -506,3 +506,51 @@ fn foreign_versions_share_objects_and_count_references() {
     assert_eq!(engine.sweep_attachment_store().unwrap().removed, 0);
     assert_eq!(check_all(&engine, &paths).len(), 1);
 }
+
+/// Deleting a database takes its references with it: the sweep at the
+/// next clean shutdown reclaims what only it held and keeps what another
+/// database (here a copy made of it) still references; the copy's
+/// counts are its own (I38, I39, I42).
+#[test]
+fn a_deleted_database_s_objects_go_at_the_next_shutdown_unless_a_copy_holds_them() {
+    let disk = Arc::new(MemBackend::new());
+    let engine = open(disk.clone(), common::config(true));
+    let a = engine.create_database("a.fdb", "A").unwrap();
+    let (shared, own) = (text(60_000, 3), noise(30_000, 9));
+    let d1 = doc(&a);
+    a.put_attachment(d1, "shared", "t", &mut &shared[..])
+        .unwrap();
+    engine.copy_database("a.fdb", "b.fdb").unwrap();
+    let d2 = doc(&a);
+    let own_hash = a
+        .put_attachment(d2, "own", "t", &mut &own[..])
+        .unwrap()
+        .stored
+        .unwrap()
+        .hash;
+    let before = check_all(&engine, &["a.fdb", "b.fdb"]);
+    assert_eq!(before.len(), 2);
+    assert_eq!(objects(disk.as_ref()), before);
+    drop(a);
+    // A new session, in which the delete is the only release.
+    engine.shutdown().unwrap();
+    drop(engine);
+    let engine = open(disk.clone(), common::config(true));
+    assert_eq!(objects(disk.as_ref()), before);
+    engine.delete_database("a.fdb").unwrap();
+    engine.shutdown().unwrap();
+    drop(engine);
+
+    let engine = open(disk.clone(), common::config(true));
+    let kept = check_all(&engine, &["b.fdb"]);
+    assert!(!kept.contains(&own_hash.to_hex()));
+    assert_eq!(
+        objects(disk.as_ref()),
+        kept,
+        "only the copy's object is left"
+    );
+    let b = engine.open_database("b.fdb").unwrap();
+    // A copy keeps the documents' UNIDs.
+    assert_eq!(read_back(&b, d1, "shared"), shared);
+    assert!(b.get(d2).is_err(), "written after the copy");
+}

@@ -112,6 +112,9 @@ impl Engine {
         let full = self.full_path(key.as_str());
         remove_and_sync(s.backend.as_ref(), &full, key.as_str())?;
         s.catalog.forget(key.as_str());
+        // Its store references went with the file: the next sweep (at
+        // shutdown at the latest) reclaims what only it held (I39).
+        s.store.note_released();
         tracing::info!(db = %key, instance = %instance, discarded_pages = discarded, "database deleted");
         drop(claim);
         Ok(())
