@@ -416,7 +416,7 @@ impl Client {
         &self,
         name: &str,
         delete_file: bool,
-    ) -> Result<crate::MailUser, ClientError> {
+    ) -> Result<(crate::MailUser, crate::MailFileFate), ClientError> {
         self.wait(self.inner.remove_mail_user(name, delete_file))
     }
 

@@ -89,8 +89,8 @@ pub use search::SearchHits;
 
 pub use protocol::{
     CollectionHandle, Compression, Cursor, DatabaseInfo, DatabaseSummary, DbHandle, DocRef,
-    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailFile, MailUser,
-    MeetingAnswer, MeetingInfo, MeetingRequest, NoteId, NoteMeta, ProtocolError, ReadFlags,
-    ReplicaDirection, Request, Response, Row, SessionId, Start, StatValue, Statistic, Timestamp,
-    Unid, Value, DEFAULT_MAX_FRAME_SIZE,
+    Document, ErrorCode, Found, MailAdminAnswer, MailAdminRequest, MailFile, MailFileFate,
+    MailUser, MeetingAnswer, MeetingInfo, MeetingRequest, NoteId, NoteMeta, ProtocolError,
+    ReadFlags, ReplicaDirection, Request, Response, Row, SessionId, Start, StatValue, Statistic,
+    Timestamp, Unid, Value, DEFAULT_MAX_FRAME_SIZE,
 };

@@ -5,7 +5,7 @@
 
 use crate::client::Client;
 use crate::error::ClientError;
-use protocol::{MailAdminAnswer, MailAdminRequest, MailUser, Request, Response};
+use protocol::{MailAdminAnswer, MailAdminRequest, MailFileFate, MailUser, Request, Response};
 
 impl Client {
     /// Adds a person named `name` to the directory and makes their mail
@@ -37,19 +37,20 @@ impl Client {
     }
 
     /// Takes the person `name` names out of the directory; their mail
-    /// file is kept (a server refuses `delete_file: true`, 400). Durable
-    /// when this returns.
+    /// file is kept unless `delete_file` (then deleted first; a file
+    /// another person also uses is refused, 409). Durable when this
+    /// returns.
     pub async fn remove_mail_user(
         &self,
         name: &str,
         delete_file: bool,
-    ) -> Result<MailUser, ClientError> {
+    ) -> Result<(MailUser, MailFileFate), ClientError> {
         let request = MailAdminRequest::RemoveUser {
             name: name.into(),
             delete_file,
         };
         match self.mail_admin(request).await? {
-            MailAdminAnswer::Removed(user) => Ok(user),
+            MailAdminAnswer::Removed { user, file } => Ok((user, file)),
             other => Err(unexpected("Removed", other)),
         }
     }

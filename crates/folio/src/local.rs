@@ -18,21 +18,18 @@
 //! The mail user commands (`mail create-user`, `list-users`,
 //! `remove-user`) go through the service like every other; `mail send`
 //! calls the `mail` crate on the same engine and views. With no
-//! signed-in user, `mail send` sends as the person `--from` names. A mail
-//! file `remove-user --delete-file` gives up is deleted when the store
-//! closes, after the engine's final checkpoint: then no log record still
-//! to be replayed names it and no instance of it is open (the engine has
-//! no way to delete an open database), and the next start's walk of the
-//! data directory drops it from the catalog (I20).
+//! signed-in user, `mail send` sends as the person `--from` names.
+//! `remove-user --delete-file` deletes the mail file as a server does
+//! (`Engine::delete_database`, I42).
 
 use crate::datadir;
 use crate::error::{FolioError, FolioResult};
 use crate::store::{
-    Changes, Doc, FolderChange, JsonObject, MailFileFate, RemovedUser, Sent, Store, ViewPage,
-    ViewSummary, ViewUpdate,
+    Changes, Doc, FolderChange, JsonObject, RemovedUser, Sent, Store, ViewPage, ViewSummary,
+    ViewUpdate,
 };
 use mail::{Attachment, Directory, MailConfig, Message, NewPerson, Person};
-use nsf::{Acl, CheckReport, Database, DbPath, Unid};
+use nsf::{Acl, CheckReport, Database, Unid};
 use protocol::{
     Cursor, DatabaseInfo, DatabaseSummary, DocRef, Found, NoteMeta, ReadFlags, Start, Statistic,
     Timestamp,
@@ -40,13 +37,11 @@ use protocol::{
 use server::auth::UserStore;
 use server::stats::Stats;
 use server::{Caller, Service};
-use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use storage::backend::MemBackend;
-use storage::Backend;
 use views::{RebuildReport, ViewDef};
 
 /// A data directory, locked and open, behind the server's `Service`.
@@ -54,8 +49,6 @@ pub struct LocalStore {
     service: Service,
     caller: Caller,
     mail: MailConfig,
-    /// Mail files to delete once the engine is closed.
-    doomed: RefCell<Vec<DbPath>>,
     /// Held until the engine is closed: the directory is this process's.
     lock: File,
 }
@@ -87,30 +80,21 @@ impl LocalStore {
                 admin: true,
             },
             mail,
-            doomed: RefCell::new(Vec::new()),
             lock,
         })
     }
 
     /// Closes the engine (its databases' close hooks mark unlogged view
-    /// indexes clean; then flush and checkpoint), deletes the mail files
-    /// given up meanwhile (see the module docs), then releases the
+    /// indexes clean; then flush and checkpoint), then releases the
     /// directory.
     pub fn close(self) -> FolioResult<()> {
-        let LocalStore {
-            service,
-            lock,
-            doomed,
-            ..
-        } = self;
+        let LocalStore { service, lock, .. } = self;
         let engine = service.engine().clone();
         drop(service);
         let closed = engine.shutdown().map_err(FolioError::from);
-        let (backend, data_dir) = (engine.backend(), engine.data_dir().to_path_buf());
         drop(engine);
-        let result = closed.and_then(|()| delete_files(&*backend, &data_dir, &doomed.into_inner()));
         drop(lock);
-        result
+        closed
     }
 
     fn directory(&self) -> FolioResult<Directory<'_>> {
@@ -140,23 +124,6 @@ impl LocalStore {
     fn open_db(&self, path: &str) -> FolioResult<Arc<Database>> {
         Ok(self.service.open_database(&self.caller, path)?.0)
     }
-}
-
-/// Deletes database files of a closed engine, each removal made durable
-/// by syncing its folder.
-fn delete_files(backend: &dyn Backend, data_dir: &Path, paths: &[DbPath]) -> FolioResult<()> {
-    for p in paths {
-        let full = data_dir.join(p.as_str());
-        let what = || format!("deleting mail file {p}");
-        backend
-            .remove_file(&full)
-            .map_err(|e| FolioError::io(what(), e))?;
-        let folder = full.parent().unwrap_or(data_dir);
-        backend
-            .sync_dir(folder)
-            .map_err(|e| FolioError::io(what(), e))?;
-    }
-    Ok(())
 }
 
 fn wire(unid: Unid) -> protocol::Unid {
@@ -426,38 +393,9 @@ impl Store for LocalStore {
     }
 
     fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser> {
-        if delete_file {
-            let dir = self.directory()?;
-            let person = dir.person(name)?;
-            let sharing = dir
-                .list()?
-                .into_iter()
-                .find(|p| p.unid != person.unid && p.mail_file == person.mail_file);
-            if let Some(other) = sharing {
-                return Err(FolioError::Conflict(format!(
-                    "{} is also the mail file of {:?}: nothing was removed",
-                    person.mail_file, other.full_name
-                )));
-            }
-        }
-        // The file is this store's to delete, after the engine's shutdown;
-        // the service keeps it (a running server cannot delete it).
-        let person = self.service.remove_mail_user(&self.caller, name, false)?;
-        let file = if !delete_file {
-            MailFileFate::Kept
-        } else if self.service.engine().backend().exists(
-            &self
-                .service
-                .engine()
-                .data_dir()
-                .join(person.mail_file.as_str()),
-        ) {
-            self.doomed.borrow_mut().push(person.mail_file.clone());
-            MailFileFate::Deleted
-        } else {
-            MailFileFate::Absent
-        };
-        Ok(RemovedUser { person, file })
+        Ok(self
+            .service
+            .remove_mail_user(&self.caller, name, delete_file)?)
     }
 
     fn send_mail(

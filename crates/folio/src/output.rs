@@ -8,7 +8,7 @@
 //! times RFC 3339 in UTC, as in the HTTP API (docs/http.md).
 
 use crate::error::{FolioError, FolioResult};
-use crate::store::{Doc, MailFileFate, RemovedUser, Sent, ViewSummary, ViewUpdate};
+use crate::store::{Doc, RemovedUser, Sent, ViewSummary, ViewUpdate};
 use protocol::{DatabaseInfo, Found, NoteMeta, Row, StatValue, Statistic};
 use serde_json::{json, Value as Json};
 use std::io::Write;
@@ -47,12 +47,7 @@ pub fn person(p: &mail::Person) -> Json {
 
 /// A person taken out of the directory, and what became of their file.
 pub fn removed_user(r: &RemovedUser) -> Json {
-    let file = match r.file {
-        MailFileFate::Kept => "kept",
-        MailFileFate::Deleted => "deleted",
-        MailFileFate::Absent => "absent",
-    };
-    server::json::removed_person(&r.person, file)
+    server::json::removed_person(&r.person, r.file)
 }
 
 /// Where a message went.

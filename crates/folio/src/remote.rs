@@ -18,8 +18,8 @@
 use crate::cli::Args;
 use crate::error::{FolioError, FolioResult};
 use crate::store::{
-    Changes, Doc, FolderChange, JsonObject, MailFileFate, RemovedUser, Sent, Store, ViewPage,
-    ViewSummary, ViewUpdate,
+    Changes, Doc, FolderChange, JsonObject, RemovedUser, Sent, Store, ViewPage, ViewSummary,
+    ViewUpdate,
 };
 use client::blocking::Client;
 use client::{ClientOptions, DbHandle, TlsOptions};
@@ -414,10 +414,10 @@ impl Store for RemoteStore {
     }
 
     fn remove_mail_user(&self, name: &str, delete_file: bool) -> FolioResult<RemovedUser> {
-        let user = self.client.remove_mail_user(name, delete_file)?;
+        let (user, file) = self.client.remove_mail_user(name, delete_file)?;
         Ok(RemovedUser {
             person: person(user)?,
-            file: MailFileFate::Kept,
+            file,
         })
     }
 

@@ -142,23 +142,13 @@ pub struct ViewSummary {
 /// type, so the embedded store hands it on as it is.
 pub use server::service::FolderChange;
 
-/// What became of a removed person's mail file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MailFileFate {
-    /// Left where it is (the default).
-    Kept,
-    /// Deleted (`--delete-file`).
-    Deleted,
-    /// There was none to delete.
-    Absent,
-}
+/// What became of a removed person's mail file: the protocol's type,
+/// which both stores hand on as it is.
+pub use protocol::MailFileFate;
 
-/// A person taken out of the directory.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RemovedUser {
-    pub person: mail::Person,
-    pub file: MailFileFate,
-}
+/// A person taken out of the directory, and what became of their file:
+/// the server's own type.
+pub use server::service::RemovedPerson as RemovedUser;
 
 /// Where a message went.
 #[derive(Clone, Debug, PartialEq, Eq)]

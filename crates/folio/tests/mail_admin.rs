@@ -198,14 +198,6 @@ fn administrators_manage_mail_users_over_http() {
         reason(&e).contains("unknown query parameter \"force\""),
         "{e}"
     );
-    // A running server does not delete mail files, and says why.
-    let (s, e, _) = admin.delete("/mail/users/bob?delete_file=true");
-    assert_eq!(s, 400, "{e}");
-    assert!(
-        reason(&e).contains("engine cannot delete a database it may have open"),
-        "{e}"
-    );
-    assert!(reason(&e).contains("nothing was removed"), "{e}");
     assert_eq!(state(&admin), before);
 
     // Removing keeps the file; any of the person's names will do.
@@ -234,6 +226,27 @@ fn administrators_manage_mail_users_over_http() {
     );
     let (_, users, _) = admin.get("/mail/users");
     assert_eq!(users, json!([bob]));
+
+    // With delete_file the mail file goes first, then the person; the
+    // name is free again.
+    let path = format!(
+        "/mail/users/{}?delete_file=true",
+        bob["short_name"].as_str().unwrap()
+    );
+    let (s, removed, _) = admin.delete(&path);
+    assert_eq!(s, 200, "{removed}");
+    assert_eq!(removed["file"], "deleted", "{removed}");
+    assert_eq!(removed["mail_file"], bob["mail_file"]);
+    let (_, users, _) = admin.get("/mail/users");
+    assert_eq!(users, json!([]));
+    let (_, dbs, _) = admin.get("/dbs");
+    assert!(
+        !dbs.to_string().contains(bob["mail_file"].as_str().unwrap()),
+        "{dbs}"
+    );
+    let name = bob["name"].as_str().unwrap();
+    let (s, again, _) = admin.post("/mail/users", &json!({ "name": name }).to_string());
+    assert_eq!(s, 201, "{again}");
     assert!(srv.stop().success());
 }
 
@@ -320,13 +333,15 @@ fn mail_users_over_the_native_protocol() {
     assert!(ok);
     assert_eq!(out.lines().count(), 1, "{out}");
 
-    // --delete-file is refused over the network and removes nothing.
-    let (ok, out, err) = srv_cli(&srv, &["mail", "remove-user", "cc", "--delete-file"]);
-    assert!(!ok && out.is_empty());
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("cannot delete a database it may have open"),
-        "{err}"
+    // --delete-file over the network deletes the mail file as well.
+    let (ok, _, err) = srv_cli(&srv, &["mail", "create-user", "Dave"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = srv_cli(&srv, &["mail", "remove-user", "dave", "--delete-file"]);
+    assert!(ok, "{err}");
+    let removed: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        removed,
+        serde_json::json!({"removed":"Dave","mail_file":"mail/dave.fdb","file":"deleted"})
     );
     let (_, listed, _) = srv_cli(&srv, &["mail", "list-users"]);
     assert_eq!(listed, out_of(&carol));
@@ -339,8 +354,9 @@ fn mail_users_over_the_native_protocol() {
         "{e:?}"
     );
     let admin = srv.admin();
-    let removed = admin.remove_mail_user("CC", false).unwrap();
+    let (removed, file) = admin.remove_mail_user("CC", false).unwrap();
     assert_eq!(removed.full_name, "Carol");
+    assert_eq!(file, client::MailFileFate::Kept);
     assert!(admin.list_mail_users().unwrap().is_empty());
     let dbs = admin.list_databases(Some("mail/")).unwrap();
     assert_eq!(dbs.len(), 1, "the mail file is kept: {dbs:?}");

@@ -52,7 +52,7 @@ pub use handshake::{
     SUPPORTED_VERSIONS,
 };
 pub use ids::{CollectionHandle, Cursor, DbHandle, NoteId, RequestId, SessionId, Timestamp, Unid};
-pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailUser};
+pub use mailadmin::{MailAdminAnswer, MailAdminRequest, MailFileFate, MailUser};
 pub use mailfiles::MailFile;
 pub use meeting::{MeetingAnswer, MeetingInfo, MeetingRequest};
 pub use message::{

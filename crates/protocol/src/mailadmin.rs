@@ -36,13 +36,13 @@ pub enum MailAdminRequest {
     /// Every person in the directory, by full name; answered with `Users`.
     ListUsers,
     /// Takes the person a name names out of the directory; answered with
-    /// `Removed`. The mail file is kept: `delete_file: true` is refused
-    /// (400) by a running server, whose engine cannot delete a database
-    /// it may have open.
+    /// `Removed`. The mail file is kept unless `delete_file`: then it is
+    /// deleted first, as `DeleteDatabase` deletes (design.md I42), and a
+    /// file another person also uses is refused (409), changing nothing.
     RemoveUser {
         /// Any of the person's names.
         name: String,
-        /// Delete the mail file too (refused over the network).
+        /// Delete the mail file too.
         delete_file: bool,
     },
 }
@@ -56,8 +56,26 @@ pub enum MailAdminAnswer {
     Created(MailUser),
     /// Every person, by full name.
     Users(Vec<MailUser>),
-    /// The person removed; their mail file was kept.
-    Removed(MailUser),
+    /// The person removed, and what became of their mail file.
+    Removed {
+        /// The person.
+        user: MailUser,
+        /// Their mail file.
+        file: MailFileFate,
+    },
+}
+
+/// What became of a removed person's mail file. The variant order is the
+/// wire format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Arbitrary))]
+pub enum MailFileFate {
+    /// Left where it is (the default).
+    Kept,
+    /// Deleted (`delete_file`).
+    Deleted,
+    /// `delete_file`, but there was no file to delete.
+    Absent,
 }
 
 /// A person in the directory.

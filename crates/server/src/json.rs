@@ -79,7 +79,12 @@ pub fn person(p: &mail::Person) -> Json {
 /// A person taken out of the directory, and what became of their mail
 /// file: `kept`, `deleted` or `absent` (`DELETE /mail/users/{name}`,
 /// `folio mail remove-user`).
-pub fn removed_person(p: &mail::Person, file: &str) -> Json {
+pub fn removed_person(p: &mail::Person, file: protocol::MailFileFate) -> Json {
+    let file = match file {
+        protocol::MailFileFate::Kept => "kept",
+        protocol::MailFileFate::Deleted => "deleted",
+        protocol::MailFileFate::Absent => "absent",
+    };
     json!({
         "removed": p.full_name,
         "mail_file": p.mail_file.as_str(),

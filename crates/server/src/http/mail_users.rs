@@ -44,12 +44,15 @@ pub(super) async fn remove_user(State(s): Svc, c: Call) -> Answer {
     c.query.allow(&["delete_file"])?;
     let delete_file = c.query.flag("delete_file")?;
     let name = c.param("name");
-    let person = c
+    let removed = c
         .run(&s, Op::Admin, move |s, caller| {
             s.remove_mail_user(caller, &name, delete_file)
         })
         .await?;
-    Ok(ok(crate::json::removed_person(&person, "kept")))
+    Ok(ok(crate::json::removed_person(
+        &removed.person,
+        removed.file,
+    )))
 }
 
 /// The body of `POST /mail/users`: `name`, and optionally `aliases` (an

@@ -15,27 +15,32 @@
 //! directory as a database, `names.fdb`, whose ACL gives them Reader
 //! access: mail clients look names up.)
 //!
-//! What a running server will not do: delete a mail file. The engine
-//! cannot delete a database it may have open or whose changes its log may
-//! still replay (design.md §12), so `delete_file` is refused (400) with
-//! the reason and what to do instead; the embedded command deletes the
-//! file after the engine's final checkpoint.
+//! Removing a person may delete their mail file too (`delete_file`):
+//! first the file, as `DeleteDatabase` deletes a database (design.md
+//! I42, I43: handles the router or a connection still hold refuse from
+//! then on), then the person. A crash between the two leaves a person
+//! without a file — the state a crash during creation may leave too
+//! (docs/mail.md), which a rerun finishes — never a file nobody's
+//! directory entry names. A file another person also uses is refused
+//! (409) and nothing is removed.
 //!
 //! Bad input changes nothing: names are checked before the directory is
 //! opened (opening it makes it on first use), and removing or listing
 //! with no directory yet makes none.
 
 use super::{Caller, Service};
-use crate::error::mail_err;
+use crate::error::{mail_err, nsf_err};
 use crate::{ServerError, ServerResult};
 use mail::{Directory, NewPerson, Person, DIRECTORY_PATH};
-use protocol::{MailAdminAnswer, MailAdminRequest, MailUser};
+use protocol::{MailAdminAnswer, MailAdminRequest, MailFileFate, MailUser};
 
-/// Why `delete_file` is refused over the network.
-pub const DELETE_FILE_REFUSED: &str = "deleting a mail file is not offered by a running server: \
-     its engine cannot delete a database it may have open or whose changes its log may still \
-     replay; nothing was removed. Remove the user keeping the file, or stop the server and run \
-     `folio mail remove-user NAME --delete-file` on the data directory";
+/// A person taken out of the directory, and what became of their mail
+/// file.
+#[derive(Clone, Debug)]
+pub struct RemovedPerson {
+    pub person: Person,
+    pub file: MailFileFate,
+}
 
 impl Service {
     /// Adds a person to the directory and makes their mail file (server
@@ -61,24 +66,41 @@ impl Service {
     }
 
     /// Takes the person `name` names (any of their names) out of the
-    /// directory, keeping their mail file (server administrators only).
-    /// Durable when this returns (I2). `delete_file` is refused, changing
-    /// nothing (see the module docs); the embedded store deletes the file
-    /// itself once its engine is shut down, and passes `false`.
+    /// directory (server administrators only), and with `delete_file`
+    /// deletes their mail file first (see the module docs). Durable when
+    /// this returns (I2, I42).
     pub fn remove_mail_user(
         &self,
         caller: &Caller,
         name: &str,
         delete_file: bool,
-    ) -> ServerResult<Person> {
+    ) -> ServerResult<RemovedPerson> {
         require_admin(caller)?;
-        if delete_file {
-            return Err(ServerError::BadRequest(DELETE_FILE_REFUSED.into()));
-        }
         let Some(dir) = self.directory()? else {
             return Err(mail_err(mail::MailError::UnknownPerson(name.to_string())));
         };
-        dir.remove_person(name).map_err(mail_err)
+        let file = if delete_file {
+            let person = dir.person(name).map_err(mail_err)?;
+            let people = dir.list().map_err(mail_err)?;
+            let sharing = people
+                .iter()
+                .find(|p| p.unid != person.unid && p.mail_file == person.mail_file);
+            if let Some(other) = sharing {
+                return Err(ServerError::SaveConflict(format!(
+                    "{} is also the mail file of {:?}: nothing was removed",
+                    person.mail_file, other.full_name
+                )));
+            }
+            match self.engine.delete_database(person.mail_file.as_str()) {
+                Ok(()) => MailFileFate::Deleted,
+                Err(nsf::NsfError::NoSuchDatabase(_)) => MailFileFate::Absent,
+                Err(e) => return Err(nsf_err(e)),
+            }
+        } else {
+            MailFileFate::Kept
+        };
+        let person = dir.remove_person(name).map_err(mail_err)?;
+        Ok(RemovedPerson { person, file })
     }
 
     /// A mail administration request of the native protocol, answered.
@@ -106,9 +128,13 @@ impl Service {
                     .map(mail_user)
                     .collect(),
             ),
-            MailAdminRequest::RemoveUser { name, delete_file } => MailAdminAnswer::Removed(
-                mail_user(&self.remove_mail_user(caller, &name, delete_file)?),
-            ),
+            MailAdminRequest::RemoveUser { name, delete_file } => {
+                let removed = self.remove_mail_user(caller, &name, delete_file)?;
+                MailAdminAnswer::Removed {
+                    user: mail_user(&removed.person),
+                    file: removed.file,
+                }
+            }
         })
     }
 

@@ -75,7 +75,7 @@ pub use documents::{DocJson, DocWrite, WriteDone};
 pub(crate) use fixup::rebuild_views_of_auto_fixups;
 pub use lifecycle::Copied;
 pub use mail_send::Stored;
-pub use mail_users::{mail_user, DELETE_FILE_REFUSED};
+pub use mail_users::{mail_user, RemovedPerson};
 pub use peer::PeerReplicator;
 pub use replicate::ReplicaSession;
 pub use views::{CollectionInfo, FolderChange};
