@@ -241,7 +241,12 @@ fn measure(a: &BackupArgs, dir: &Path) -> Result<Value, String> {
         "commit_during_backup": commit_figures(during_n, &during_h, during_secs),
         "p99_ratio": p99_ratio,
         "restore": {
-            "database_bytes": file_bytes(dir, &one).unwrap_or(0),
+            "database_bytes": report
+                .manifest
+                .databases
+                .iter()
+                .find(|d| d.path == paths[0])
+                .map_or(0, |d| d.size),
             "copy_seconds": copy_secs,
             "full_seconds": full_secs,
             "log_bytes_rolled": rolled,
