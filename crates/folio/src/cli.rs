@@ -558,6 +558,10 @@ fn check_options(args: &Args) -> FolioResult<()> {
                     &[&server, &user, &tls_ca],
                     "does not apply to load compact: it measures the embedded engine only",
                 ),
+                LoadCmd::Backup(_) => refuse(
+                    &[&server, &user, &tls_ca],
+                    "does not apply to load backup: it measures the embedded engine only",
+                ),
                 LoadCmd::Commit(c) if c.http.is_some() => refuse(
                     &[if server.is_none() { &tls_ca } else { &None }],
                     "needs --server (HTTP runs over plain http:// URLs)",

@@ -3,6 +3,7 @@
 //! end-to-end tests drive exactly the code the binary runs.
 
 pub mod backupcli;
+pub mod backupload;
 pub mod bigview;
 pub mod cli;
 pub mod commands;

@@ -60,6 +60,9 @@ pub enum LoadCmd {
     /// under a commit load: free space returned, commit p50/p99 with and
     /// without compact.
     Compact(crate::compactload::CompactArgs),
+    /// Online backup under a commit load against the disk's sequential
+    /// bandwidth, roll-forward rate, restore to a time, fixup rate.
+    Backup(crate::backupload::BackupArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -109,6 +112,7 @@ pub fn run(cmd: &LoadCmd, args: &Args) -> Result<(), String> {
         LoadCmd::Mail(a) => crate::mailload::run(a, args),
         LoadCmd::Replication(a) => crate::replload::run(a, args),
         LoadCmd::Compact(a) => crate::compactload::run(a),
+        LoadCmd::Backup(a) => crate::backupload::run(a),
     }
 }
 
@@ -403,6 +407,23 @@ fn drive<F>(clients: Vec<F>, seconds: f64) -> Result<(u64, Histogram<u64>, f64),
 where
     F: FnMut() -> Result<(), String> + Send,
 {
+    let (total, h, elapsed, ()) = drive_while(clients, || {
+        std::thread::sleep(Duration::from_secs_f64(seconds))
+    })?;
+    Ok((total, h, elapsed))
+}
+
+/// Runs `clients` threads, each doing `one()` (its own closure), while
+/// `during` runs on the calling thread (the clock starts once every
+/// thread is ready); returns commits, latencies, seconds and what
+/// `during` returned.
+pub(crate) fn drive_while<F, R>(
+    clients: Vec<F>,
+    during: impl FnOnce() -> R,
+) -> Result<(u64, Histogram<u64>, f64, R), String>
+where
+    F: FnMut() -> Result<(), String> + Send,
+{
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(clients.len() + 1);
     std::thread::scope(|s| {
@@ -426,7 +447,7 @@ where
             .collect();
         ready.wait();
         let start = Instant::now();
-        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let out = during();
         stop.store(true, Ordering::Relaxed);
         let mut total = 0;
         let mut all = hist();
@@ -444,7 +465,7 @@ where
         let elapsed = start.elapsed().as_secs_f64();
         match failure {
             Some(e) => Err(e),
-            None => Ok((total, all, elapsed)),
+            None => Ok((total, all, elapsed, out)),
         }
     })
 }
@@ -520,6 +541,49 @@ fn body(rng: &mut impl Rng, n: usize) -> String {
     (0..n).map(|_| rng.gen_range(b'a'..=b'z') as char).collect()
 }
 
+/// One commit-workload client: updates its own document.
+pub(crate) type CommitClient = Box<dyn FnMut() -> Result<(), String> + Send>;
+
+/// The commit workload's clients on an embedded engine: client `c`
+/// creates its own `doc_size`-byte document in `paths[c % len]` and each
+/// call updates it with the next of 16 pre-made bodies.
+pub(crate) fn embedded_clients(
+    engine: &Engine,
+    paths: &[String],
+    clients: usize,
+    doc_size: usize,
+    seed: u64,
+) -> Result<Vec<CommitClient>, String> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut workers: Vec<CommitClient> = Vec::new();
+    for c in 0..clients {
+        let path = &paths[c % paths.len().max(1)];
+        let db = engine.open_database(path).map_err(|e| e.to_string())?;
+        let meta = db
+            .create(vec![Item {
+                name: "Body".into(),
+                value: ItemValue::Text(body(&mut rng, doc_size)),
+            }])
+            .map_err(|e| e.to_string())?;
+        // Bodies are made before timing starts, so the load generator
+        // does not compete with the engine for the two cores.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64 + 1000);
+        let bodies: Vec<String> = (0..16).map(|_| body(&mut rng, doc_size)).collect();
+        let mut n = 0usize;
+        workers.push(Box::new(move || {
+            let item = Item {
+                name: "Body".into(),
+                value: ItemValue::Text(bodies[n % bodies.len()].clone()),
+            };
+            n += 1;
+            db.update(meta.unid, vec![ItemUpdate::Set(item)], None, false)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }));
+    }
+    Ok(workers)
+}
+
 fn run_embedded(
     base: &Path,
     a: &CommitArgs,
@@ -541,38 +605,15 @@ fn run_embedded(
     let disk = Arc::new(FaultBackend::new(Arc::new(FsBackend)));
     let (engine, _) = Engine::open(disk.clone(), cfg).map_err(|e| e.to_string())?;
     let engine = Arc::new(engine);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(round as u64);
     for d in 0..a.databases {
         engine
             .create_database(&format!("bench/c{d}.fdb"), "commit benchmark")
             .map_err(|e| e.to_string())?;
     }
-    let mut workers = Vec::new();
-    for c in 0..clients {
-        let path = format!("bench/c{}.fdb", c % a.databases);
-        let db = engine.open_database(&path).map_err(|e| e.to_string())?;
-        let meta = db
-            .create(vec![Item {
-                name: "Body".into(),
-                value: ItemValue::Text(body(&mut rng, a.doc_size)),
-            }])
-            .map_err(|e| e.to_string())?;
-        // Bodies are made before timing starts, so the load generator
-        // does not compete with the engine for the two cores.
-        let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64 + 1000);
-        let bodies: Vec<String> = (0..16).map(|_| body(&mut rng, a.doc_size)).collect();
-        let mut n = 0usize;
-        workers.push(move || {
-            let item = Item {
-                name: "Body".into(),
-                value: ItemValue::Text(bodies[n % bodies.len()].clone()),
-            };
-            n += 1;
-            db.update(meta.unid, vec![ItemUpdate::Set(item)], None, false)
-                .map(drop)
-                .map_err(|e| e.to_string())
-        });
-    }
+    let paths: Vec<String> = (0..a.databases)
+        .map(|d| format!("bench/c{d}.fdb"))
+        .collect();
+    let workers = embedded_clients(&engine, &paths, clients, a.doc_size, round as u64)?;
     let counters = |e: &Engine| {
         let l = e.lock_stats();
         let log = e.log_info();

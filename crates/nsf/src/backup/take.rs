@@ -8,8 +8,10 @@
 //!  pass 2: copy again the pages at or past each file's high-water mark
 //!          at the start (attachment content streamed meanwhile, I7)
 //!  end = the durable LSN ─▶ no copied page is newer (I1)
-//!  fdatasync the copies; archive completed extents; read [start, end)
-//!  back from archive + live log; write manifest.json last (I9)
+//!  fdatasync the copies; archive completed extents; copy the store
+//!  objects; sync every new directory up to DEST's parent; read
+//!  [start, end) back from archive + live log; write manifest.json last
+//!  (I9, I49)
 //! ```
 //!
 //! Nothing here takes a database's writer lock: pages are read through
@@ -109,7 +111,7 @@ pub(crate) fn take_backup(ctx: &TakeCtx<'_>, dest: &Path) -> NsfResult<BackupRep
         c.dest.sync_data().map_err(io(&c.dest_path))?;
         let (size, crc) = checksum(c.dest.as_ref()).map_err(io(&c.dest_path))?;
         if let Some(dir) = c.dest_path.parent() {
-            be.sync_dir(dir).map_err(io(dir))?;
+            sync_dirs_up(be, dir, dest).map_err(io(dir))?;
         }
         databases.push(BackedUpDb {
             size,
@@ -121,7 +123,11 @@ pub(crate) fn take_backup(ctx: &TakeCtx<'_>, dest: &Path) -> NsfResult<BackupRep
     // The objects the copies reference, as of now (at or past end): any
     // the copies referenced earlier and that a sweep took since are in
     // the archive (archive style, §3.6).
-    (ctx.objects)(&dest.join(STORE_DIR))?;
+    let objects = dest.join(STORE_DIR);
+    (ctx.objects)(&objects)?;
+    if be.exists(&objects) {
+        sync_dirs_up(be, &objects, dest).map_err(io(&objects))?;
+    }
     let log_id = check_range(ctx, end)?;
     let manifest = BackupManifest {
         format: MANIFEST_FORMAT,
@@ -134,7 +140,8 @@ pub(crate) fn take_backup(ctx: &TakeCtx<'_>, dest: &Path) -> NsfResult<BackupRep
     };
     let json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| NsfError::Invalid(e.to_string()))?;
-    // I9: the manifest, written last and atomically, completes the backup.
+    // I9, I49: the manifest, written last and atomically once everything
+    // it names is durable, completes the backup.
     let mpath = dest.join(MANIFEST_FILE);
     write_file_atomic(be, &mpath, &json).map_err(io(&mpath))?;
     Ok(BackupReport {
@@ -142,6 +149,23 @@ pub(crate) fn take_backup(ctx: &TakeCtx<'_>, dest: &Path) -> NsfResult<BackupRep
         manifest,
         bytes_copied: bytes,
     })
+}
+
+/// Syncs `dir` and every directory above it up to `dest`'s parent, so
+/// the entries of directories the backup created are durable too (I49: a
+/// new directory's entry is durable only once its parent is synced).
+fn sync_dirs_up(be: &dyn Backend, dir: &Path, dest: &Path) -> std::io::Result<()> {
+    for d in dir.ancestors() {
+        be.sync_dir(d)?;
+        if d == dest {
+            match dest.parent() {
+                Some(p) if !p.as_os_str().is_empty() => be.sync_dir(p)?,
+                _ => be.sync_dir(Path::new("."))?,
+            }
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Copies the source file from byte `from` to its current end (which may

@@ -19,7 +19,8 @@ impl Engine {
     /// log range the copies need stays until archived (I31); the completed
     /// extents are archived before it returns. Durable when it returns:
     /// every copy is fdatasynced and `manifest.json`, written last and
-    /// atomically (I9), completes the backup. Bad requests (unlogged,
+    /// atomically (I9) once everything it names is durable (I49),
+    /// completes the backup. Bad requests (unlogged,
     /// another style, a bad path, a database that refuses writes) are
     /// errors that write nothing in the data directory.
     pub fn backup(&self, dest: &Path, dbs: &[String]) -> NsfResult<BackupReport> {
