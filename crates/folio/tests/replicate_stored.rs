@@ -27,7 +27,7 @@ fn text(n: usize) -> Vec<u8> {
             "replica", "server", "stored", "form", "travels", "the", "of", "zstd",
         ][(x % 8) as usize];
         out.extend_from_slice(word.as_bytes());
-        out.push(if x % 13 == 0 { b'\n' } else { b' ' });
+        out.push(if x.is_multiple_of(13) { b'\n' } else { b' ' });
     }
     out.truncate(n);
     out
