@@ -47,6 +47,10 @@ pub struct ForeignAttachment {
 pub enum ForeignContent {
     Bytes(Vec<u8>),
     Reader(Box<dyn Read + Send>),
+    /// Content in another store's stored form, checked and kept in that
+    /// form where this store would keep it compressed (design.md §2.9
+    /// "Replication", I47).
+    Carried(crate::CarriedContent),
 }
 
 impl std::fmt::Debug for ForeignContent {
@@ -54,17 +58,20 @@ impl std::fmt::Debug for ForeignContent {
         match self {
             ForeignContent::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             ForeignContent::Reader(_) => f.write_str("Reader"),
+            ForeignContent::Carried(c) => write!(f, "{c:?}"),
         }
     }
 }
 
 impl ForeignContent {
-    /// The content as a stream, whichever form it came in.
-    pub(crate) fn reader(&mut self) -> Box<dyn Read + '_> {
-        match self {
+    /// The original content as a stream, whichever form it came in
+    /// (carried content decoded and checked as it is read).
+    pub(crate) fn reader(&mut self) -> std::io::Result<Box<dyn Read + '_>> {
+        Ok(match self {
             ForeignContent::Bytes(b) => Box::new(b.as_slice()),
             ForeignContent::Reader(r) => Box::new(r),
-        }
+            ForeignContent::Carried(c) => Box::new(c.original()?),
+        })
     }
 }
 

@@ -188,6 +188,33 @@ fn compression_off_stores_everything_as_is() {
 }
 
 #[test]
+fn a_dedup_hit_names_the_object_in_the_form_it_was_stored() {
+    // Stored as is under `off`; the same content written again under
+    // `auto` would be compressed, but the object is already there.
+    let disk = Arc::new(MemBackend::new());
+    let mut cfg = common::config(true);
+    cfg.attachment_compression = AttachmentCompression::Off;
+    let engine = open(disk.clone(), cfg);
+    let a = engine.create_database("a.fdb", "A").unwrap();
+    let body = text(64 << 10, 9);
+    let da = doc(&a);
+    a.put_attachment(da, "t.txt", "text/plain", &mut &body[..])
+        .unwrap();
+    drop(a);
+    engine.shutdown().unwrap();
+    let engine = open(disk.clone(), common::config(true));
+    let b = engine.create_database("b.fdb", "B").unwrap();
+    let db_ = doc(&b);
+    let r = b
+        .put_attachment(db_, "t.txt", "text/plain", &mut &body[..])
+        .unwrap();
+    assert_eq!(r.stored.unwrap().form, StoredForm::Raw);
+    assert_eq!(r.stored.unwrap().stored_size, body.len() as u64);
+    assert_eq!(read_back(&b, db_, "t.txt"), body);
+    assert_eq!(engine.attachment_store_stats().dedup_hits, 1);
+}
+
+#[test]
 fn a_damaged_object_fails_its_read_and_names_the_attachment() {
     let disk = Arc::new(MemBackend::new());
     let engine = open(disk.clone(), common::config(true));

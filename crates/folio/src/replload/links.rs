@@ -4,10 +4,12 @@
 //! incrementally (scenario 2); each figure set beside the same run with
 //! compression off, and beside the corpus's best-compressed size.
 //!
-//! Variants `off` and `network` share one source server (default
-//! settings; only the connection's compression differs); `attachment`
-//! runs its own with `attachment_compression = "auto"`, or is reported
-//! unavailable with the reason (`source.rs`).
+//! Variants `off` and `network` share one source server that stores
+//! attachments as they are (`attachment_compression = "off"`; only the
+//! connection's compression differs); `attachment` runs its own with
+//! `attachment_compression = "auto"`, whose compressed attachments
+//! travel as stored, or is reported unavailable with the reason
+//! (`source.rs`).
 
 use super::args::{ReplArgs, Variant};
 use super::corpus::{self, Doc};
@@ -41,7 +43,7 @@ pub fn run(a: &ReplArgs, server: Option<Source>, base: &Path) -> Result<Value, S
     let remote = server.is_some();
     let plain = match server {
         Some(s) => s,
-        None => Source::start(&base.join("source"), "")?,
+        None => Source::start(&base.join("source"), source::PLAIN_SETTING)?,
     };
     let attach = if !a.variant.contains(&Variant::Attachment) {
         Err(String::new())

@@ -20,6 +20,11 @@ use std::sync::Arc;
 /// The settings line that turns attachment compression on at the source.
 pub const ATTACHMENT_SETTING: &str = "attachment_compression = \"auto\"\n";
 
+/// The settings line of the source of variants `off` and `network`:
+/// attachments stored as they are, so those variants measure the
+/// connection's compression alone (the server's default is `auto`).
+pub const PLAIN_SETTING: &str = "attachment_compression = \"off\"\n";
+
 /// The administrator of the servers the tool starts.
 const ADMIN: &str = "admin";
 

@@ -25,9 +25,9 @@
 use super::apply::WriteOp;
 use super::batch::ForeignTxn;
 use super::Database;
-use crate::foreign::{validate, ForeignNote, ForeignOutcome};
+use crate::foreign::{validate, ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome};
 use crate::records::NoteMeta;
-use crate::store::Pins;
+use crate::store::{Pin, Pins};
 use crate::{AttachmentRef, Item, ItemValue, Note, NoteId, NsfError, NsfResult, Seq, Unid};
 use crate::{Version, ATTACHMENT_PREFIX, MAX_REVISIONS};
 use parking_lot::Mutex;
@@ -183,7 +183,7 @@ impl Database {
         let mut streamed: Vec<AttachmentRef> = Vec::new();
         let mut pins = Vec::new();
         for a in &mut note.attachments {
-            match self.write_content(&a.name, &a.mime, &mut *a.content.reader()) {
+            match self.write_foreign_content(a) {
                 Ok((blob, pin)) => {
                     streamed.push(blob);
                     pins.extend(pin);
@@ -221,6 +221,22 @@ impl Database {
         staged.pins = Pins::new(pins);
         staged.reserving = reserving;
         Ok(staged)
+    }
+
+    /// Writes a foreign attachment's content: carried content in its
+    /// stored form where this store keeps it compressed (I47), anything
+    /// else through [`Self::write_content`].
+    fn write_foreign_content(
+        &self,
+        a: &mut ForeignAttachment,
+    ) -> NsfResult<(AttachmentRef, Option<Pin>)> {
+        if let ForeignContent::Carried(c) = &a.content {
+            if let Some(written) = self.write_carried(&a.name, &a.mime, c)? {
+                return Ok(written);
+            }
+        }
+        let mut content = a.content.reader().map_err(NsfError::Content)?;
+        self.write_content(&a.name, &a.mime, &mut *content)
     }
 
     /// Runs `body` in one transaction through the normal logged group

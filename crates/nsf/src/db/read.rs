@@ -15,7 +15,7 @@ use crate::records::{
     decode_note_value, load_note, lookup_unid, missing, note_bytes, note_id_from,
 };
 use crate::state::DbState;
-use crate::store::ObjectReader;
+use crate::store::{self, CarriedContent, ObjectReader};
 use crate::{
     Acl, AttachmentRef, Note, NoteId, NoteRef, NsfError, NsfResult, Seq, Timestamp, Unid, Version,
 };
@@ -348,6 +348,28 @@ impl Database {
             a.clone(),
             object,
         ))
+    }
+
+    /// An attachment's content in its stored form, for replication to
+    /// carry as is (design.md §2.9, I47): `None` when it is in this
+    /// file's blob pages (small, or written before the store). The object
+    /// must agree with the item and its stored bytes with their crc32c.
+    pub fn read_carried(&self, unid: Unid, name: &str) -> NsfResult<Option<CarriedContent>> {
+        let note = self.get(unid)?;
+        let a = find_attachment(&note, name).ok_or_else(|| NsfError::NoSuchAttachment {
+            db: self.core.path.clone(),
+            unid,
+            name: name.to_string(),
+        })?;
+        let Some(content) = a.stored else {
+            return Ok(None);
+        };
+        store::read_carried(&self.core.store, &content, (a.size, a.crc32c))
+            .map(Some)
+            .map_err(|reason| NsfError::Store {
+                what: format!("{}: attachment {:?} of {unid}", self.core.path, a.name),
+                reason,
+            })
     }
 
     /// Whether the database was found written in unlogged mode and not

@@ -212,6 +212,38 @@ impl Database {
         Ok((aref, Some(staged.pin)))
     }
 
+    /// Writes carried content as an object in its stored form, without
+    /// recompressing it (I47), when this store would keep it compressed:
+    /// a zstd stream of at least [`STORE_MIN`] bytes of original, and
+    /// `attachment_compression` not `off`. `None` when it does not apply
+    /// (the caller writes the decoded original instead). The content is
+    /// verified before anything is written; durable and pinned like
+    /// [`Self::write_content`]'s objects (I37).
+    pub(super) fn write_carried(
+        &self,
+        name: &str,
+        mime: &str,
+        carried: &store::CarriedContent,
+    ) -> NsfResult<Option<(AttachmentRef, Option<Pin>)>> {
+        let keeps_it = carried.form == store::StoredForm::Zstd
+            && carried.size >= STORE_MIN
+            && self.core.store.compression != store::AttachmentCompression::Off;
+        if !keeps_it {
+            return Ok(None);
+        }
+        let staged = store::stage_carried(&self.core.store, &self.core.path, carried)?;
+        let aref = AttachmentRef {
+            name: name.to_string(),
+            mime: mime.to_string(),
+            size: staged.size,
+            crc32c: staged.crc32c,
+            blob_id: rand::random::<u64>() | 1,
+            extents: Vec::new(),
+            stored: Some(staged.content),
+        };
+        Ok(Some((aref, Some(staged.pin))))
+    }
+
     /// Content written by [`Self::write_content`] that no commit took:
     /// blob pages go back to the free list, an object to the next sweep.
     pub(super) fn abandon_content(&self, aref: &AttachmentRef) {

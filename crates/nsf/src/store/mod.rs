@@ -2,6 +2,7 @@
 //! attachments of at least [`STORE_MIN`] bytes, stored once per server by
 //! the SHA-256 of its original bytes, compressed where that helps.
 
+mod carry;
 mod content;
 mod copy;
 mod object;
@@ -11,6 +12,8 @@ mod registry;
 mod sweep;
 mod write;
 
+pub use carry::CarriedContent;
+pub(crate) use carry::{read_carried, stage_carried};
 pub use content::{AttachmentCompression, ContentHash, StoredContent, StoredForm, STORE_MIN};
 pub use read::ObjectReader;
 pub use registry::StoreStats;

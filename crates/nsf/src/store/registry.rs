@@ -64,7 +64,7 @@ pub(crate) struct State {
 pub(crate) struct AttachStore {
     pub(super) backend: Arc<dyn Backend>,
     pub(super) dir: PathBuf,
-    pub(super) compression: AttachmentCompression,
+    pub(crate) compression: AttachmentCompression,
     /// In archive style, where sweeps move objects instead of deleting
     /// them (`<archive_dir>/attachstore`, `copy.rs`).
     pub(super) archive: Option<PathBuf>,
@@ -254,18 +254,23 @@ impl AttachStore {
 
     /// I37: publishes the synced temporary file `tmp` as the object
     /// `hash` (or drops it when the object is there: a hit), having made
-    /// `db` a durable user, and pins the object.
+    /// `db` a durable user, and pins the object. On a hit, returns the
+    /// existing object's header: its form may differ from the one just
+    /// written (another compression setting, or a form carried by
+    /// replication), and the item must name the object as it is.
     pub fn publish(
         self: &Arc<Self>,
         tmp: &Path,
         hash: ContentHash,
         db: &str,
-    ) -> NsfResult<(Pin, bool)> {
+    ) -> NsfResult<(Pin, Option<ObjectHeader>)> {
         let mut st = self.state.lock();
         self.register_user(&mut st, db)?;
         let path = self.object_path(&hash);
         let hit = self.backend.exists(&path);
+        let mut existing = None;
         if hit {
+            existing = Some(self.existing_header(&path, hash)?);
             // Best effort: a leftover temporary file goes at the next sweep.
             let _ = self.backend.remove_file(tmp);
         } else {
@@ -285,7 +290,24 @@ impl AttachStore {
                 .sync_dir(&objects)
                 .map_err(|e| self.fail(&objects, "syncing", e))?;
         }
-        Ok((self.pin_locked(&mut st, hash), hit))
+        Ok((self.pin_locked(&mut st, hash), existing))
+    }
+
+    /// The header of the object at `path`, which must be `hash`'s.
+    fn existing_header(&self, path: &Path, hash: ContentHash) -> NsfResult<ObjectHeader> {
+        let bad = |reason: String| NsfError::Store {
+            what: path.display().to_string(),
+            reason,
+        };
+        let file = self
+            .backend
+            .open(path, OpenMode::Existing)
+            .map_err(|e| bad(format!("opening: {e}")))?;
+        let header = read_header(file.as_ref()).map_err(bad)?;
+        if header.hash != hash {
+            return Err(bad(format!("holds content {}", header.hash)));
+        }
+        Ok(header)
     }
 
     fn pin_locked(self: &Arc<Self>, st: &mut State, hash: ContentHash) -> Pin {

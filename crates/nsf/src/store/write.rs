@@ -98,14 +98,30 @@ fn write_and_publish(
             return Err(e);
         }
     };
-    let (pin, hit) = store.publish(tmp, header.hash, db)?;
+    published(store, db, tmp, header)
+}
+
+/// Publishes the synced object at `tmp` (I37), counts it, and says what
+/// the item references: the existing object on a dedup hit.
+pub(super) fn published(
+    store: &Arc<AttachStore>,
+    db: &str,
+    tmp: &Path,
+    header: ObjectHeader,
+) -> NsfResult<Staged> {
+    let (pin, existing) = store.publish(tmp, header.hash, db)?;
     let c = &store.stats;
     c.stored.fetch_add(1, Ordering::Relaxed);
-    if hit {
-        c.dedup_hits.fetch_add(1, Ordering::Relaxed);
-    } else {
-        c.object(header.stored_size, header.size, true);
-    }
+    let header = match existing {
+        Some(h) => {
+            c.dedup_hits.fetch_add(1, Ordering::Relaxed);
+            h
+        }
+        None => {
+            c.object(header.stored_size, header.size, true);
+            header
+        }
+    };
     Ok(Staged {
         content: StoredContent {
             hash: header.hash,

@@ -2,11 +2,14 @@
 //! versions as replication versions.
 //!
 //! A document travels as its nsf items (attachment items excepted) and
-//! each attachment's name, type and content as bytes: the target streams
-//! those into its own pages (`nsf::Database::stage_foreign`), so the pages
-//! of one file never leak into the other. Its version is computed from
-//! the note on each side (I24) and is the same on both, since the digest
-//! covers an attachment's name, type, size and checksum, not its pages.
+//! each attachment's name, type and content: the original bytes, or, for
+//! an object the source's store keeps compressed, that object's zstd
+//! stream as stored ([`Content::Carried`], I47). The target writes the
+//! content into its own pages or store (`nsf::Database::stage_foreign`),
+//! so the pages of one file never leak into the other. Its version is
+//! computed from the note on each side (I24) and is the same on both,
+//! since the digest covers an attachment's name, type, size and checksum
+//! of the original, not where or in which form it is stored.
 
 use crate::version::Version;
 use formula::{Document, Value};
@@ -30,7 +33,36 @@ pub struct Attachment {
     /// Its MIME type.
     pub mime: String,
     /// Its content.
-    pub bytes: Arc<Vec<u8>>,
+    pub content: Content,
+}
+
+/// An attachment's content on its way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// The original bytes.
+    Original(Arc<Vec<u8>>),
+    /// A compressed object's stored form: its zstd stream and the
+    /// original's size, crc32c and SHA-256, which the target checks
+    /// before it stores anything (I47).
+    Carried(Arc<nsf::CarriedContent>),
+}
+
+impl Content {
+    /// The bytes that travel.
+    pub fn travelling_len(&self) -> u64 {
+        match self {
+            Content::Original(b) => b.len() as u64,
+            Content::Carried(c) => c.bytes.len() as u64,
+        }
+    }
+
+    /// The original's size.
+    pub fn original_len(&self) -> u64 {
+        match self {
+            Content::Original(b) => b.len() as u64,
+            Content::Carried(c) => c.size,
+        }
+    }
 }
 
 /// A document's content on its way from one local file to another.
@@ -98,7 +130,10 @@ impl NoteBody {
                 .map(|a| ForeignAttachment {
                     name: a.name.clone(),
                     mime: a.mime.clone(),
-                    content: ForeignContent::Bytes(a.bytes.as_ref().clone()),
+                    content: match &a.content {
+                        Content::Original(b) => ForeignContent::Bytes(b.as_ref().clone()),
+                        Content::Carried(c) => ForeignContent::Carried(c.as_ref().clone()),
+                    },
                 })
                 .collect(),
             revisions,

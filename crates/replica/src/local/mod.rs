@@ -16,7 +16,7 @@ mod side;
 mod store;
 
 pub use acl_rule::ActingFor;
-pub use body::{Attachment, NoteBody};
+pub use body::{Attachment, Content, NoteBody};
 pub use run::{pull, LocalFailure, LocalOptions, LocalReport};
 pub use side::{ReadCheck, SourceSide, TargetSide, WriteCheck};
 pub use store::load_histories;

@@ -8,7 +8,9 @@
 //! digest), a note body as nsf's own note encoding (`nsf::encode_note`,
 //! which every reader already validates) plus each attachment's name,
 //! type and content — and the whole packet as postcard, the protocol's
-//! body format.
+//! body format. Content is the original bytes, or a compressed object's
+//! zstd stream with the original's size, crc32c and SHA-256 (I47), which
+//! the target's nsf checks by decoding before it stores anything.
 //!
 //! Decoding is the network's door into the machines, so it trusts
 //! nothing: a packet must decode exactly (no trailing bytes), a note must
@@ -16,10 +18,10 @@
 //! in its body. Anything else is [`ReplicaError::Malformed`] and none of
 //! it reaches a machine.
 
-use super::body::{Attachment, NoteBody};
+use super::body::{Attachment, Content, NoteBody};
 use crate::error::ReplicaError;
 use crate::msg::{Entry, Envelope, Packet, Summary, ToSource, ToTarget};
-use nsf::Timestamp;
+use nsf::{CarriedContent, ContentHash, StoredForm, Timestamp};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -40,7 +42,55 @@ struct NetVersion {
 struct NetAttachment {
     name: String,
     mime: String,
-    bytes: Vec<u8>,
+    content: NetContent,
+}
+
+/// An attachment's content on the wire.
+#[derive(Serialize, Deserialize)]
+enum NetContent {
+    /// 0: the original bytes.
+    Original(Vec<u8>),
+    /// 1: a zstd stream of `size` original bytes whose crc32c and
+    /// SHA-256 are given, as the source's store keeps it (I47).
+    Zstd {
+        size: u64,
+        crc32c: u32,
+        sha256: [u8; 32],
+        stream: Vec<u8>,
+    },
+}
+
+fn content_out(c: &Content) -> NetContent {
+    match c {
+        Content::Original(b) => NetContent::Original(b.as_ref().clone()),
+        Content::Carried(c) => match c.form {
+            StoredForm::Raw => NetContent::Original(c.bytes.clone()),
+            StoredForm::Zstd => NetContent::Zstd {
+                size: c.size,
+                crc32c: c.crc32c,
+                sha256: c.hash.0,
+                stream: c.bytes.clone(),
+            },
+        },
+    }
+}
+
+fn content_in(c: NetContent) -> Content {
+    match c {
+        NetContent::Original(b) => Content::Original(Arc::new(b)),
+        NetContent::Zstd {
+            size,
+            crc32c,
+            sha256,
+            stream,
+        } => Content::Carried(Arc::new(CarriedContent {
+            form: StoredForm::Zstd,
+            size,
+            crc32c,
+            hash: ContentHash(sha256),
+            bytes: stream,
+        })),
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -79,7 +129,7 @@ fn body_out(b: &NoteBody) -> Result<NetBody, ReplicaError> {
             .map(|a| NetAttachment {
                 name: a.name.clone(),
                 mime: a.mime.clone(),
-                bytes: a.bytes.as_ref().clone(),
+                content: content_out(&a.content),
             })
             .collect(),
     })
@@ -106,7 +156,7 @@ fn body_in(b: NetBody) -> Result<NoteBody, String> {
             .map(|a| Attachment {
                 name: a.name,
                 mime: a.mime,
-                bytes: Arc::new(a.bytes),
+                content: content_in(a.content),
             })
             .collect(),
     })
@@ -265,7 +315,7 @@ mod tests {
                     attachments: vec![Attachment {
                         name: "a.bin".into(),
                         mime: "application/octet-stream".into(),
-                        bytes: Arc::new((0..=255u8).collect()),
+                        content: Content::Original(Arc::new((0..=255u8).collect())),
                     }],
                 },
             }),
@@ -276,6 +326,27 @@ mod tests {
     fn a_note_packet_round_trips() {
         let p = note_packet();
         let b = encode_to_target(&p).unwrap();
+        assert_eq!(decode_to_target(&b).unwrap(), p);
+    }
+
+    #[test]
+    fn a_carried_stream_round_trips_in_its_stored_size() {
+        let original = b"compressible text, again and again. ".repeat(400);
+        let stream = zstd::bulk::compress(&original, 3).unwrap();
+        let carried = CarriedContent {
+            form: StoredForm::Zstd,
+            size: original.len() as u64,
+            crc32c: 5,
+            hash: ContentHash([6; 32]),
+            bytes: stream.clone(),
+        };
+        let mut p = note_packet();
+        if let ToTarget::Note(n) = &mut p.body {
+            n.body.attachments[0].content = Content::Carried(Arc::new(carried));
+        }
+        let b = encode_to_target(&p).unwrap();
+        assert!(b.len() < stream.len() + 300, "{} bytes", b.len());
+        assert!(b.len() < original.len() / 10, "{} bytes", b.len());
         assert_eq!(decode_to_target(&b).unwrap(), p);
     }
 

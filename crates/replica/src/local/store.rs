@@ -15,12 +15,15 @@
 //! with `put_replication_history`, durable on return and not a change
 //! (I30).
 
-use super::body::{size_of, Attachment, FormulaDoc, NoteBody};
+use super::body::{size_of, Attachment, Content, FormulaDoc, NoteBody};
 use crate::apply::{ForeignStore, WriteBatch, Written};
 use crate::conflict::{Applied, ConflictDoc, Held};
 use crate::history::History;
 use crate::msg::{Entry, Envelope, Summary};
-use nsf::{Database, ForeignOutcome, ForeignTxn, Note, NsfError, NsfResult, Seq, StagedNote, Unid};
+use nsf::{
+    Database, ForeignOutcome, ForeignTxn, Note, NsfError, NsfResult, Seq, StagedNote, StoredForm,
+    Unid,
+};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::sync::Arc;
@@ -77,17 +80,10 @@ pub(crate) fn read_notes(
         }
         let mut attachments = Vec::new();
         for a in note.attachments() {
-            let mut bytes = Vec::with_capacity(a.size as usize);
-            db.open_attachment(unid, &a.name)?
-                .read_to_end(&mut bytes)
-                .map_err(|e| NsfError::Io {
-                    path: db.path().to_string(),
-                    source: e,
-                })?;
             attachments.push(Attachment {
                 name: a.name.clone(),
                 mime: a.mime.clone(),
-                bytes: Arc::new(bytes),
+                content: read_content(db, unid, &a.name, a.size)?,
             });
         }
         out.push(Envelope {
@@ -100,6 +96,25 @@ pub(crate) fn read_notes(
         });
     }
     Ok(out)
+}
+
+/// An attachment's content as it travels: a compressed object in its
+/// stored form (I47), anything else as the original bytes (an object
+/// stored as is holds exactly those).
+fn read_content(db: &Database, unid: Unid, name: &str, size: u64) -> NsfResult<Content> {
+    match db.read_carried(unid, name)? {
+        Some(c) if c.form == StoredForm::Zstd => return Ok(Content::Carried(Arc::new(c))),
+        Some(c) => return Ok(Content::Original(Arc::new(c.bytes))),
+        None => {}
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    db.open_attachment(unid, name)?
+        .read_to_end(&mut bytes)
+        .map_err(|e| NsfError::Io {
+            path: db.path().to_string(),
+            source: e,
+        })?;
+    Ok(Content::Original(Arc::new(bytes)))
 }
 
 /// What the target holds of each document, in order.
