@@ -93,6 +93,7 @@ pub fn comparison(runs: &[Run], what: Compared) -> Value {
             &["response", "overall", "p99_ms"][..],
             true,
         ),
+        ("CPU user + system %", &["server", "cpu_percent"][..], false),
         ("CPU user %", &["server", "cpu_user_percent"][..], false),
         ("CPU system %", &["server", "cpu_system_percent"][..], false),
         (
@@ -234,6 +235,22 @@ fn summary(runs: &[Run]) -> Table {
     t
 }
 
+/// A comparison figure as the summary shows it: counts whole, CPU to a
+/// tenth, sizes in MB or KB, response times to the hundredth.
+fn comparison_cell(figure: &str, v: &Value) -> String {
+    if figure.starts_with("bytes") {
+        mb(v)
+    } else if figure.ends_with("per transaction") {
+        format!("{} KB", kb(v))
+    } else if figure.starts_with("CPU") {
+        num(v, 1)
+    } else if figure.starts_with("response") {
+        num(v, 2)
+    } else {
+        num(v, 0)
+    }
+}
+
 fn comparison_table(c: &Value) -> Table {
     let mut t = Table::new(
         c["title"].as_str().unwrap_or("On against off"),
@@ -241,13 +258,7 @@ fn comparison_table(c: &Value) -> Table {
     );
     for row in c["rows"].as_array().into_iter().flatten() {
         let fig = row["figure"].as_str().unwrap_or("");
-        let cell = |v: &Value| {
-            if fig.starts_with("bytes") {
-                mb(v)
-            } else {
-                num(v, 2)
-            }
-        };
+        let cell = |v: &Value| comparison_cell(fig, v);
         t.row(vec![
             fig.to_string(),
             cell(&row["on"]),
@@ -392,12 +403,30 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
         .enumerate()
         .flat_map(|(i, r)| checkpoints(&r.json, i))
         .collect();
-    // Dozens of lines would hide the curve: too many are only counted.
-    let markers = if markers.len() <= 20 {
+    // Dozens of lines would hide the curve: too many are only counted
+    // (in the summary), and the title says so.
+    let p99_title = if markers.len() <= 20 {
+        "Response time p99, second by second (log checkpoints marked)".to_string()
+    } else {
+        format!(
+            "Response time p99, second by second ({} checkpoints in {} runs, not marked)",
+            markers.len(),
+            runs.len()
+        )
+    };
+    let mut markers = if markers.len() <= 20 {
         markers
     } else {
         Vec::new()
     };
+    // Where the counted window starts (every run ramps up alike).
+    if let Some(ramp) = runs.first().and_then(|r| r.json["ramp_s"].as_f64()) {
+        markers.push(Marker {
+            label: "measured from here".into(),
+            at_s: ramp,
+            series: None,
+        });
+    }
     let series = |field: &str| -> Vec<Series> {
         runs.iter()
             .zip(&labels)
@@ -405,7 +434,7 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
             .collect()
     };
     page.chart(report::per_second(
-        "Response time p99, second by second (log checkpoints marked)",
+        &p99_title,
         "p99, ms",
         &series("p99_ms"),
         &markers,
@@ -534,5 +563,22 @@ mod tests {
             .clone();
         assert_eq!(p95["ratio"], 1.2);
         assert_eq!(p95["ratio_is"], "on ÷ off");
+    }
+
+    #[test]
+    fn comparison_cells_read_as_counts_percentages_and_sizes() {
+        assert_eq!(comparison_cell("trans/min", &json!(12800.0)), "12800");
+        assert_eq!(comparison_cell("log fsyncs", &json!(30809.0)), "30809");
+        assert_eq!(comparison_cell("CPU user + system %", &json!(14.6)), "14.6");
+        assert_eq!(comparison_cell("response p95 ms", &json!(3.543)), "3.54");
+        assert_eq!(
+            comparison_cell("log bytes per transaction", &json!(16927.2)),
+            "16.9 KB"
+        );
+        assert_eq!(
+            comparison_cell("bytes written, log", &json!(216_667_679.0)),
+            "216.7 MB"
+        );
+        assert_eq!(comparison_cell("log checkpoints", &Value::Null), "–");
     }
 }

@@ -31,18 +31,18 @@ pub fn run(a: &MailArgs, args: &Args) -> Result<(), String> {
             base.disable_cleanup(a.keep_data);
             let plan: Vec<Plan> = if a.compare_logging {
                 vec![
-                    Plan::new(a.users, true, false),
-                    Plan::new(a.users, false, false),
+                    Plan::new(a.users, true, None),
+                    Plan::new(a.users, false, None),
                 ]
             } else if a.view_logging {
                 vec![
-                    Plan::new(a.users, true, true),
-                    Plan::new(a.users, true, false),
+                    Plan::new(a.users, true, Some(true)),
+                    Plan::new(a.users, true, Some(false)),
                 ]
             } else if !a.sweep.is_empty() {
-                a.sweep.iter().map(|&n| Plan::new(n, true, false)).collect()
+                a.sweep.iter().map(|&n| Plan::new(n, true, None)).collect()
             } else {
-                vec![Plan::new(a.users, true, false)]
+                vec![Plan::new(a.users, true, None)]
             };
             let progress = Progress::new("mail", plan.len() as u64 * 2);
             let mut runs = Vec::new();
@@ -96,17 +96,18 @@ fn settings(a: &MailArgs, args: &Args) -> Value {
     })
 }
 
-/// One local run: its user count, the log on or off, and whether every
-/// Inbox is a logged folder.
+/// One local run: its user count, the log on or off, and, when that is
+/// what the runs compare, whether every Inbox is a logged folder (`None`:
+/// the template's unlogged Inbox, not in question).
 #[derive(Clone, Copy)]
 struct Plan {
     users: usize,
     logging: bool,
-    logged_inbox: bool,
+    logged_inbox: Option<bool>,
 }
 
 impl Plan {
-    fn new(users: usize, logging: bool, logged_inbox: bool) -> Plan {
+    fn new(users: usize, logging: bool, logged_inbox: Option<bool>) -> Plan {
         Plan {
             users,
             logging,
@@ -116,17 +117,21 @@ impl Plan {
 
     fn label(self) -> String {
         let log = if self.logging { "on" } else { "off" };
-        let inbox = if self.logged_inbox {
-            ", Inbox logged"
-        } else {
-            ""
+        let inbox = match self.logged_inbox {
+            Some(true) => ", Inbox logged",
+            Some(false) => ", Inbox not logged",
+            None => "",
         };
         format!("{} users, log {log}{inbox}", self.users)
     }
 
     fn dir_name(self) -> String {
         let log = if self.logging { "log" } else { "nolog" };
-        let inbox = if self.logged_inbox { "-viewlog" } else { "" };
+        let inbox = match self.logged_inbox {
+            Some(true) => "-viewlog",
+            Some(false) => "-noviewlog",
+            None => "",
+        };
         format!("data-{}-{log}{inbox}", self.users)
     }
 }
@@ -137,7 +142,7 @@ fn local(a: &MailArgs, base: &Path, p: Plan, progress: &Progress) -> Result<Run,
     let data = base.join(p.dir_name());
     progress.step(&format!("{label}: preparing {users} mail files"));
     setup::write_settings(&data, a.mailboxes, logging)?;
-    let prepared = setup::prepare_local(&data, a, users, p.logged_inbox)?;
+    let prepared = setup::prepare_local(&data, a, users, p.logged_inbox == Some(true))?;
     progress.line(&format!(
         "{label}: prepared {} documents ({} with attachments, {:.0} MB) in {:.1} s",
         prepared.docs,
@@ -163,7 +168,7 @@ fn local(a: &MailArgs, base: &Path, p: Plan, progress: &Progress) -> Result<Run,
             d,
             progress,
         );
-        run.json["inbox_logged"] = json!(p.logged_inbox);
+        run.json["inbox_logged"] = json!(p.logged_inbox == Some(true));
         run
     })?;
     stopped?;
