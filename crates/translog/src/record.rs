@@ -321,31 +321,54 @@ fn decode_image(p: &[u8]) -> Result<Body<'_>, DecodeError> {
 }
 
 fn decode_delta(p: &[u8]) -> Result<Body<'_>, DecodeError> {
-    if p.len() < 6 {
-        return Err(DecodeError::Format("PageDelta payload too short"));
-    }
-    let count = get_u16(p, 4) as usize;
-    let mut ranges = Vec::with_capacity(count.min(p.len() / 4));
-    let mut at = 6;
-    for _ in 0..count {
-        let (range, next) = decode_range(p, at)?;
-        ranges.push(range);
-        at = next;
-    }
-    if at != p.len() {
-        return Err(DecodeError::Format("PageDelta has trailing bytes"));
-    }
+    let (page, ranges) = decode_ranges(p, &DELTA_ERRORS)?;
     Ok(Body::PageDelta {
-        page: PageId(get_u32(p, 0)),
+        page,
         ranges: Cow::Owned(ranges),
     })
 }
 
 fn decode_sparse(p: &[u8]) -> Result<Body<'_>, DecodeError> {
-    match decode_delta(p)? {
-        Body::PageDelta { page, ranges } => Ok(Body::PageSparse { page, ranges }),
-        _ => Err(DecodeError::Format("PageSparse payload is not ranges")),
+    let (page, ranges) = decode_ranges(p, &SPARSE_ERRORS)?;
+    Ok(Body::PageSparse {
+        page,
+        ranges: Cow::Owned(ranges),
+    })
+}
+
+/// What is wrong with a ranges payload, named after its record kind:
+/// too short, trailing bytes, a range past the record, past the page.
+type RangeErrors = [&'static str; 4];
+const DELTA_ERRORS: RangeErrors = [
+    "PageDelta payload too short",
+    "PageDelta has trailing bytes",
+    "PageDelta range runs past the record",
+    "PageDelta range runs past the page",
+];
+const SPARSE_ERRORS: RangeErrors = [
+    "PageSparse payload too short",
+    "PageSparse has trailing bytes",
+    "PageSparse range runs past the record",
+    "PageSparse range runs past the page",
+];
+
+/// The page id and ranges of a PageDelta or PageSparse payload.
+fn decode_ranges(p: &[u8], errors: &RangeErrors) -> Result<(PageId, Vec<DeltaRange>), DecodeError> {
+    if p.len() < 6 {
+        return Err(DecodeError::Format(errors[0]));
     }
+    let count = get_u16(p, 4) as usize;
+    let mut ranges = Vec::with_capacity(count.min(p.len() / 4));
+    let mut at = 6;
+    for _ in 0..count {
+        let (range, next) = decode_range(p, at, errors)?;
+        ranges.push(range);
+        at = next;
+    }
+    if at != p.len() {
+        return Err(DecodeError::Format(errors[1]));
+    }
+    Ok((PageId(get_u32(p, 0)), ranges))
 }
 
 /// A full page image as a [`Body::PageSparse`] when that is shorter (I46):
@@ -404,8 +427,12 @@ pub(crate) fn sparse_to_image(ranges: &[DeltaRange]) -> Box<[u8; PAGE_SIZE]> {
 }
 
 /// One `(offset, len, bytes)` entry at `at`; returns it and the next offset.
-fn decode_range(p: &[u8], at: usize) -> Result<(DeltaRange, usize), DecodeError> {
-    let truncated = DecodeError::Format("PageDelta range runs past the record");
+fn decode_range(
+    p: &[u8],
+    at: usize,
+    errors: &RangeErrors,
+) -> Result<(DeltaRange, usize), DecodeError> {
+    let truncated = DecodeError::Format(errors[2]);
     if p.len() < at + 4 {
         return Err(truncated);
     }
@@ -416,7 +443,7 @@ fn decode_range(p: &[u8], at: usize) -> Result<(DeltaRange, usize), DecodeError>
         return Err(truncated);
     }
     if offset as usize + len > PAGE_SIZE {
-        return Err(DecodeError::Format("PageDelta range runs past the page"));
+        return Err(DecodeError::Format(errors[3]));
     }
     let bytes = p[at + 4..end].to_vec();
     Ok((DeltaRange { offset, bytes }, end))
@@ -646,10 +673,10 @@ mod tests {
                 bytes: vec![1; 4],
             }]),
         };
-        assert!(matches!(
-            decode(&encoded(8, 3, &body)),
-            Err(DecodeError::Format(_))
-        ));
+        assert_eq!(
+            decode(&encoded(8, 3, &body)).unwrap_err(),
+            DecodeError::Format("PageSparse range runs past the page")
+        );
     }
 
     proptest! {
