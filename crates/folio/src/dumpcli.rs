@@ -185,6 +185,11 @@ pub fn log_json(d: &LogDump) -> Json {
                     page,
                     ranges,
                     bytes,
+                }
+                | RecordDetail::PageSparse {
+                    page,
+                    ranges,
+                    bytes,
                 } => {
                     v["page"] = json!(page.0);
                     v["ranges"] = json!(ranges);

@@ -106,3 +106,105 @@ fn a_small_mail_run_does_real_work_and_reports_it() {
     assert!(drafts > 0, "drafts saved");
     assert!(delivered > 0, "messages delivered to Inboxes");
 }
+
+/// `--view-logging`: two runs on identical fresh data, every Inbox logged
+/// in the first and not in the second, side by side with the ratios
+/// (on ÷ off throughout); mail still reaches the logged Inboxes.
+#[test]
+fn a_view_logging_run_compares_logged_inboxes_with_unlogged_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args(["load", "mail", "--users", "4", "--docs", "3"])
+        .args([
+            "--max-doc-kib",
+            "2",
+            "--time-scale",
+            "900",
+            "--seconds",
+            "3",
+        ])
+        .args(["--connections", "2", "--mailboxes", "2", "--view-logging"])
+        .arg("--keep-data")
+        .arg("--dir")
+        .arg(tmp.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&std::fs::read_to_string(out.join("result.json")).unwrap());
+    assert_eq!(r["mode"], "view-logging");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(
+        (
+            runs[0]["inbox_logged"].clone(),
+            runs[1]["inbox_logged"].clone()
+        ),
+        (true.into(), false.into())
+    );
+    for run in runs {
+        assert_eq!(run["logging"], true, "the log is on in both runs");
+        assert_eq!(run["errors"], json("{}"));
+        assert!(run["server"]["log_bytes_per_transaction"].as_f64().unwrap() > 0.0);
+    }
+    let c = &r["comparison"];
+    assert_eq!(c["compared"], "view-logging");
+    let rows = c["rows"].as_array().unwrap();
+    for fig in [
+        "CPU user %",
+        "CPU system %",
+        "response p95 ms",
+        "response p99 ms",
+    ] {
+        let row = rows.iter().find(|x| x["figure"] == fig).unwrap();
+        assert_eq!(row["ratio_is"], "on ÷ off", "{fig}");
+        assert!(
+            row["on"].is_number() && row["off"].is_number(),
+            "{fig}: {row}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("View logging on every Inbox"));
+    let data = Path::new(runs[0]["data_dir"].as_str().unwrap());
+    let delivered: usize = (0..4)
+        .map(|u| {
+            let file = format!("mail/user{u:05}.fdb");
+            ok(data, &["view", "read", &file, "Inbox"], "")
+                .lines()
+                .filter(|l| l.contains("Memo ") || l.contains("Invitation "))
+                .count()
+        })
+        .sum();
+    assert!(delivered > 0, "mail delivered into the logged Inboxes");
+}
+
+/// `folio load mail ARGS` fails with one line containing `needle`.
+fn refused(dir: &Path, args: &[&str], needle: &str) {
+    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args(["load", "mail", "--dir"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} should fail");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err:?}");
+}
+
+#[test]
+fn view_logging_is_its_own_run_against_servers_the_tool_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let separate = "separate runs: give one";
+    refused(d, &["--view-logging", "--compare-logging"], separate);
+    refused(d, &["--view-logging", "--sweep", "5,10"], separate);
+    refused(
+        d,
+        &["--view-logging", "--server", "127.0.0.1:1"],
+        "--view-logging needs servers the tool starts",
+    );
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "nothing prepared");
+}

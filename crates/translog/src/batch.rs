@@ -96,10 +96,13 @@ impl Batch {
 
 fn page_record(page: PageId, change: &PageChange) -> Result<Body<'_>, LogError> {
     Ok(match change {
-        PageChange::Image(buf) => Body::PageImage {
-            page,
-            image: buf.bytes(),
-        },
+        // I46: an image is written sparse when that is shorter.
+        PageChange::Image(buf) => {
+            crate::record::sparse_image(page, buf.bytes()).unwrap_or(Body::PageImage {
+                page,
+                image: buf.bytes(),
+            })
+        }
         PageChange::Delta(ranges) => {
             check_delta(page, ranges)?;
             Body::PageDelta {
@@ -150,23 +153,32 @@ mod tests {
         }
     }
 
+    /// A page with no zero byte at all, header included.
+    fn filled(fill: u8) -> PageBuf {
+        let mut p = PageBuf::zeroed();
+        p.bytes_mut().fill(fill);
+        p
+    }
+
+    /// I46: a full page goes as a PageImage, a mostly empty one as the
+    /// shorter PageSparse.
     #[test]
     fn records_are_begin_pages_commit() {
         let b = batch(
             "mail/a.fdb",
-            vec![(
-                PageId(1),
-                PageChange::Image(PageBuf::new(PageKind::BTreeLeaf)),
-            )],
+            vec![
+                (PageId(1), PageChange::Image(filled(0x5a))),
+                (
+                    PageId(2),
+                    PageChange::Image(PageBuf::new(PageKind::BTreeLeaf)),
+                ),
+            ],
         );
-        let kinds: Vec<_> = b
-            .records(Geometry::new(65536))
-            .unwrap()
-            .iter()
-            .map(|r| r.kind())
-            .collect();
+        let records = b.records(Geometry::new(65536)).unwrap();
+        let kinds: Vec<_> = records.iter().map(|r| r.kind()).collect();
         use crate::record::Kind::*;
-        assert_eq!(kinds, vec![Begin, PageImage, Commit]);
+        assert_eq!(kinds, vec![Begin, PageImage, PageSparse, Commit]);
+        assert!(records[2].encoded_len() < 100);
     }
 
     #[test]

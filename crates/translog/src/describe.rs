@@ -90,6 +90,12 @@ pub enum RecordDetail {
         ranges: u32,
         bytes: u64,
     },
+    /// A full image written as its non-zero ranges (I46).
+    PageSparse {
+        page: PageId,
+        ranges: u32,
+        bytes: u64,
+    },
     Commit {
         time_micros: i64,
     },
@@ -108,6 +114,7 @@ impl RecordDetail {
             RecordDetail::Begin { .. } => "Begin",
             RecordDetail::PageImage { .. } => "PageImage",
             RecordDetail::PageDelta { .. } => "PageDelta",
+            RecordDetail::PageSparse { .. } => "PageSparse",
             RecordDetail::Commit { .. } => "Commit",
             RecordDetail::Checkpoint { .. } => "Checkpoint",
             RecordDetail::Skip => "Skip",
@@ -239,6 +246,11 @@ fn detail_of(body: &Body<'_>) -> RecordDetail {
         },
         Body::PageImage { page, .. } => RecordDetail::PageImage { page: *page },
         Body::PageDelta { page, ranges } => RecordDetail::PageDelta {
+            page: *page,
+            ranges: ranges.len() as u32,
+            bytes: ranges.iter().map(|r| r.bytes.len() as u64).sum(),
+        },
+        Body::PageSparse { page, ranges } => RecordDetail::PageSparse {
             page: *page,
             ranges: ranges.len() as u32,
             bytes: ranges.iter().map(|r| r.bytes.len() as u64).sum(),

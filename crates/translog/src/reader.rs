@@ -340,7 +340,10 @@ mod tests {
         }]);
         let a = log.append(&batch(vec![(PageId(2), delta)])).unwrap();
         for _ in 0..images {
-            let image = PageChange::Image(PageBuf::new(PageKind::BTreeLeaf));
+            // No zero byte, so each is written as a PageImage (I46).
+            let mut page = PageBuf::new(PageKind::BTreeLeaf);
+            page.bytes_mut().fill(0x5a);
+            let image = PageChange::Image(page);
             log.append(&batch(vec![(PageId(1), image)])).unwrap();
         }
         log.wait_durable(log.end_lsn()).unwrap();

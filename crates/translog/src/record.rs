@@ -21,6 +21,8 @@
 //! - Commit (4): time_micros i64
 //! - Checkpoint (5): redo_lsn u64, next_txn u64, time_micros i64
 //! - Skip (6): empty; the rest of the extent is unused
+//! - PageSparse (7): page u32, n u16, n x (offset u16, len u16, bytes): a
+//!   full page image with its zero runs left out (I46)
 //!
 //! Begin, page and Commit records carry the (non-zero) transaction id;
 //! Checkpoint and Skip carry txn 0.
@@ -53,6 +55,7 @@ pub(crate) enum Kind {
     Commit = 4,
     Checkpoint = 5,
     Skip = 6,
+    PageSparse = 7,
 }
 
 impl Kind {
@@ -64,6 +67,7 @@ impl Kind {
             4 => Kind::Commit,
             5 => Kind::Checkpoint,
             6 => Kind::Skip,
+            7 => Kind::PageSparse,
             _ => return None,
         })
     }
@@ -100,6 +104,13 @@ pub(crate) enum Body<'a> {
         page: PageId,
         ranges: Cow<'a, [DeltaRange]>,
     },
+    /// A full page image written as its non-zero ranges: the page is
+    /// rebuilt from zeroes whatever the disk holds, exactly as from a
+    /// PageImage (I46).
+    PageSparse {
+        page: PageId,
+        ranges: Cow<'a, [DeltaRange]>,
+    },
     Commit {
         time_micros: i64,
     },
@@ -128,6 +139,7 @@ impl Body<'_> {
             Body::Begin { .. } => Kind::Begin,
             Body::PageImage { .. } => Kind::PageImage,
             Body::PageDelta { .. } => Kind::PageDelta,
+            Body::PageSparse { .. } => Kind::PageSparse,
             Body::Commit { .. } => Kind::Commit,
             Body::Checkpoint { .. } => Kind::Checkpoint,
             Body::Skip => Kind::Skip,
@@ -139,7 +151,7 @@ impl Body<'_> {
         let payload = match self {
             Body::Begin { path, .. } => 10 + path.len(),
             Body::PageImage { .. } => 4 + PAGE_SIZE,
-            Body::PageDelta { ranges, .. } => {
+            Body::PageDelta { ranges, .. } | Body::PageSparse { ranges, .. } => {
                 6 + ranges.iter().map(|r| 4 + r.bytes.len()).sum::<usize>()
             }
             Body::Commit { .. } => 8,
@@ -162,7 +174,9 @@ impl Body<'_> {
                 out.extend_from_slice(&page.0.to_le_bytes());
                 out.extend_from_slice(&image[..]);
             }
-            Body::PageDelta { page, ranges } => encode_delta(out, *page, ranges),
+            Body::PageDelta { page, ranges } | Body::PageSparse { page, ranges } => {
+                encode_delta(out, *page, ranges)
+            }
             Body::Commit { time_micros } => out.extend_from_slice(&time_micros.to_le_bytes()),
             Body::Checkpoint {
                 redo_lsn,
@@ -248,6 +262,7 @@ fn decode_body(kind: Kind, p: &[u8]) -> Result<Body<'_>, DecodeError> {
         Kind::Begin => decode_begin(p),
         Kind::PageImage => decode_image(p),
         Kind::PageDelta => decode_delta(p),
+        Kind::PageSparse => decode_sparse(p),
         Kind::Commit => Ok(Body::Commit {
             time_micros: fixed(p, 8)? as i64,
         }),
@@ -306,29 +321,118 @@ fn decode_image(p: &[u8]) -> Result<Body<'_>, DecodeError> {
 }
 
 fn decode_delta(p: &[u8]) -> Result<Body<'_>, DecodeError> {
+    let (page, ranges) = decode_ranges(p, &DELTA_ERRORS)?;
+    Ok(Body::PageDelta {
+        page,
+        ranges: Cow::Owned(ranges),
+    })
+}
+
+fn decode_sparse(p: &[u8]) -> Result<Body<'_>, DecodeError> {
+    let (page, ranges) = decode_ranges(p, &SPARSE_ERRORS)?;
+    Ok(Body::PageSparse {
+        page,
+        ranges: Cow::Owned(ranges),
+    })
+}
+
+/// What is wrong with a ranges payload, named after its record kind:
+/// too short, trailing bytes, a range past the record, past the page.
+type RangeErrors = [&'static str; 4];
+const DELTA_ERRORS: RangeErrors = [
+    "PageDelta payload too short",
+    "PageDelta has trailing bytes",
+    "PageDelta range runs past the record",
+    "PageDelta range runs past the page",
+];
+const SPARSE_ERRORS: RangeErrors = [
+    "PageSparse payload too short",
+    "PageSparse has trailing bytes",
+    "PageSparse range runs past the record",
+    "PageSparse range runs past the page",
+];
+
+/// The page id and ranges of a PageDelta or PageSparse payload.
+fn decode_ranges(p: &[u8], errors: &RangeErrors) -> Result<(PageId, Vec<DeltaRange>), DecodeError> {
     if p.len() < 6 {
-        return Err(DecodeError::Format("PageDelta payload too short"));
+        return Err(DecodeError::Format(errors[0]));
     }
     let count = get_u16(p, 4) as usize;
     let mut ranges = Vec::with_capacity(count.min(p.len() / 4));
     let mut at = 6;
     for _ in 0..count {
-        let (range, next) = decode_range(p, at)?;
+        let (range, next) = decode_range(p, at, errors)?;
         ranges.push(range);
         at = next;
     }
     if at != p.len() {
-        return Err(DecodeError::Format("PageDelta has trailing bytes"));
+        return Err(DecodeError::Format(errors[1]));
     }
-    Ok(Body::PageDelta {
-        page: PageId(get_u32(p, 0)),
+    Ok((PageId(get_u32(p, 0)), ranges))
+}
+
+/// A full page image as a [`Body::PageSparse`] when that is shorter (I46):
+/// its non-zero bytes as ranges, zero runs of at least [`MIN_ZERO_RUN`]
+/// left out (a shorter run costs less to keep than a range header).
+pub(crate) fn sparse_image(page: PageId, image: &[u8; PAGE_SIZE]) -> Option<Body<'static>> {
+    let mut ranges = Vec::new();
+    let mut at = 0;
+    while at < PAGE_SIZE {
+        let Some(start) = image[at..].iter().position(|b| *b != 0).map(|i| at + i) else {
+            break;
+        };
+        let mut end = start;
+        loop {
+            let next_zero = image[end..]
+                .iter()
+                .position(|b| *b == 0)
+                .map_or(PAGE_SIZE, |i| end + i);
+            let next_data = image[next_zero..]
+                .iter()
+                .position(|b| *b != 0)
+                .map_or(PAGE_SIZE, |i| next_zero + i);
+            end = next_zero;
+            if next_data == PAGE_SIZE || next_data - next_zero >= MIN_ZERO_RUN {
+                break;
+            }
+            end = next_data;
+        }
+        ranges.push(DeltaRange {
+            offset: start as u16,
+            bytes: image[start..end].to_vec(),
+        });
+        at = end;
+    }
+    let body = Body::PageSparse {
+        page,
         ranges: Cow::Owned(ranges),
-    })
+    };
+    (body.encoded_len() < (RECORD_HEADER + 4 + PAGE_SIZE) as u64).then_some(body)
+}
+
+/// The shortest zero run a sparse image leaves out.
+const MIN_ZERO_RUN: usize = 8;
+
+/// The page a sparse record rebuilds: zeroes with its ranges copied in
+/// (decoding has checked that every range lies within the page).
+pub(crate) fn sparse_to_image(ranges: &[DeltaRange]) -> Box<[u8; PAGE_SIZE]> {
+    let mut img = Box::new([0u8; PAGE_SIZE]);
+    for r in ranges {
+        let start = usize::from(r.offset);
+        if let Some(dst) = img.get_mut(start..start + r.bytes.len()) {
+            dst.copy_from_slice(&r.bytes);
+        }
+    }
+    img
 }
 
 /// One `(offset, len, bytes)` entry at `at`; returns it and the next offset.
-fn decode_range(p: &[u8], at: usize) -> Result<(DeltaRange, usize), DecodeError> {
-    let truncated = DecodeError::Format("PageDelta range runs past the record");
+fn decode_range(
+    p: &[u8],
+    at: usize,
+    errors: &RangeErrors,
+) -> Result<(DeltaRange, usize), DecodeError> {
+    let truncated = DecodeError::Format(errors[2]);
     if p.len() < at + 4 {
         return Err(truncated);
     }
@@ -339,7 +443,7 @@ fn decode_range(p: &[u8], at: usize) -> Result<(DeltaRange, usize), DecodeError>
         return Err(truncated);
     }
     if offset as usize + len > PAGE_SIZE {
-        return Err(DecodeError::Format("PageDelta range runs past the page"));
+        return Err(DecodeError::Format(errors[3]));
     }
     let bytes = p[at + 4..end].to_vec();
     Ok((DeltaRange { offset, bytes }, end))
@@ -397,7 +501,7 @@ mod tests {
                 7,
                 Body::PageDelta {
                     page: PageId(4),
-                    ranges: Cow::Owned(ranges),
+                    ranges: Cow::Owned(ranges.clone()),
                 },
             ),
             (7, Body::Commit { time_micros: -5 }),
@@ -410,6 +514,13 @@ mod tests {
                 },
             ),
             (0, Body::Skip),
+            (
+                7,
+                Body::PageSparse {
+                    page: PageId(5),
+                    ranges: Cow::Owned(ranges),
+                },
+            ),
         ]
     }
 
@@ -513,8 +624,84 @@ mod tests {
         );
     }
 
+    /// A page mostly of zeroes, with data at both ends and a short zero
+    /// run (kept inside a range) and a long one (left out).
+    fn mostly_zero() -> Box<[u8; PAGE_SIZE]> {
+        let mut b = Box::new([0u8; PAGE_SIZE]);
+        b[..24].fill(0xaa);
+        b[27..40].fill(0xbb);
+        b[PAGE_SIZE - 100..].fill(0xcc);
+        b
+    }
+
+    #[test]
+    fn a_mostly_zero_image_is_written_sparse_and_rebuilds_the_same_page() {
+        let img = mostly_zero();
+        let body = sparse_image(PageId(5), &img).unwrap();
+        let Body::PageSparse { ranges, .. } = &body else {
+            panic!("not sparse: {body:?}");
+        };
+        let spans: Vec<(u16, usize)> = ranges.iter().map(|r| (r.offset, r.bytes.len())).collect();
+        assert_eq!(spans, vec![(0, 40), ((PAGE_SIZE - 100) as u16, 100)]);
+        let bytes = encoded(64, 9, &body);
+        assert!(bytes.len() < 200, "{} bytes", bytes.len());
+        let (h, decoded) = decode(&bytes).unwrap();
+        assert_eq!(h.kind, Kind::PageSparse);
+        let Body::PageSparse { page, ranges } = decoded else {
+            panic!("decoded as another kind");
+        };
+        assert_eq!(page, PageId(5));
+        assert_eq!(sparse_to_image(&ranges), img);
+    }
+
+    #[test]
+    fn a_dense_image_stays_a_full_image_and_a_zero_page_has_no_ranges() {
+        assert!(sparse_image(PageId(1), &image()).is_none());
+        let zero = Box::new([0u8; PAGE_SIZE]);
+        let Some(Body::PageSparse { ranges, .. }) = sparse_image(PageId(1), &zero) else {
+            panic!("a zero page is not sparse");
+        };
+        assert!(ranges.is_empty());
+    }
+
+    #[test]
+    fn a_sparse_range_past_the_page_is_refused() {
+        let body = Body::PageSparse {
+            page: PageId(2),
+            ranges: Cow::Owned(vec![DeltaRange {
+                offset: (PAGE_SIZE - 2) as u16,
+                bytes: vec![1; 4],
+            }]),
+        };
+        assert_eq!(
+            decode(&encoded(8, 3, &body)).unwrap_err(),
+            DecodeError::Format("PageSparse range runs past the page")
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// I46: whatever the page, the sparse form (when chosen) rebuilds
+        /// it exactly and is shorter than the full image; a page with few
+        /// non-zero bytes is always written sparse.
+        #[test]
+        fn sparse_images_rebuild_the_page_and_are_shorter(edits in proptest::collection::vec((0..PAGE_SIZE, 1u8..=255), 0..4000)) {
+            let mut img = Box::new([0u8; PAGE_SIZE]);
+            for (at, v) in &edits {
+                img[*at] = *v;
+            }
+            match sparse_image(PageId(1), &img) {
+                Some(body) => {
+                    prop_assert!(body.encoded_len() < (RECORD_HEADER + 4 + PAGE_SIZE) as u64);
+                    let Body::PageSparse { ranges, .. } = &body else {
+                        return Err(TestCaseError::fail(format!("not sparse: {:?}", body.kind())));
+                    };
+                    prop_assert_eq!(sparse_to_image(ranges), img);
+                }
+                None => prop_assert!(edits.len() > 300, "{} edits not written sparse", edits.len()),
+            }
+        }
 
         #[test]
         fn random_bytes_never_decode(bytes in proptest::collection::vec(any::<u8>(), 0..9000)) {
@@ -522,7 +709,7 @@ mod tests {
         }
 
         #[test]
-        fn mutated_records_are_rejected(which in 0usize..6, at in any::<prop::sample::Index>(), xor in 1u8..=255) {
+        fn mutated_records_are_rejected(which in 0usize..7, at in any::<prop::sample::Index>(), xor in 1u8..=255) {
             let img = image();
             let (txn, body) = samples(&img).swap_remove(which);
             let mut bytes = encoded(8192, txn, &body);
@@ -532,7 +719,7 @@ mod tests {
         }
 
         #[test]
-        fn mutated_then_resealed_records_never_panic(which in 0usize..6, edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+        fn mutated_then_resealed_records_never_panic(which in 0usize..7, edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
             let img = image();
             let (txn, body) = samples(&img).swap_remove(which);
             let mut bytes = encoded(8192, txn, &body);

@@ -34,6 +34,8 @@ fn open(backend: Arc<dyn Backend>, cfg: LogConfig) -> Arc<TransLog> {
     TransLog::open(backend, Path::new("/data"), cfg).unwrap().0
 }
 
+/// A page whose header keeps zero runs, so the log writes it as a
+/// PageSparse record: the archive reader hands it back whole (I46).
 fn image(fill: u8) -> PageBuf {
     let mut page = PageBuf::new(PageKind::BTreeLeaf);
     page.body_mut().fill(fill);

@@ -41,6 +41,11 @@ pub struct MailArgs {
     /// identical fresh data, side by side.
     #[arg(long)]
     pub compare_logging: bool,
+    /// Runs the same workload with view logging on every Inbox on and off
+    /// (the transaction log on in both), on identical fresh data, side by
+    /// side.
+    #[arg(long)]
+    pub view_logging: bool,
     /// Comma-separated user counts: each at steady state, then response
     /// and trans/min against users and the capacity.
     #[arg(long, value_delimiter = ',')]
@@ -98,8 +103,15 @@ impl MailArgs {
         if !finite(self.iteration) || !finite(self.time_scale) || !finite(self.seconds) {
             return Err("--iteration, --time-scale and --seconds must be positive numbers".into());
         }
-        if self.compare_logging && !self.sweep.is_empty() {
-            return Err("--compare-logging and --sweep are separate runs: give one".into());
+        let modes = [
+            self.compare_logging,
+            self.view_logging,
+            !self.sweep.is_empty(),
+        ];
+        if modes.iter().filter(|m| **m).count() > 1 {
+            return Err(
+                "--compare-logging, --view-logging and --sweep are separate runs: give one".into(),
+            );
         }
         if self.sweep.contains(&0) {
             return Err("--sweep user counts must be above 0".into());
@@ -107,6 +119,9 @@ impl MailArgs {
         if server {
             if self.compare_logging {
                 return Err("--compare-logging needs servers the tool starts (its log is switched off and on): leave out --server".into());
+            }
+            if self.view_logging {
+                return Err("--view-logging needs servers the tool starts (each Inbox is defined logged or not before the run): leave out --server".into());
             }
             if !self.sweep.is_empty() {
                 return Err(

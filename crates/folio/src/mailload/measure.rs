@@ -120,6 +120,7 @@ pub fn between(a: &Reading, b: &Reading) -> serde_json::Value {
         "seconds": secs,
         "cpu_user_percent": user.map(|u| 100.0 * u / secs),
         "cpu_system_percent": system.map(|s| 100.0 * s / secs),
+        "cpu_percent": user.zip(system).map(|(u, s)| 100.0 * (u + s) / secs),
         "cpu_user_share": match (user, system) {
             (Some(u), Some(s)) if u + s > 0.0 => Some(u / (u + s)),
             _ => None,

@@ -9,7 +9,8 @@
 //!   driver.rs   many users over few connections on a tokio runtime
 //!   measure.rs  the server's CPU, bytes written and statistics (/proc)
 //!   report.rs   result.json and report.html
-//!   run.rs      one run, --compare-logging and --sweep
+//!   run.rs      one run, --compare-logging, --view-logging and --sweep
+//!   viewlog.rs  --view-logging: every Inbox made a logged folder
 //! ```
 
 mod args;
@@ -20,6 +21,7 @@ mod report;
 mod run;
 mod script;
 mod setup;
+mod viewlog;
 
 pub use args::MailArgs;
 pub use run::run;

@@ -35,10 +35,42 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Value {
     }
 }
 
-/// Log on (first run) against log off (second): each figure and the
-/// ratio. For response times the ratio is off ÷ on (how many times faster
-/// with the log); for the rest on ÷ off.
-pub fn comparison(runs: &[Run]) -> Value {
+/// What a two-run comparison switches between its runs (on first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compared {
+    /// `--compare-logging`: the transaction log.
+    Log,
+    /// `--view-logging`: view logging on every Inbox (log on in both).
+    ViewLog,
+}
+
+impl Compared {
+    pub fn mode(self) -> &'static str {
+        match self {
+            Compared::Log => "compare-logging",
+            Compared::ViewLog => "view-logging",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Compared::Log => "Log on against log off",
+            Compared::ViewLog => "View logging on every Inbox: on against off",
+        }
+    }
+
+    /// Whether a response-time ratio is off ÷ on (how many times faster
+    /// with it on) rather than on ÷ off (what turning it on costs).
+    fn response_off_over_on(self) -> bool {
+        self == Compared::Log
+    }
+}
+
+/// The setting on (first run) against off (second): each figure and the
+/// ratio. For response times with [`Compared::Log`] the ratio is off ÷ on
+/// (how many times faster with the log); otherwise on ÷ off (the cost of
+/// turning it on).
+pub fn comparison(runs: &[Run], what: Compared) -> Value {
     let (Some(on), Some(off)) = (runs.first(), runs.get(1)) else {
         return Value::Null;
     };
@@ -61,6 +93,7 @@ pub fn comparison(runs: &[Run]) -> Value {
             &["response", "overall", "p99_ms"][..],
             true,
         ),
+        ("CPU user + system %", &["server", "cpu_percent"][..], false),
         ("CPU user %", &["server", "cpu_user_percent"][..], false),
         ("CPU system %", &["server", "cpu_system_percent"][..], false),
         (
@@ -73,19 +106,30 @@ pub fn comparison(runs: &[Run]) -> Value {
             &["server", "bytes_written_log"][..],
             false,
         ),
+        (
+            "log bytes per transaction",
+            &["server", "log_bytes_per_transaction"][..],
+            false,
+        ),
         ("log fsyncs", &["server", "log_fsyncs"][..], false),
         ("log checkpoints", &["server", "log_checkpoints"][..], false),
     ];
-    Value::Array(
-        rows.iter()
+    let rows = rows.iter().map(|(name, path, response)| {
+        let faster = *response && what.response_off_over_on();
+        (name, path, faster)
+    });
+    json!({
+        "compared": what.mode(),
+        "title": what.title(),
+        "rows": rows
             .map(|(name, path, faster)| {
                 let (a, b) = (pick(on, path), pick(off, path));
-                json!({"figure": name, "log_on": a, "log_off": b,
-                       "ratio": if *faster { ratio(b, a) } else { ratio(a, b) },
-                       "ratio_is": if *faster { "off ÷ on" } else { "on ÷ off" }})
+                json!({"figure": name, "on": a, "off": b,
+                       "ratio": if faster { ratio(b, a) } else { ratio(a, b) },
+                       "ratio_is": if faster { "off ÷ on" } else { "on ÷ off" }})
             })
-            .collect(),
-    )
+            .collect::<Vec<_>>(),
+    })
 }
 
 /// The sweep's points and its capacity: the largest user count whose p95
@@ -131,6 +175,13 @@ fn mb(v: &Value) -> String {
     }
 }
 
+fn kb(v: &Value) -> String {
+    match v.as_f64() {
+        Some(x) => format!("{:.1}", x / 1e3),
+        None => "–".into(),
+    }
+}
+
 fn summary(runs: &[Run]) -> Table {
     let mut t = Table::new(
         "Summary (steady-state window)",
@@ -143,6 +194,7 @@ fn summary(runs: &[Run]) -> Table {
             "router p50 / p99 ms",
             "CPU user / system %",
             "written data / log",
+            "log KB / trans",
             "log fsyncs",
             "errors",
         ],
@@ -175,6 +227,7 @@ fn summary(runs: &[Run]) -> Table {
                 mb(&s["bytes_written_data"]),
                 mb(&s["bytes_written_log"])
             ),
+            kb(&s["log_bytes_per_transaction"]),
             num(&s["log_fsyncs"], 0),
             errors.to_string(),
         ]);
@@ -182,24 +235,34 @@ fn summary(runs: &[Run]) -> Table {
     t
 }
 
+/// A comparison figure as the summary shows it: counts whole, CPU to a
+/// tenth, sizes in MB or KB, response times to the hundredth.
+fn comparison_cell(figure: &str, v: &Value) -> String {
+    if figure.starts_with("bytes") {
+        mb(v)
+    } else if figure.ends_with("per transaction") {
+        format!("{} KB", kb(v))
+    } else if figure.starts_with("CPU") {
+        num(v, 1)
+    } else if figure.starts_with("response") {
+        num(v, 2)
+    } else {
+        num(v, 0)
+    }
+}
+
 fn comparison_table(c: &Value) -> Table {
     let mut t = Table::new(
-        "Log on against log off",
-        &["figure", "log on", "log off", "ratio"],
+        c["title"].as_str().unwrap_or("On against off"),
+        &["figure", "on", "off", "ratio"],
     );
-    for row in c.as_array().into_iter().flatten() {
+    for row in c["rows"].as_array().into_iter().flatten() {
         let fig = row["figure"].as_str().unwrap_or("");
-        let cell = |v: &Value| {
-            if fig.starts_with("bytes") {
-                mb(v)
-            } else {
-                num(v, 2)
-            }
-        };
+        let cell = |v: &Value| comparison_cell(fig, v);
         t.row(vec![
             fig.to_string(),
-            cell(&row["log_on"]),
-            cell(&row["log_off"]),
+            cell(&row["on"]),
+            cell(&row["off"]),
             format!(
                 "{} ({})",
                 num(&row["ratio"], 2),
@@ -340,12 +403,30 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
         .enumerate()
         .flat_map(|(i, r)| checkpoints(&r.json, i))
         .collect();
-    // Dozens of lines would hide the curve: too many are only counted.
-    let markers = if markers.len() <= 20 {
+    // Dozens of lines would hide the curve: too many are only counted
+    // (in the summary), and the title says so.
+    let p99_title = if markers.len() <= 20 {
+        "Response time p99, second by second (log checkpoints marked)".to_string()
+    } else {
+        format!(
+            "Response time p99, second by second ({} checkpoints in {} runs, not marked)",
+            markers.len(),
+            runs.len()
+        )
+    };
+    let mut markers = if markers.len() <= 20 {
         markers
     } else {
         Vec::new()
     };
+    // Where the counted window starts (every run ramps up alike).
+    if let Some(ramp) = runs.first().and_then(|r| r.json["ramp_s"].as_f64()) {
+        markers.push(Marker {
+            label: "measured from here".into(),
+            at_s: ramp,
+            series: None,
+        });
+    }
     let series = |field: &str| -> Vec<Series> {
         runs.iter()
             .zip(&labels)
@@ -353,7 +434,7 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
             .collect()
     };
     page.chart(report::per_second(
-        "Response time p99, second by second (log checkpoints marked)",
+        &p99_title,
         "p99, ms",
         &series("p99_ms"),
         &markers,
@@ -453,9 +534,10 @@ mod tests {
     fn the_comparison_puts_response_ratios_as_times_faster_with_the_log() {
         let on = run(10, 2000.0, 10.0);
         let off = run(10, 1000.0, 40.0);
-        let c = comparison(&[on, off]);
+        let c = comparison(&[on, off], Compared::Log);
         let row = |name: &str| {
-            c.as_array()
+            c["rows"]
+                .as_array()
                 .unwrap()
                 .iter()
                 .find(|r| r["figure"] == name)
@@ -464,5 +546,39 @@ mod tests {
         };
         assert_eq!(row("trans/min")["ratio"], 2.0);
         assert_eq!(row("response p95 ms")["ratio"], 4.0);
+    }
+
+    #[test]
+    fn the_view_logging_comparison_puts_every_ratio_as_the_cost_of_turning_it_on() {
+        let on = run(10, 1000.0, 12.0);
+        let off = run(10, 1000.0, 10.0);
+        let c = comparison(&[on, off], Compared::ViewLog);
+        assert_eq!(c["compared"], "view-logging");
+        let p95 = c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["figure"] == "response p95 ms")
+            .unwrap()
+            .clone();
+        assert_eq!(p95["ratio"], 1.2);
+        assert_eq!(p95["ratio_is"], "on ÷ off");
+    }
+
+    #[test]
+    fn comparison_cells_read_as_counts_percentages_and_sizes() {
+        assert_eq!(comparison_cell("trans/min", &json!(12800.0)), "12800");
+        assert_eq!(comparison_cell("log fsyncs", &json!(30809.0)), "30809");
+        assert_eq!(comparison_cell("CPU user + system %", &json!(14.6)), "14.6");
+        assert_eq!(comparison_cell("response p95 ms", &json!(3.543)), "3.54");
+        assert_eq!(
+            comparison_cell("log bytes per transaction", &json!(16927.2)),
+            "16.9 KB"
+        );
+        assert_eq!(
+            comparison_cell("bytes written, log", &json!(216_667_679.0)),
+            "216.7 MB"
+        );
+        assert_eq!(comparison_cell("log checkpoints", &Value::Null), "–");
     }
 }

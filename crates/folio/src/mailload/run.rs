@@ -1,5 +1,6 @@
 //! One run, `--compare-logging` (the same run with the log on and off on
-//! identical fresh data) and `--sweep` (one run per user count), against
+//! identical fresh data), `--view-logging` (the same with every Inbox's
+//! index logged and unlogged) and `--sweep` (one run per user count), against
 //! servers the tool starts in a temporary directory; or one run against
 //! `--server`. Each run's figures go into `result.json`, and the pages
 //! into `report.html` (`report.rs`).
@@ -7,7 +8,7 @@
 use super::args::MailArgs;
 use super::driver::{self, Driven, Target};
 use super::measure;
-use super::report::{self, Run};
+use super::report::{self, Compared, Run};
 use super::setup::{self, ADMIN, ADMIN_PW};
 use crate::cli::Args;
 use crate::dbsload::ServerProc;
@@ -28,24 +29,39 @@ pub fn run(a: &MailArgs, args: &Args) -> Result<(), String> {
             }
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
             base.disable_cleanup(a.keep_data);
-            let plan: Vec<(usize, bool)> = if a.compare_logging {
-                vec![(a.users, true), (a.users, false)]
+            let plan: Vec<Plan> = if a.compare_logging {
+                vec![
+                    Plan::new(a.users, true, None),
+                    Plan::new(a.users, false, None),
+                ]
+            } else if a.view_logging {
+                vec![
+                    Plan::new(a.users, true, Some(true)),
+                    Plan::new(a.users, true, Some(false)),
+                ]
             } else if !a.sweep.is_empty() {
-                a.sweep.iter().map(|&n| (n, true)).collect()
+                a.sweep.iter().map(|&n| Plan::new(n, true, None)).collect()
             } else {
-                vec![(a.users, true)]
+                vec![Plan::new(a.users, true, None)]
             };
             let progress = Progress::new("mail", plan.len() as u64 * 2);
             let mut runs = Vec::new();
-            for (users, logging) in plan {
-                runs.push(local(a, base.path(), users, logging, &progress)?);
+            for p in plan {
+                runs.push(local(a, base.path(), p, &progress)?);
             }
             progress.finish();
             runs
         }
     };
-    let mode = if a.compare_logging {
-        "compare-logging"
+    let compared = if a.compare_logging {
+        Some(Compared::Log)
+    } else if a.view_logging {
+        Some(Compared::ViewLog)
+    } else {
+        None
+    };
+    let mode = if let Some(c) = compared {
+        c.mode()
     } else if !a.sweep.is_empty() {
         "sweep"
     } else {
@@ -57,7 +73,7 @@ pub fn run(a: &MailArgs, args: &Args) -> Result<(), String> {
         "settings": settings(a, args),
         "machine": crate::load::machine(),
         "runs": runs.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
-        "comparison": (mode == "compare-logging").then(|| report::comparison(&runs)),
+        "comparison": compared.map(|c| report::comparison(&runs, c)),
         "sweep": (mode == "sweep").then(|| report::sweep(&runs)),
     });
     report::write(&a.out, &result, &runs)?;
@@ -80,22 +96,53 @@ fn settings(a: &MailArgs, args: &Args) -> Value {
     })
 }
 
-/// A fresh data directory, prepared embedded, then a server on it.
-fn local(
-    a: &MailArgs,
-    base: &Path,
+/// One local run: its user count, the log on or off, and, when that is
+/// what the runs compare, whether every Inbox is a logged folder (`None`:
+/// the template's unlogged Inbox, not in question).
+#[derive(Clone, Copy)]
+struct Plan {
     users: usize,
     logging: bool,
-    progress: &Progress,
-) -> Result<Run, String> {
-    let label = format!("{users} users, log {}", if logging { "on" } else { "off" });
-    let data = base.join(format!(
-        "data-{users}-{}",
-        if logging { "log" } else { "nolog" }
-    ));
+    logged_inbox: Option<bool>,
+}
+
+impl Plan {
+    fn new(users: usize, logging: bool, logged_inbox: Option<bool>) -> Plan {
+        Plan {
+            users,
+            logging,
+            logged_inbox,
+        }
+    }
+
+    fn label(self) -> String {
+        let log = if self.logging { "on" } else { "off" };
+        let inbox = match self.logged_inbox {
+            Some(true) => ", Inbox logged",
+            Some(false) => ", Inbox not logged",
+            None => "",
+        };
+        format!("{} users, log {log}{inbox}", self.users)
+    }
+
+    fn dir_name(self) -> String {
+        let log = if self.logging { "log" } else { "nolog" };
+        let inbox = match self.logged_inbox {
+            Some(true) => "-viewlog",
+            Some(false) => "-noviewlog",
+            None => "",
+        };
+        format!("data-{}-{log}{inbox}", self.users)
+    }
+}
+
+/// A fresh data directory, prepared embedded, then a server on it.
+fn local(a: &MailArgs, base: &Path, p: Plan, progress: &Progress) -> Result<Run, String> {
+    let (users, logging, label) = (p.users, p.logging, p.label());
+    let data = base.join(p.dir_name());
     progress.step(&format!("{label}: preparing {users} mail files"));
     setup::write_settings(&data, a.mailboxes, logging)?;
-    let prepared = setup::prepare_local(&data, a, users)?;
+    let prepared = setup::prepare_local(&data, a, users, p.logged_inbox == Some(true))?;
     progress.line(&format!(
         "{label}: prepared {} documents ({} with attachments, {:.0} MB) in {:.1} s",
         prepared.docs,
@@ -113,14 +160,16 @@ fn local(
     let driven = driver::drive(&target, a, users, progress);
     let stopped = server.stop();
     let run = driven.map(|d| {
-        finish(
+        let mut run = finish(
             &label,
             users,
             logging,
             serde_json::to_value(&prepared).unwrap_or_default(),
             d,
             progress,
-        )
+        );
+        run.json["inbox_logged"] = json!(p.logged_inbox == Some(true));
+        run
     })?;
     stopped?;
     let mut run = run;
@@ -189,7 +238,11 @@ fn finish(
         .iter()
         .map(|(n, h)| (n.to_string(), percentiles(h)))
         .collect();
-    let server = measure::between(&d.at_window_start, &d.at_window_end);
+    let mut server = measure::between(&d.at_window_start, &d.at_window_end);
+    server["log_bytes_per_transaction"] = json!(server["bytes_written_log"]
+        .as_u64()
+        .filter(|_| counted > 0)
+        .map(|b| b as f64 / counted as f64));
     let per_second: Vec<Value> = r
         .per_second
         .iter()

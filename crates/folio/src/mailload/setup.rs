@@ -60,8 +60,14 @@ pub fn write_settings(data: &Path, mailboxes: u32, logging: bool) -> Result<(), 
 }
 
 /// Creates `users` mail users in `data` and prefills their Inboxes,
-/// embedded (no server may be running on it).
-pub fn prepare_local(data: &Path, a: &MailArgs, users: usize) -> Result<Prepared, String> {
+/// embedded (no server may be running on it). With `logged_inbox` each
+/// Inbox is redefined as a logged folder first (`viewlog.rs`).
+pub fn prepare_local(
+    data: &Path,
+    a: &MailArgs,
+    users: usize,
+    logged_inbox: bool,
+) -> Result<Prepared, String> {
     let started = Instant::now();
     let store = LocalStore::open(data, None).map_err(|e| e.to_string())?;
     let mut people = Vec::with_capacity(users);
@@ -71,7 +77,11 @@ pub fn prepare_local(data: &Path, a: &MailArgs, users: usize) -> Result<Prepared
             aliases: Vec::new(),
             server_user: None,
         };
-        people.push(store.create_mail_user(&new).map_err(|e| e.to_string())?);
+        let person = store.create_mail_user(&new).map_err(|e| e.to_string())?;
+        if logged_inbox {
+            super::viewlog::log_inbox(store.engine(), store.views(), &person)?;
+        }
+        people.push(person);
     }
     // The mail boxes exist before the server starts, so its router
     // watches them from its first pass.

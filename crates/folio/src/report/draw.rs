@@ -79,7 +79,8 @@ const LEGEND_CHARS: usize = 22;
 const MARKER_LABEL_ROOM: i32 = 17;
 
 /// Colour-blind-safe (Okabe–Ito) first, then darker extras.
-const PALETTE: [RGBColor; 8] = [
+/// Ten, so that the mail workload's nine operations all differ.
+const PALETTE: [RGBColor; 10] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -88,6 +89,8 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(86, 180, 233),
     RGBColor(80, 80, 80),
     RGBColor(140, 86, 75),
+    RGBColor(117, 82, 180),
+    RGBColor(0, 0, 0),
 ];
 const GREY: RGBColor = RGBColor(110, 110, 110);
 

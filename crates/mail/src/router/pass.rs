@@ -7,7 +7,8 @@
 //!   per mail file: batch.rs files the jobs (one transaction) ─▶ filed / wait
 //!   expired waits ─▶ to fail;  waited past delay_notice ─▶ delay notice
 //!   to fail ─▶ NDR filed in the sender's mail file ─▶ marked failed
-//!   each changed deposit ─▶ one update of its box document
+//!   each changed deposit ─▶ one update of its box document, the
+//!     updates of one box queued together and run as one transaction
 //! ```
 //!
 //! The order is I33's: a copy, an NDR or a notice is durable (and a
@@ -200,8 +201,9 @@ impl Router {
         }
         let mut reasons: Vec<String> = Vec::new();
         let mut waiting = 0u64;
-        for (db, r) in &work {
-            if r.changed && db.update(r.deposit.unid, r.updates(), None, true).is_err() {
+        let recorded = record(&work);
+        for ((_, r), recorded) in work.iter().zip(recorded) {
+            if !recorded {
                 // The copies are filed; a pass after the first backoff
                 // finds them and records them (I33).
                 let retry = Timestamp(now.0.saturating_add(60_000_000));
@@ -342,6 +344,44 @@ fn file_notice(
     // I33: in the Inbox before the box records the notice.
     views.folder_add(&db, INBOX, &[unid])?;
     Ok(new)
+}
+
+/// Records every changed deposit in its box document, after its copies
+/// are durable (I33). The updates are queued first and the boxes' queues
+/// run after, so the updates of one box share transactions (nsf combines
+/// queued writes, up to 64 in one) instead of one commit and one log
+/// fsync each. Returns, per entry of `work`, whether its state is recorded
+/// (durable, I2) or had nothing to record.
+fn record(work: &[(Arc<Database>, Routing)]) -> Vec<bool> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut boxes: Vec<&Arc<Database>> = Vec::new();
+    let mut queued = 0;
+    for (w, (db, r)) in work.iter().enumerate() {
+        if !r.changed {
+            continue;
+        }
+        let tx = tx.clone();
+        // Whether a run is due is settled by running every box's queue
+        // below, so the hint is not needed.
+        let _ = db.update_then(r.deposit.unid, r.updates(), (None, true), move |res| {
+            let _ = tx.send((w, res.is_ok()));
+        });
+        queued += 1;
+        if !boxes.iter().any(|b| Arc::ptr_eq(b, db)) {
+            boxes.push(db);
+        }
+    }
+    drop(tx);
+    for db in boxes {
+        while db.run_queued() {
+            std::thread::yield_now();
+        }
+    }
+    let mut recorded: Vec<bool> = work.iter().map(|(_, r)| !r.changed).collect();
+    for (w, ok) in rx.iter().take(queued) {
+        recorded[w] = ok;
+    }
+    recorded
 }
 
 fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {

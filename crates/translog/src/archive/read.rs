@@ -46,7 +46,8 @@ pub struct LogRecord {
 pub enum RecordBody {
     /// A transaction starts on database instance `db_iid` at `db_path`.
     Begin { db_iid: u64, db_path: String },
-    /// A whole page.
+    /// A whole page: a PageImage record, or a PageSparse one rebuilt into
+    /// the page it stands for (I46).
     PageImage { page: PageId, image: Vec<u8> },
     /// Ranges of a page.
     PageDelta {
@@ -284,6 +285,10 @@ fn owned(body: Body<'_>) -> Option<RecordBody> {
         Body::PageImage { page, image } => RecordBody::PageImage {
             page,
             image: image.to_vec(),
+        },
+        Body::PageSparse { page, ranges } => RecordBody::PageImage {
+            page,
+            image: crate::record::sparse_to_image(&ranges).to_vec(),
         },
         Body::PageDelta { page, ranges } => RecordBody::PageDelta {
             page,

@@ -116,8 +116,13 @@ impl Database {
 
     /// Applies one page record; true if it changed the page.
     fn apply(&mut self, lsn: Lsn, body: &Body<'_>) -> bool {
+        let sparse;
         let (id, change) = match body {
             Body::PageImage { page, image } => (*page, Change::Image(image)),
+            Body::PageSparse { page, ranges } => {
+                sparse = crate::record::sparse_to_image(ranges);
+                (*page, Change::Image(&sparse))
+            }
             Body::PageDelta { page, ranges } => (*page, Change::Delta(ranges)),
             _ => return false,
         };

@@ -85,7 +85,9 @@ fn entry_kind(body: &Body<'_>) -> EntryKind {
             db_iid: *db_iid,
             path: path.to_string(),
         },
-        Body::PageImage { .. } | Body::PageDelta { .. } => EntryKind::Page,
+        Body::PageImage { .. } | Body::PageDelta { .. } | Body::PageSparse { .. } => {
+            EntryKind::Page
+        }
         Body::Commit { .. } => EntryKind::Commit,
         Body::Checkpoint {
             redo_lsn, next_txn, ..

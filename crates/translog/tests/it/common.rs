@@ -64,8 +64,19 @@ pub fn image(fill: u8) -> PageBuf {
     p
 }
 
+/// An image change of [`image`]: its header's zero run makes it a
+/// PageSparse record (I46).
 pub fn img(fill: u8) -> PageChange {
     PageChange::Image(image(fill))
+}
+
+/// An image change of a page with no zero byte at all, header included,
+/// so it is written as a plain PageImage record.
+pub fn full_img(fill: u8) -> PageChange {
+    let mut p = PageBuf::zeroed();
+    p.bytes_mut().fill(fill);
+    p.set_kind(PageKind::BTreeLeaf);
+    PageChange::Image(p)
 }
 
 pub fn delta(offset: u16, bytes: &[u8]) -> PageChange {

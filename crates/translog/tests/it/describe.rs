@@ -6,17 +6,20 @@ use crate::common::*;
 use proptest::prelude::*;
 use std::path::Path;
 use storage::backend::MemBackend;
-use storage::{Lsn, PageId};
-use translog::{describe_log, LogError, RecordDetail, StopReason};
+use storage::{Lsn, PageBuf, PageId, PageKind};
+use translog::{describe_log, LogError, PageChange, RecordDetail, StopReason};
 
-/// A shut-down log with three committed batches of database instance 7.
+/// A shut-down log with three committed batches of database instance 7:
+/// a full image, a delta, then a fresh (mostly zero) page's image, which
+/// goes as a PageSparse (I46), and a delta.
 fn three_batches() -> MemBackend {
     let m = mem();
     let (log, _) = open(&m, cfg(4));
-    log.append(&batch("a.fdb", vec![(1, img(1))])).unwrap();
+    log.append(&batch("a.fdb", vec![(1, full_img(1))])).unwrap();
     log.append(&batch("a.fdb", vec![(2, delta(100, b"hello"))]))
         .unwrap();
-    log.append(&batch("a.fdb", vec![(3, img(3)), (1, delta(64, b"x"))]))
+    let fresh = PageChange::Image(PageBuf::new(PageKind::BTreeLeaf));
+    log.append(&batch("a.fdb", vec![(3, fresh), (1, delta(64, b"x"))]))
         .unwrap();
     log.wait_durable(log.end_lsn()).unwrap();
     drop(log);
@@ -43,7 +46,7 @@ fn records_are_listed_with_kind_instance_and_length_and_nothing_changes() {
             "PageDelta",
             "Commit",
             "Begin",
-            "PageImage",
+            "PageSparse",
             "PageDelta",
             "Commit"
         ]
@@ -66,6 +69,16 @@ fn records_are_listed_with_kind_instance_and_length_and_nothing_changes() {
         }
     );
     assert_eq!(d.records[2].len, 32 + 4 + 8192);
+    // Only the page kind byte of the fresh page is not zero.
+    assert_eq!(
+        d.records[8].detail,
+        RecordDetail::PageSparse {
+            page: PageId(3),
+            ranges: 1,
+            bytes: 1
+        }
+    );
+    assert_eq!(d.records[8].len, 32 + 6 + 4 + 1);
     for w in d.records.windows(2) {
         assert_eq!(w[0].lsn.0 + u64::from(w[0].len), w[1].lsn.0);
     }

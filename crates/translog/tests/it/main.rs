@@ -4,6 +4,7 @@
 mod common;
 mod control;
 mod describe;
+mod fixtures;
 mod fs_backend;
 mod full;
 mod fuzz;

@@ -22,7 +22,7 @@ fn committed_batches_are_redone_into_database_files_on_reopen() {
         &mut model,
         batch(
             "mail/a.fdb",
-            vec![(1, img(0x11)), (2, delta(100, b"hello"))],
+            vec![(1, full_img(0x11)), (2, delta(100, b"hello"))],
         ),
     );
     commit(
