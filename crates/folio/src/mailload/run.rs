@@ -6,6 +6,7 @@
 
 use super::args::MailArgs;
 use super::driver::{self, Driven, Target};
+use super::limits;
 use super::measure;
 use super::report::{self, Run};
 use super::setup::{self, ADMIN, ADMIN_PW};
@@ -93,6 +94,12 @@ fn local(
         "data-{users}-{}",
         if logging { "log" } else { "nolog" }
     ));
+    let max_open = nsf::EngineConfig::new(&data).max_open_databases;
+    if let Some(warning) =
+        limits::ensure(limits::needed(users, a.mailboxes, max_open, a.connections))?
+    {
+        progress.line(&format!("{label}: {warning}"));
+    }
     progress.step(&format!("{label}: preparing {users} mail files"));
     setup::write_settings(&data, a.mailboxes, logging)?;
     let prepared = setup::prepare_local(&data, a, users)?;
