@@ -73,10 +73,14 @@ fn a_small_mail_run_does_real_work_and_reports_it() {
         "bytes_written_data",
         "bytes_written_log",
         "log_fsyncs",
+        "rss_bytes_at_end",
+        "open_fds_at_end",
     ] {
         assert!(run["server"][k].is_number(), "{k}: {}", run["server"]);
     }
     assert!(run["server"]["delivered"].as_u64().unwrap() > 0);
+    assert!(run["server"]["rss_bytes_at_end"].as_u64().unwrap() > 0);
+    assert!(run["server"]["open_fds_at_end"].as_u64().unwrap() > 0);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("trans/min") && html.contains("<svg"));
 

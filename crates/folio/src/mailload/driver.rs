@@ -170,17 +170,19 @@ async fn drive_async(
         if edges.0.is_none() && t >= window.0 {
             edges.0 = Some(r.clone());
         }
-        samples.push(r);
+        // The window's end is read before the users close their mail
+        // files, which they do once it is over.
         if t >= window.1 {
+            edges.1 = Some(r.clone());
+            samples.push(r);
             break;
         }
+        samples.push(r);
     }
     let mut iterations = 0;
     while let Some(r) = tasks.join_next().await {
         iterations += r.map_err(|e| format!("a user task failed: {e}"))?;
     }
-    let end = measure::read(&monitor, target.pid, start.elapsed().as_secs_f64()).await;
-    edges.1 = Some(end);
     for c in clients.iter().chain([&monitor]) {
         c.close();
     }
@@ -225,8 +227,15 @@ impl User {
         }
     }
 
-    /// Runs the script until an operation would be due after `end`;
-    /// returns the iterations begun.
+    /// Runs the script until an operation would be due after `end`, and
+    /// keeps the mail file open until `end` before closing it; returns
+    /// the iterations begun.
+    ///
+    /// Closing at once would close every user's mail file within the last
+    /// tenth of an iteration before the window's end (each user's next
+    /// operation is at most that far off), a burst of closes and cache
+    /// evictions no steady state has, and the window's last seconds would
+    /// measure it.
     async fn run(&mut self, start: Instant, end: Duration, rec: &Mutex<Recorder>) -> u64 {
         loop {
             let (op, due) = self.script.next(&mut self.rng);
@@ -246,6 +255,7 @@ impl User {
                 self.script.abandon_iteration();
             }
         }
+        tokio::time::sleep_until((start + end).into()).await;
         self.close().await;
         self.script.iterations()
     }

@@ -15,7 +15,10 @@
 //! (`pool.pages_flushed` × the page size), which match with the log on
 //! but miss the pages an unlogged commit forces. Fsyncs are the log's
 //! (`log.fsyncs`); with the log off the server does not count the syncs
-//! of data files, and the report says so.
+//! of data files, and the report says so. The server's resident memory
+//! (`VmRSS` of `/proc/PID/status`) and open descriptors (`/proc/PID/fd`)
+//! are read too: with every user's mail file open they are what grows
+//! with the user count.
 
 use client::{Client, StatValue};
 use serde::Serialize;
@@ -37,6 +40,8 @@ pub struct Reading {
     pub waiting: Option<u64>,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    pub open_fds: Option<u64>,
 }
 
 /// Reads the server's process (when its id is known) and statistics.
@@ -52,6 +57,10 @@ pub async fn read(client: &Client, pid: Option<u32>, t_s: f64) -> Reading {
         }
         r.write_bytes = io_field(pid, "write_bytes");
         r.wchar = io_field(pid, "wchar");
+        r.rss_bytes = rss_bytes(pid);
+        r.open_fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()
+            .map(|d| d.count() as u64);
     }
     if let Ok(stats) = client.statistics().await {
         let count = |name: &str| {
@@ -105,6 +114,20 @@ fn io_field(pid: u32, field: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Resident memory of `pid` (`VmRSS`, in kB in `/proc/PID/status`).
+fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 /// The difference of two readings as the report's figures.
 pub fn between(a: &Reading, b: &Reading) -> serde_json::Value {
     let secs = (b.t_s - a.t_s).max(1e-9);
@@ -136,6 +159,8 @@ pub fn between(a: &Reading, b: &Reading) -> serde_json::Value {
         "router_waiting_at_end": b.waiting,
         "router_latency_p50_ms": b.latency_p50_ms,
         "router_latency_p99_ms": b.latency_p99_ms,
+        "rss_bytes_at_end": b.rss_bytes,
+        "open_fds_at_end": b.open_fds,
     })
 }
 
@@ -150,6 +175,7 @@ mod tests {
         assert!(user >= 0.0 && system >= 0.0);
         assert!(io_field(pid, "write_bytes").is_some());
         assert!(io_field(pid, "wchar").is_some());
+        assert!(rss_bytes(pid).is_some_and(|b| b > 0));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!   args.rs     the options, and which apply to which mode
 //!   content.rs  bodies, attachments and the messages users send
 //!   setup.rs    users, mail files and prefilled documents; the server
+//!   limits.rs   descriptors for a server with every mail file open
 //!   script.rs   the seven steps of one user as a state machine (no I/O)
 //!   driver.rs   many users over few connections on a tokio runtime
 //!   measure.rs  the server's CPU, bytes written and statistics (/proc)
@@ -16,6 +17,7 @@
 mod args;
 mod content;
 mod driver;
+mod limits;
 pub(crate) mod measure;
 mod report;
 mod run;

@@ -7,6 +7,7 @@
 
 use super::args::MailArgs;
 use super::driver::{self, Driven, Target};
+use super::limits;
 use super::measure;
 use super::report::{self, Compared, Run};
 use super::setup::{self, ADMIN, ADMIN_PW};
@@ -140,6 +141,12 @@ impl Plan {
 fn local(a: &MailArgs, base: &Path, p: Plan, progress: &Progress) -> Result<Run, String> {
     let (users, logging, label) = (p.users, p.logging, p.label());
     let data = base.join(p.dir_name());
+    let max_open = nsf::EngineConfig::new(&data).max_open_databases;
+    if let Some(warning) =
+        limits::ensure(limits::needed(users, a.mailboxes, max_open, a.connections))?
+    {
+        progress.line(&format!("{label}: {warning}"));
+    }
     progress.step(&format!("{label}: preparing {users} mail files"));
     setup::write_settings(&data, a.mailboxes, logging)?;
     let prepared = setup::prepare_local(&data, a, users, p.logged_inbox == Some(true))?;

@@ -1,0 +1,125 @@
+//! Descriptors for the server the tool starts: enough for every user's
+//! mail file to be open at once.
+//!
+//! A mail user keeps their mail file open from the first step of the
+//! script to the last, that is for nearly the whole iteration (15/16 of
+//! it in a sending iteration, 9/10 otherwise), and an open client handle
+//! pins the database instance in the server's cache (design.md I19: only
+//! idle instances are closed). So at steady state the server holds about
+//! one open file per user, beside the mail boxes, the connections and the
+//! log; with fewer users than that the cache's idle instances may reach
+//! twice `max_open_databases` while its closer catches up. With 20,000
+//! users that is at the usual 20,000-descriptor limit, and past it the
+//! server fails opens with "too many open files".
+//!
+//! ```text
+//!   needed = max(users, 2 × max_open_databases) + mail boxes
+//!          + connections + RESERVE (log extents, directory, listeners, …)
+//! ```
+//!
+//! The server raises its soft limit to the hard one at start-up
+//! (`server::descriptors`), and a child inherits its parent's limits; so
+//! the tool raises its own limits to `needed` before it starts the server
+//! (the hard one only where the process is allowed to). Where the system
+//! will not, the run goes on with a warning naming the figures: not every
+//! user has their file open at the same moment, and the server's open
+//! descriptors are sampled through the run (`open_fds` in `result.json`),
+//! so a run that hit the limit shows it, as errors, rather than being
+//! refused on an upper bound.
+
+/// Descriptors kept beyond the mail files and connections: the log's
+/// extents, the directory, listeners and the server's own files.
+pub const RESERVE: u64 = 512;
+
+/// The descriptors a server needs for `users` users.
+pub fn needed(users: usize, mailboxes: u32, max_open_databases: usize, connections: usize) -> u64 {
+    (users as u64).max(2 * max_open_databases as u64)
+        + u64::from(mailboxes)
+        + connections as u64
+        + RESERVE
+}
+
+/// The `RLIMIT_NOFILE` limits to set for `needed` descriptors given the
+/// current `(soft, hard)`: `None` when the current ones suffice.
+pub fn raised(current: (u64, u64), needed: u64) -> Option<(u64, u64)> {
+    let (soft, hard) = current;
+    (soft < needed).then(|| (needed, hard.max(needed)))
+}
+
+/// Raises this process's descriptor limits (inherited by the server it
+/// starts) to `needed`. Returns a warning with the figures when the
+/// system will not; an error only when the limit cannot be read.
+pub fn ensure(needed: u64) -> Result<Option<String>, String> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(format!(
+            "cannot read the descriptor limit: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let Some((soft, hard)) = raised((rl.rlim_cur, rl.rlim_max), needed) else {
+        return Ok(None);
+    };
+    let new = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit reads one rlimit struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "warning: the server may need up to {needed} file descriptors (one per user's open mail \
+         file, plus connections and log) but the limit is {} (hard {}) and raising it failed: \
+         {}; running anyway (its open descriptors are sampled)",
+        rl.rlim_cur,
+        rl.rlim_max,
+        std::io::Error::last_os_error()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_user_counts_beside_the_cache_and_connections() {
+        assert_eq!(needed(20_000, 10, 1_000, 64), 20_000 + 10 + 64 + RESERVE);
+        assert_eq!(needed(100, 10, 1_000, 64), 2_000 + 10 + 64 + RESERVE);
+        assert_eq!(
+            needed(2_000, 1, 1, 1) + 1_000,
+            needed(3_000, 1, 1, 1),
+            "one per user"
+        );
+    }
+
+    #[test]
+    fn limits_are_raised_only_when_short() {
+        assert_eq!(raised((20_000, 20_000), 5_000), None);
+        assert_eq!(raised((20_000, 20_000), 20_000), None);
+        assert_eq!(raised((1_024, 20_000), 5_000), Some((5_000, 20_000)));
+        assert_eq!(raised((20_000, 20_000), 23_098), Some((23_098, 23_098)));
+    }
+
+    #[test]
+    fn a_limit_already_high_enough_is_left_alone() {
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit struct we own.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) }, 0);
+        assert_eq!(ensure(rl.rlim_cur.min(64)), Ok(None));
+        let mut after = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: as above.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut after) };
+        assert_eq!((after.rlim_cur, after.rlim_max), (rl.rlim_cur, rl.rlim_max));
+    }
+}
