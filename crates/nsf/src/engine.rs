@@ -852,8 +852,21 @@ impl Engine {
             })
             .collect();
         // The hooks still write (marking unlogged indexes clean, I14):
-        // writes are refused only once they ran.
+        // writes are refused only once they ran. The checkpointer has
+        // stopped, so when their commits fill the log a checkpoint is
+        // taken here, as it would have been (with thousands of databases
+        // open, their hooks alone outgrow the log).
         for db in &open {
+            if self
+                .shared
+                .log
+                .as_ref()
+                .is_some_and(|l| l.checkpoint_wanted())
+            {
+                if let Err(e) = checkpoint_now(&self.shared) {
+                    tracing::warn!(error = %e, "checkpoint during shutdown failed");
+                }
+            }
             db.run_close_hooks();
         }
         self.shared.closed.store(true, Ordering::Release);

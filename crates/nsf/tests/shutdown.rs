@@ -120,3 +120,64 @@ fn a_shared_unlogged_engine_shuts_down_clean_and_refuses_later_writes() {
     drop((db, held));
     engine.close().unwrap();
 }
+
+/// Close hooks still write at shutdown, after the checkpointer stopped:
+/// with many databases open their commits outgrow the log, and shutdown
+/// checkpoints when the log asks for it instead of letting every later
+/// hook wait for room and fail. Every hook's write survives the restart.
+#[test]
+fn close_hooks_that_outgrow_the_log_all_land() {
+    const DBS: usize = 300;
+    let disk = MemBackend::new();
+    let mut cfg = config(true);
+    if let Some(lc) = cfg.log.as_mut() {
+        lc.full_wait = std::time::Duration::from_millis(50);
+    }
+    let (engine, _) = Engine::open(Arc::new(disk.clone()), cfg.clone()).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut body = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect()
+    };
+    let mut expected = Vec::new();
+    for i in 0..DBS {
+        let path = format!("d{i}.fdb");
+        let db = engine.create_database(&path, "").unwrap();
+        let unid = db.create(doc("before")).unwrap().unid;
+        let text = body(20_000);
+        let written = text.clone();
+        db.at_close(Box::new(move |db: &nsf::Database| {
+            db.update(
+                unid,
+                vec![nsf::ItemUpdate::Set(Item {
+                    name: "Subject".into(),
+                    value: ItemValue::Text(written),
+                })],
+                None,
+                false,
+            )?;
+            Ok(())
+        }));
+        expected.push((path, unid, text));
+    }
+    let capacity = 4u64 << 20;
+    assert!(
+        (DBS * 20_000) as u64 > capacity,
+        "the hooks must outgrow the log"
+    );
+    engine.shutdown().unwrap();
+    drop(engine);
+
+    let (engine, _) = Engine::open(Arc::new(disk), cfg).unwrap();
+    for (path, unid, text) in &expected {
+        let note = engine.open_database(path).unwrap().get(*unid).unwrap();
+        let landed = note.item("Subject").map(|i| &i.value) == Some(&ItemValue::Text(text.clone()));
+        assert!(landed, "{path}: the close hook's write is missing");
+    }
+}
