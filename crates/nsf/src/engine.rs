@@ -77,7 +77,7 @@ use crate::{DbInstanceId, NsfError, NsfResult, ReplicaId, Seq, Timestamp};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -185,6 +185,9 @@ struct Shared {
     dbs_changed: Condvar,
     /// One pass closing idle databases at a time.
     closing: Mutex<()>,
+    /// Opens skip their own close pass while fewer instances than this
+    /// are open: the last pass found too few idle (`keep_within_limit`).
+    inline_close_from: AtomicUsize,
     catalog: Arc<Catalog>,
     /// Retired instances and the databases that need fixup (I29).
     retired: RetiredList,
@@ -362,6 +365,7 @@ impl Engine {
             dbs: Mutex::default(),
             dbs_changed: Condvar::new(),
             closing: Mutex::new(()),
+            inline_close_from: AtomicUsize::new(0),
             catalog: Arc::new(loaded.catalog),
             retired,
             detached: Mutex::default(),
@@ -691,10 +695,21 @@ impl Engine {
         drop(background);
         if !closer {
             close_idle(s, limit);
-        } else if open < limit.saturating_mul(2) {
+        } else if open < limit.saturating_mul(2)
+            || open < s.inline_close_from.load(Ordering::Relaxed)
+        {
             s.wake.notify_all();
         } else {
-            close_idle(s, open - batch(limit));
+            // Twice the limit: the open closes a batch itself. A pass walks
+            // every slot; when it finds too few idle (they are in use, as
+            // with thousands of users each holding a mail file), the next
+            // opens would walk them again for nothing, so they leave it to
+            // the closer until `batch` more instances are open.
+            let target = open - batch(limit);
+            let closed = close_idle(s, target);
+            let short = open.saturating_sub(closed) > target;
+            let from = if short { open + batch(limit) } else { 0 };
+            s.inline_close_from.store(from, Ordering::Relaxed);
         }
     }
 
@@ -967,7 +982,12 @@ fn closer_pass(s: &Shared) -> bool {
         return false;
     }
     let target = (limit - batch(limit) + 1).max(open.saturating_sub(4 * batch(limit)));
-    close_idle(s, target) > 0 && s.dbs.lock().instances > limit
+    let closed = close_idle(s, target);
+    if closed > 0 {
+        // Instances went idle: opens may find more at twice the limit.
+        s.inline_close_from.store(0, Ordering::Relaxed);
+    }
+    closed > 0 && s.dbs.lock().instances > limit
 }
 
 /// Closes idle database instances, least recently used first, until at

@@ -494,3 +494,47 @@ fn unlogged_closes_are_clean_and_keep_a_fixup_flag() {
     );
     engine.close().unwrap();
 }
+
+/// Past twice the limit with every instance in use (thousands of users
+/// each holding a mail file), opens stop walking the cache for idle ones
+/// that are not there; once the holders let go the cache still comes back
+/// under its limit, and every write is there.
+#[test]
+fn held_instances_past_twice_the_limit_are_trimmed_once_released() {
+    let mut cfg = config(32);
+    cfg.background = true;
+    cfg.flush_interval = Duration::from_millis(50);
+    let (be, files) = counting(Arc::new(MemBackend::new()));
+    let (engine, _) = Engine::open(be, cfg).unwrap();
+    let mut held = Vec::new();
+    for i in 0..100u32 {
+        let db = engine
+            .create_database(&format!("held/{i}.fdb"), "")
+            .unwrap();
+        let unid = db.create(value_item(i)).unwrap().unid;
+        held.push((db, unid));
+    }
+    assert_eq!(engine.open_databases(), 100, "nothing in use is closed");
+    let unids: Vec<Unid> = held.iter().map(|(_, u)| *u).collect();
+    drop(held);
+    // New opens after the release: the cache trims again.
+    for i in 0..10u32 {
+        let db = engine
+            .create_database(&format!("more/{i}.fdb"), "")
+            .unwrap();
+        db.create(value_item(i)).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while engine.open_databases() > 32 {
+        assert!(
+            Instant::now() < deadline,
+            "the cache did not come back under its limit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(files.load(Ordering::SeqCst) <= 32);
+    for (i, u) in unids.iter().enumerate() {
+        assert_eq!(value_of(&engine, &format!("held/{i}.fdb"), *u), i as u32);
+    }
+    engine.close().unwrap();
+}
