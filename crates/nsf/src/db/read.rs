@@ -319,15 +319,22 @@ impl Database {
         acl_unid(self.state.read().replica_id)
     }
 
-    /// Opens an attachment of a document for streaming. The reader keeps
-    /// this instance open until it is dropped (I19).
-    pub fn open_attachment(&self, unid: Unid, name: &str) -> NsfResult<AttachmentReader> {
+    /// The attachment `name` of document `unid`: `NoSuchAttachment` naming
+    /// both when the document has none of that name.
+    fn attachment_ref(&self, unid: Unid, name: &str) -> NsfResult<AttachmentRef> {
         let note = self.get(unid)?;
-        let a = find_attachment(&note, name).ok_or_else(|| NsfError::NoSuchAttachment {
+        let found = note.attachments().find(|a| a.name == name);
+        found.cloned().ok_or_else(|| NsfError::NoSuchAttachment {
             db: self.core.path.clone(),
             unid,
             name: name.to_string(),
-        })?;
+        })
+    }
+
+    /// Opens an attachment of a document for streaming. The reader keeps
+    /// this instance open until it is dropped (I19).
+    pub fn open_attachment(&self, unid: Unid, name: &str) -> NsfResult<AttachmentReader> {
+        let a = self.attachment_ref(unid, name)?;
         let Some(content) = a.stored else {
             return Ok(AttachmentReader::from_pages(
                 self.pinned(),
@@ -355,12 +362,7 @@ impl Database {
     /// file's blob pages (small, or written before the store). The object
     /// must agree with the item and its stored bytes with their crc32c.
     pub fn read_carried(&self, unid: Unid, name: &str) -> NsfResult<Option<CarriedContent>> {
-        let note = self.get(unid)?;
-        let a = find_attachment(&note, name).ok_or_else(|| NsfError::NoSuchAttachment {
-            db: self.core.path.clone(),
-            unid,
-            name: name.to_string(),
-        })?;
+        let a = self.attachment_ref(unid, name)?;
         let Some(content) = a.stored else {
             return Ok(None);
         };
@@ -393,8 +395,4 @@ impl Database {
     pub fn last_seq(&self) -> Seq {
         self.state.read().last_seq
     }
-}
-
-fn find_attachment<'n>(note: &'n Note, name: &str) -> Option<&'n AttachmentRef> {
-    note.attachments().find(|a| a.name == name)
 }

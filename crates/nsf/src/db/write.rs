@@ -200,16 +200,8 @@ impl Database {
             return Ok((self.write_blob(name, mime, &mut small)?, None));
         }
         let staged = store::stage(&self.core.store, &self.core.path, &first, content)?;
-        let aref = AttachmentRef {
-            name: name.to_string(),
-            mime: mime.to_string(),
-            size: staged.size,
-            crc32c: staged.crc32c,
-            blob_id: rand::random::<u64>() | 1,
-            extents: Vec::new(),
-            stored: Some(staged.content),
-        };
-        Ok((aref, Some(staged.pin)))
+        let (aref, pin) = stored_ref(name, mime, staged);
+        Ok((aref, Some(pin)))
     }
 
     /// Writes carried content as an object in its stored form, without
@@ -232,16 +224,8 @@ impl Database {
             return Ok(None);
         }
         let staged = store::stage_carried(&self.core.store, &self.core.path, carried)?;
-        let aref = AttachmentRef {
-            name: name.to_string(),
-            mime: mime.to_string(),
-            size: staged.size,
-            crc32c: staged.crc32c,
-            blob_id: rand::random::<u64>() | 1,
-            extents: Vec::new(),
-            stored: Some(staged.content),
-        };
-        Ok(Some((aref, Some(staged.pin))))
+        let (aref, pin) = stored_ref(name, mime, staged);
+        Ok(Some((aref, Some(pin))))
     }
 
     /// Content written by [`Self::write_content`] that no commit took:
@@ -314,4 +298,18 @@ impl Database {
         let _change = self.begin_acl_change()?;
         self.submit(WriteOp::SetAcl(json)).and_then(expect_meta)
     }
+}
+
+/// The item of content staged in the attachment store, and its pin (I37).
+fn stored_ref(name: &str, mime: &str, staged: store::Staged) -> (AttachmentRef, Pin) {
+    let aref = AttachmentRef {
+        name: name.to_string(),
+        mime: mime.to_string(),
+        size: staged.size,
+        crc32c: staged.crc32c,
+        blob_id: rand::random::<u64>() | 1,
+        extents: Vec::new(),
+        stored: Some(staged.content),
+    };
+    (aref, staged.pin)
 }

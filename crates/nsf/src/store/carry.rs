@@ -157,12 +157,7 @@ pub(crate) fn read_carried(
         .open(&path, OpenMode::Existing)
         .map_err(|e| format!("object {} cannot be opened: {e}", content.hash))?;
     let header = super::read::read_header(file.as_ref())?;
-    let agrees = header.hash == content.hash
-        && header.form == content.form
-        && header.stored_size == content.stored_size
-        && header.size == size
-        && header.crc32c == crc32c;
-    if !agrees {
+    if !header.matches(content, size, crc32c) {
         return Err(format!(
             "object {} does not match the attachment item",
             content.hash

@@ -20,4 +20,4 @@ pub use registry::StoreStats;
 pub(crate) use registry::{AttachStore, Pin, Pins, STORE_DIR};
 pub(crate) use sweep::sweep;
 pub use sweep::SweepReport;
-pub(crate) use write::stage;
+pub(crate) use write::{stage, Staged};

@@ -9,7 +9,7 @@
 //!  72 crc32c of bytes 0..72 u32              76 stored bytes
 //! ```
 
-use super::content::{ContentHash, StoredForm};
+use super::content::{ContentHash, StoredContent, StoredForm};
 
 pub(crate) const MAGIC: &[u8; 8] = b"FOLIOATT";
 pub(crate) const VERSION: u32 = 1;
@@ -27,6 +27,16 @@ pub(crate) struct ObjectHeader {
 }
 
 impl ObjectHeader {
+    /// Whether this is the object an attachment item names: its content
+    /// (hash, stored form and size) and the original's size and crc32c.
+    pub fn matches(&self, content: &StoredContent, size: u64, crc32c: u32) -> bool {
+        self.hash == content.hash
+            && self.form == content.form
+            && self.stored_size == content.stored_size
+            && self.size == size
+            && self.crc32c == crc32c
+    }
+
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(MAGIC);

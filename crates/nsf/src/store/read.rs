@@ -43,12 +43,7 @@ impl ObjectReader {
             )
         })?;
         let header = read_header(file.as_ref()).map_err(|e| bad(&what, e))?;
-        let agrees = header.hash == content.hash
-            && header.form == content.form
-            && header.stored_size == content.stored_size
-            && header.size == size
-            && header.crc32c == crc32c;
-        if !agrees {
+        if !header.matches(content, size, crc32c) {
             return Err(bad(
                 &what,
                 format_args!("object {} does not match the attachment item", content.hash),
