@@ -167,6 +167,13 @@ impl Note {
         Some(self.items.remove(pos))
     }
 
+    /// The note's items other than its attachments, in item order.
+    pub fn plain_items(&self) -> impl Iterator<Item = &Item> {
+        self.items
+            .iter()
+            .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
+    }
+
     /// The note's attachments, in item order.
     pub fn attachments(&self) -> impl Iterator<Item = &AttachmentRef> {
         self.items.iter().filter_map(|i| match &i.value {

@@ -16,7 +16,7 @@
 //! its users go on writing: each document is copied as it was when read.
 
 use super::Engine;
-use crate::{ForeignAttachment, ForeignContent, ForeignNote, ItemValue, Note, NsfResult};
+use crate::{ForeignAttachment, ForeignContent, ForeignNote, Note, NsfResult};
 
 /// Documents per transaction of a copy.
 const BATCH: usize = 64;
@@ -97,12 +97,7 @@ fn as_foreign(source: &crate::Database, note: &Note) -> NsfResult<ForeignNote> {
         created: note.created,
         modified: note.modified,
         deleted: false,
-        items: note
-            .items
-            .iter()
-            .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
-            .cloned()
-            .collect(),
+        items: note.plain_items().cloned().collect(),
         attachments,
         revisions: Vec::new(),
     })

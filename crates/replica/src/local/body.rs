@@ -90,12 +90,7 @@ impl NoteBody {
             created: note.created,
             modified: note.modified,
             deleted: note.deleted,
-            items: note
-                .items
-                .iter()
-                .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
-                .cloned()
-                .collect(),
+            items: note.plain_items().cloned().collect(),
             attachments,
         }
     }
