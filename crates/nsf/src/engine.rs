@@ -54,14 +54,14 @@
 //! cached or on disk go on.
 
 mod backup;
+mod compact;
 mod copy;
 mod delete;
 mod fixup_state;
+mod store;
 
 pub use copy::CopyReport;
 pub use fixup_state::FixupState;
-mod compact;
-mod store;
 
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};

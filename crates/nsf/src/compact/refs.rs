@@ -2,9 +2,8 @@
 //! the header: the header itself, the note table, UNID and change-sequence
 //! indexes, overflow chains of large notes and histories, attachment
 //! content, the replication tree, the store reference tree (§2.9), the
-//! design catalog and the view-index
-//! trees its entries name (logged trees walked, unlogged ones through
-//! their owned tree, I14). A page of the file that is neither referenced
+//! design catalog and the view-index trees its entries name (logged
+//! trees walked, unlogged ones through their owned tree, I14). A page of the file that is neither referenced
 //! nor on the free list was leaked by a commit that never happened (I40).
 
 use super::catalog::ViewEntry;
