@@ -221,6 +221,8 @@ fn summary(from: &str, to: &str, r: &LocalReport) -> Json {
         "lost": r.pull.lost,
         "conflicts": r.conflicts(),
         "offered": r.pull.offered,
+        "attachments_skipped": r.skipped.attachments,
+        "attachment_bytes_skipped": r.skipped.bytes,
         "messages": r.messages,
         "checkpoint": r.pull.checkpoint.0,
         "millis": r.elapsed.as_millis() as u64,

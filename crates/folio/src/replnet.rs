@@ -57,6 +57,11 @@ pub struct NetReport {
     pub bytes_on_wire: u64,
     /// `Replicate` requests (round trips).
     pub round_trips: u64,
+    /// Attachments that did not travel because the receiving side held
+    /// them already (sent as references), and their original bytes.
+    pub attachments_skipped: u64,
+    /// The original bytes of those attachments.
+    pub skipped_bytes: u64,
     /// The checkpoint reached (pulls: this side's history).
     pub checkpoint: u64,
     /// Wall-clock time.
@@ -234,11 +239,15 @@ impl Local {
                 report.document_bytes = r.received_bytes;
                 report.conflicts = r.conflicts;
                 report.checkpoint = r.checkpoint.0;
+                report.attachments_skipped = t.skipped().attachments;
+                report.skipped_bytes = t.skipped().bytes;
             }
             Local::Source(s) => {
                 let r = s.report();
                 report.documents = r.notes;
                 report.document_bytes = r.note_bytes;
+                report.attachments_skipped = s.skipped().attachments;
+                report.skipped_bytes = s.skipped().bytes;
             }
         }
     }
@@ -262,6 +271,8 @@ pub fn summary(from: &str, to: &str, r: &NetReport) -> Json {
         "bytes_on_wire": r.bytes_on_wire,
         "bytes_uncompressed": r.bytes_uncompressed,
         "round_trips": r.round_trips,
+        "attachments_skipped": r.attachments_skipped,
+        "attachment_bytes_skipped": r.skipped_bytes,
         "checkpoint": r.checkpoint,
         "millis": r.elapsed.as_millis() as u64,
     })

@@ -6,7 +6,8 @@
 //! before the connection compresses anything — and A stores that stream
 //! as it came; the random one crosses as is; both read back identical. A
 //! third server with `attachment_compression = "off"` makes a replica
-//! too and stores the originals.
+//! too and stores the originals. An edit that keeps the attachments
+//! sends them, either way, as references to what the other side holds.
 
 mod common;
 use client::blocking::Client;
@@ -153,6 +154,45 @@ fn attachments_cross_in_their_stored_form_and_read_back_identical() {
         .map(|p| p["documents"].as_u64().unwrap())
         .sum();
     assert_eq!(sent, 0, "{again}");
+
+    // An edit that keeps the attachments sends them as references to the
+    // content the other side holds: a pull into A after an edit on B, a
+    // push into B (the server's door, with its access check) after an
+    // edit on A. Each crosses in a few KiB, and reads back identical.
+    let (db_b, _) = admin.open_database(DB).unwrap();
+    admin
+        .update_document(
+            db_b,
+            unid,
+            None,
+            false,
+            r#"{"Subject":"files, edited on B"}"#,
+        )
+        .unwrap();
+    let pulled = replicate(&a, &b, &[]);
+    let pull = &pulled["pulls"][0];
+    assert_eq!(pull["documents"], 1, "{pulled}");
+    assert_eq!(pull["attachments_skipped"], 2, "{pulled}");
+    assert_eq!(pull["attachment_bytes_skipped"], originals, "{pulled}");
+    assert!(pull["bytes_on_wire"].as_u64().unwrap() < 8_192, "{pulled}");
+    assert_eq!(read(&on_a, unid, "words.txt"), words);
+    assert_eq!(read(&on_a, unid, "random.bin"), random);
+    let (db_a, _) = on_a.open_database(DB).unwrap();
+    on_a.update_document(
+        db_a,
+        unid,
+        None,
+        false,
+        r#"{"Subject":"files, edited on A"}"#,
+    )
+    .unwrap();
+    let pushed = replicate(&a, &b, &["--direction", "push"]);
+    let push = &pushed["pulls"][0];
+    assert_eq!(push["documents"], 1, "{pushed}");
+    assert_eq!(push["attachments_skipped"], 2, "{pushed}");
+    assert!(push["bytes_on_wire"].as_u64().unwrap() < 8_192, "{pushed}");
+    assert_eq!(read(&admin, unid, "words.txt"), words);
+    assert_eq!(read(&admin, unid, "random.bin"), random);
 
     // A target that stores as is decompresses what it is sent.
     let c = Server::start(data_c.path());

@@ -51,6 +51,17 @@ pub enum ForeignContent {
     /// form where this store would keep it compressed (design.md §2.9
     /// "Replication", I47).
     Carried(crate::CarriedContent),
+    /// Content this server's attachment store already holds, named by
+    /// the SHA-256 of its original, with the original's size and crc32c
+    /// (which must match the object's). Nothing is read or written: the
+    /// object gains a reference (design.md §2.9 "Replication"). The
+    /// caller vouches that the writer may have it: replication offers
+    /// only what the target's own copy of the document holds.
+    Held {
+        hash: crate::ContentHash,
+        size: u64,
+        crc32c: u32,
+    },
 }
 
 impl std::fmt::Debug for ForeignContent {
@@ -59,6 +70,7 @@ impl std::fmt::Debug for ForeignContent {
             ForeignContent::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             ForeignContent::Reader(_) => f.write_str("Reader"),
             ForeignContent::Carried(c) => write!(f, "{c:?}"),
+            ForeignContent::Held { hash, size, .. } => write!(f, "Held({hash}, {size} bytes)"),
         }
     }
 }
@@ -71,6 +83,11 @@ impl ForeignContent {
             ForeignContent::Bytes(b) => Box::new(b.as_slice()),
             ForeignContent::Reader(r) => Box::new(r),
             ForeignContent::Carried(c) => Box::new(c.original()?),
+            ForeignContent::Held { hash, .. } => {
+                return Err(std::io::Error::other(format!(
+                    "content {hash} is held by reference and has no stream here"
+                )))
+            }
         })
     }
 }

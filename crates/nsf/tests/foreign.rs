@@ -461,3 +461,54 @@ fn a_batch_of_foreign_notes_shares_one_commit_and_answers_each() {
     drop(db);
     engine.close().unwrap();
 }
+
+/// Content held by reference (`ForeignContent::Held`) links to the object
+/// the store already has, when the size and crc32c match it; a reference
+/// to an object that is not there, or that holds other content, is
+/// refused and writes nothing.
+#[test]
+fn held_content_links_an_existing_object_or_is_refused() {
+    use sha2::Digest;
+    let (_engine, db) = engine_with_db("held.fdb");
+    let bytes: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let hash = nsf::ContentHash(sha2::Sha256::digest(&bytes).into());
+    let crc = crc32c::crc32c(&bytes);
+    let held = |seq, size, crc32c| {
+        with_file(
+            version(seq, i64::from(seq) * 1_000, vec![text("S", "v")]),
+            "f.bin",
+            ForeignContent::Held { hash, size, crc32c },
+        )
+    };
+    // Not in the store yet.
+    assert!(matches!(
+        db.put_foreign(held(1, bytes.len() as u64, crc)),
+        Err(NsfError::Store { .. })
+    ));
+    assert!(db.get_any(UNID).is_err(), "nothing written");
+
+    let other = db.create(vec![text("S", "owner")]).unwrap().unid;
+    db.put_attachment(other, "f.bin", "x/y", &mut &bytes[..])
+        .unwrap();
+    // There, but the reference claims other content.
+    assert!(matches!(
+        db.put_foreign(held(1, bytes.len() as u64, crc ^ 1)),
+        Err(NsfError::Store { .. })
+    ));
+    assert!(matches!(
+        db.put_foreign(held(1, bytes.len() as u64 + 1, crc)),
+        Err(NsfError::Store { .. })
+    ));
+    assert!(db.get_any(UNID).is_err(), "nothing written");
+
+    db.put_foreign(held(1, bytes.len() as u64, crc)).unwrap();
+    let mut read = Vec::new();
+    db.open_attachment(UNID, "f.bin")
+        .unwrap()
+        .read_to_end(&mut read)
+        .unwrap();
+    assert_eq!(read, bytes);
+    let refs = db.check_store_refs().unwrap();
+    assert_eq!(refs.references, 2, "{refs:?}");
+    assert!(refs.mismatches.is_empty() && refs.missing_objects.is_empty());
+}

@@ -68,6 +68,11 @@ pub struct PeerPull {
     pub bytes_uncompressed: u64,
     /// `Replicate` requests sent to the peer.
     pub round_trips: u64,
+    /// Attachments that did not travel because the receiving side held
+    /// them already (sent as references).
+    pub attachments_skipped: u64,
+    /// Their original bytes.
+    pub attachment_bytes_skipped: u64,
     /// How long it took, in milliseconds.
     pub millis: u64,
 }

@@ -47,6 +47,9 @@ pub struct Held<V> {
     pub deleted: bool,
     /// The versions it was made from (as far as it keeps them).
     pub revisions: Vec<V>,
+    /// Content of this version the target could reuse for the incoming
+    /// one ([`crate::ContentKey`]); empty when there is none to offer.
+    pub have: Vec<crate::ContentKey>,
 }
 
 /// The target's decision on one summary entry.
@@ -213,6 +216,7 @@ mod tests {
             version: v,
             deleted,
             revisions,
+            have: Vec::new(),
         }
     }
 

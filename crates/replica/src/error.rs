@@ -123,6 +123,25 @@ pub enum ReplicaError {
         /// The document.
         unid: Unid,
     },
+    /// A document names content by reference that the target never
+    /// offered.
+    #[error("document {unid} names the content of attachment {attachment:?} by reference, but this side never offered it")]
+    NotHeld {
+        /// The document.
+        unid: Unid,
+        /// The attachment.
+        attachment: String,
+    },
+    /// A Want offers more content keys than a source accepts.
+    #[error("Want for page {} offers {len} content keys (at most {max})", .upto.0)]
+    HaveTooLong {
+        /// The page.
+        upto: Seq,
+        /// Keys offered.
+        len: usize,
+        /// The limit ([`crate::msg::MAX_HAVE`]).
+        max: usize,
+    },
     /// The request asked for something out of range.
     #[error("bad request: {0}")]
     BadRequest(String),

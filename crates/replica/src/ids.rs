@@ -51,6 +51,14 @@ pub struct QueryId(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BatchId(pub u64);
 
+/// Content a target already holds, named by its digest (for nsf, the
+/// SHA-256 of an attachment's original bytes). A Want lists the keys of
+/// the versions it replaces, and the source sends such content as a
+/// reference instead of its bytes: an edit of a document does not send
+/// its unchanged attachments again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ContentKey(pub [u8; 32]);
+
 /// Which way documents flow for the side that says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Role {

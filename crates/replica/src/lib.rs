@@ -59,7 +59,7 @@ pub use apply::{ForeignStore, Outcome, WriteBatch, Written};
 pub use conflict::{conflict_unid, decide, resolve, Applied, ConflictDoc, Decision, Held};
 pub use error::ReplicaError;
 pub use history::History;
-pub use ids::{BatchId, Opening, Peer, QueryId, Role, SessionId};
+pub use ids::{BatchId, ContentKey, Opening, Peer, QueryId, Role, SessionId};
 pub use msg::{Envelope, ErrorCode, Failure, Packet};
 pub use puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
 pub use source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};

@@ -26,7 +26,7 @@
 //! being papered over. Either side may end a session with an [`Failure`].
 
 use crate::error::ReplicaError;
-use crate::ids::{Peer, Role, SessionId};
+use crate::ids::{ContentKey, Peer, Role, SessionId};
 use crate::wire;
 use nsf::{Seq, Unid};
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,10 @@ use std::collections::HashSet;
 /// The longest selection formula a session carries, in bytes (the formula
 /// language's own limit).
 pub const MAX_SELECTION: usize = 64 * 1024;
+
+/// The most content keys one Want may offer (2 MiB of keys): a source
+/// refuses a Want with more.
+pub const MAX_HAVE: usize = 65_536;
 
 /// One message of one session, numbered in its direction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -184,6 +188,9 @@ pub struct Want {
     /// The documents, each at most once.
     #[serde(with = "wire::unids")]
     pub unids: Vec<Unid>,
+    /// Content the target holds in the versions these documents would
+    /// replace: the source may send it by reference ([`ContentKey`]).
+    pub have: Vec<ContentKey>,
 }
 
 /// A document on its way: what the machines read of it, and its content,

@@ -25,10 +25,10 @@ use crate::apply::{Outcome, WriteBatch, Written};
 use crate::conflict::{decide, Held};
 use crate::error::ReplicaError;
 use crate::history::{resume_point, History};
-use crate::ids::{BatchId, Opening, Peer, QueryId, Role};
+use crate::ids::{BatchId, ContentKey, Opening, Peer, QueryId, Role};
 use crate::msg::{
     ChangesSince, Entry, Envelope, ErrorCode, Failure, Hello, Packet, Summary, ToSource, ToTarget,
-    Want,
+    Want, MAX_HAVE,
 };
 use crate::session::{Admit, Out, Session};
 use crate::version::Version;
@@ -162,7 +162,10 @@ enum Stage<V, N> {
         entries: Vec<Entry<V>>,
     },
     /// Decided; its Want waits for the pages before it.
-    Diffed { wants: Vec<Unid> },
+    Diffed {
+        wants: Vec<Unid>,
+        have: Vec<ContentKey>,
+    },
     /// Want sent; documents arrive and are written in batches.
     Receiving(Receiving<V, N>),
     /// Every wanted document that came is durably written.
@@ -311,14 +314,19 @@ impl<V: Version, N: Clone> Puller<V, N> {
                 got: held.len(),
             });
         }
-        let wants: Vec<Unid> = entries
-            .iter()
-            .zip(&held)
-            .filter(|(entry, held)| decide(entry, held.as_ref()).wanted())
-            .map(|(entry, _)| entry.unid)
-            .collect();
+        let mut wants = Vec::new();
+        let mut have = BTreeSet::new();
+        for (entry, held) in entries.iter().zip(&held) {
+            if decide(entry, held.as_ref()).wanted() {
+                wants.push(entry.unid);
+                have.extend(held.iter().flat_map(|h| h.have.iter().copied()));
+            }
+        }
+        // A hostile or broken driver answer must not make a Want the
+        // source refuses: the keys are an offer, so drop the excess.
+        let have: Vec<ContentKey> = have.into_iter().take(MAX_HAVE).collect();
         self.report.wanted += wants.len() as u64;
-        page.stage = Stage::Diffed { wants };
+        page.stage = Stage::Diffed { wants, have };
         self.out.session.progress();
         self.advance();
         Ok(())
@@ -368,6 +376,15 @@ impl<V: Version, N: Clone> Puller<V, N> {
                 code: ErrorCode::Local,
                 message: message.into(),
             });
+        }
+    }
+
+    /// The driver found what arrived broken in a way only it can see
+    /// (content named by reference that was never offered): the session
+    /// ends, the source is told, and the history stays where it was.
+    pub fn refuse(&mut self, e: ReplicaError) {
+        if !self.is_over() {
+            let _ = self.fail(e);
         }
     }
 
@@ -619,9 +636,10 @@ impl<V: Version, N: Clone> Puller<V, N> {
         for page in stream.pages.iter_mut() {
             match &mut page.stage {
                 Stage::Querying { .. } => break,
-                Stage::Diffed { wants } if wants.is_empty() => page.stage = Stage::Complete,
-                Stage::Diffed { wants } => {
+                Stage::Diffed { wants, .. } if wants.is_empty() => page.stage = Stage::Complete,
+                Stage::Diffed { wants, have } => {
                     let unids = std::mem::take(wants);
+                    let have = std::mem::take(have);
                     page.stage = Stage::Receiving(Receiving {
                         expected: unids.iter().copied().collect(),
                         buffer: Vec::new(),
@@ -632,6 +650,7 @@ impl<V: Version, N: Clone> Puller<V, N> {
                     self.out.send(ToSource::Want(Want {
                         upto: page.upto,
                         unids,
+                        have,
                     }));
                 }
                 Stage::Receiving(_) | Stage::Complete => {}

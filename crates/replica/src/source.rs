@@ -21,10 +21,10 @@
 //! version current when read.
 
 use crate::error::ReplicaError;
-use crate::ids::{Opening, Peer, Role};
+use crate::ids::{ContentKey, Opening, Peer, Role};
 use crate::msg::{
     ChangesSince, Envelope, ErrorCode, Failure, Hello, Packet, Summary, ToSource, ToTarget,
-    MAX_SELECTION,
+    MAX_HAVE, MAX_SELECTION,
 };
 use crate::session::{Admit, Out, Session};
 use crate::version::Version;
@@ -84,6 +84,8 @@ pub enum SourceAction<V, N> {
         upto: Seq,
         /// The documents.
         unids: Vec<Unid>,
+        /// Content the target says it holds: send it by reference.
+        have: Vec<ContentKey>,
     },
 }
 
@@ -153,7 +155,7 @@ struct Stream {
     /// The last page a Want came for.
     last_want: Option<Seq>,
     /// Wants waiting for their ReadNotes, in order.
-    wants: VecDeque<(Seq, Vec<Unid>)>,
+    wants: VecDeque<(Seq, Vec<Unid>, Vec<ContentKey>)>,
     reading_notes: Option<Reading>,
 }
 
@@ -414,7 +416,7 @@ impl<V: Version, N: Clone> Source<V, N> {
             }),
             ToSource::Hello(hello) => self.on_hello(hello),
             ToSource::ChangesSince(request) => self.on_request(request),
-            ToSource::Want(want) => self.on_want(want.upto, want.unids),
+            ToSource::Want(want) => self.on_want(want.upto, want.unids, want.have),
             ToSource::Ack { upto } => self.on_ack(upto),
             ToSource::Done { upto } => self.on_done(upto),
         }
@@ -474,7 +476,12 @@ impl<V: Version, N: Clone> Source<V, N> {
         Ok(())
     }
 
-    fn on_want(&mut self, upto: Seq, unids: Vec<Unid>) -> Result<(), ReplicaError> {
+    fn on_want(
+        &mut self,
+        upto: Seq,
+        unids: Vec<Unid>,
+        have: Vec<ContentKey>,
+    ) -> Result<(), ReplicaError> {
         let unexpected = self.unexpected("Want");
         let State::Streaming(stream) = &mut self.state else {
             return Err(unexpected);
@@ -489,6 +496,13 @@ impl<V: Version, N: Clone> Source<V, N> {
         let Some(page) = stream.sent.iter_mut().find(|p| p.upto == upto) else {
             return Err(wrong_page);
         };
+        if have.len() > MAX_HAVE {
+            return Err(ReplicaError::HaveTooLong {
+                upto,
+                len: have.len(),
+                max: MAX_HAVE,
+            });
+        }
         let mut seen = HashSet::with_capacity(unids.len());
         let mut sized = Vec::with_capacity(unids.len());
         for unid in unids {
@@ -504,7 +518,7 @@ impl<V: Version, N: Clone> Source<V, N> {
         stream.last_want = Some(upto);
         stream
             .wants
-            .push_back((upto, sized.into_iter().map(|(_, u)| u).collect()));
+            .push_back((upto, sized.into_iter().map(|(_, u)| u).collect(), have));
         self.read_wanted();
         Ok(())
     }
@@ -563,12 +577,12 @@ impl<V: Version, N: Clone> Source<V, N> {
         if stream.reading_notes.is_some() {
             return;
         }
-        if let Some((upto, unids)) = stream.wants.pop_front() {
+        if let Some((upto, unids, have)) = stream.wants.pop_front() {
             stream.reading_notes = Some(Reading {
                 upto,
                 unsent: unids.iter().copied().collect(),
             });
-            self.out.push(SourceAction::ReadNotes { upto, unids });
+            self.out.push(SourceAction::ReadNotes { upto, unids, have });
         }
     }
 }

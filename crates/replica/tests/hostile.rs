@@ -432,6 +432,7 @@ fn wants_acks_and_dones_for_the_wrong_page_are_refused() {
             ToSource::Want(Want {
                 upto: Seq(4),
                 unids: vec![unid(1)],
+                have: Vec::new(),
             }),
             ReplicaError::WrongPage {
                 message: "Want",
@@ -442,6 +443,7 @@ fn wants_acks_and_dones_for_the_wrong_page_are_refused() {
             ToSource::Want(Want {
                 upto: Seq(5),
                 unids: vec![unid(3)],
+                have: Vec::new(),
             }),
             ReplicaError::NotOffered {
                 upto: Seq(5),
@@ -452,10 +454,23 @@ fn wants_acks_and_dones_for_the_wrong_page_are_refused() {
             ToSource::Want(Want {
                 upto: Seq(5),
                 unids: vec![unid(1), unid(1)],
+                have: Vec::new(),
             }),
             ReplicaError::NotOffered {
                 upto: Seq(5),
                 unid: unid(1),
+            },
+        ),
+        (
+            ToSource::Want(Want {
+                upto: Seq(5),
+                unids: vec![unid(1)],
+                have: vec![replica::ContentKey([1; 32]); replica::msg::MAX_HAVE + 1],
+            }),
+            ReplicaError::HaveTooLong {
+                upto: Seq(5),
+                len: replica::msg::MAX_HAVE + 1,
+                max: replica::msg::MAX_HAVE,
             },
         ),
         (
@@ -497,6 +512,7 @@ fn done_before_the_wanted_documents_were_sent_is_refused() {
     let want = ToSource::Want(Want {
         upto: Seq(5),
         unids: vec![unid(2)],
+        have: Vec::new(),
     });
     s.receive(packet(2, want)).expect("want");
     assert!(matches!(
@@ -575,6 +591,7 @@ fn a_source_refuses_answers_it_did_not_ask_for_and_goes_on() {
     let want = ToSource::Want(Want {
         upto: Seq(5),
         unids: vec![unid(2), unid(1)],
+        have: Vec::new(),
     });
     s.receive(packet(2, want)).expect("want");
     let reads = drain_source(&mut s);

@@ -55,6 +55,7 @@ fn every_message_round_trips() {
         ToSource::Want(Want {
             upto: Seq(4),
             unids: vec![unid(1), unid(2)],
+            have: Vec::new(),
         }),
         ToSource::Ack { upto: Seq(4) },
         ToSource::Done { upto: Seq(9) },
@@ -128,6 +129,7 @@ fn a_truncated_message_does_not_decode() {
         body: ToSource::Want(Want {
             upto: Seq(4),
             unids: vec![unid(1), unid(2)],
+            have: Vec::new(),
         }),
     };
     let bytes = postcard::to_allocvec(&packet).expect("encodes");

@@ -176,6 +176,8 @@ fn summary(from: &str, to: &str, r: &NetReport) -> PeerPull {
         bytes_on_wire: r.bytes_on_wire,
         bytes_uncompressed: r.bytes_uncompressed,
         round_trips: r.round_trips,
+        attachments_skipped: r.attachments_skipped,
+        attachment_bytes_skipped: r.skipped_bytes,
         millis: u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX),
     }
 }

@@ -230,10 +230,17 @@ impl Database {
         &self,
         a: &mut ForeignAttachment,
     ) -> NsfResult<(AttachmentRef, Option<Pin>)> {
-        if let ForeignContent::Carried(c) = &a.content {
-            if let Some(written) = self.write_carried(&a.name, &a.mime, c)? {
-                return Ok(written);
+        match &a.content {
+            ForeignContent::Carried(c) => {
+                if let Some(written) = self.write_carried(&a.name, &a.mime, c)? {
+                    return Ok(written);
+                }
             }
+            ForeignContent::Held { hash, size, crc32c } => {
+                let (aref, pin) = self.write_held(&a.name, &a.mime, *hash, *size, *crc32c)?;
+                return Ok((aref, Some(pin)));
+            }
+            ForeignContent::Bytes(_) | ForeignContent::Reader(_) => {}
         }
         let mut content = a.content.reader().map_err(NsfError::Content)?;
         self.write_content(&a.name, &a.mime, &mut *content)

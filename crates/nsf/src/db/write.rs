@@ -228,6 +228,21 @@ impl Database {
         Ok(Some((aref, Some(pin))))
     }
 
+    /// References content the store already holds (`ForeignContent::Held`):
+    /// the object must be there with this original size and crc32c; it
+    /// is pinned for the referencing commit like a dedup hit (I37).
+    pub(super) fn write_held(
+        &self,
+        name: &str,
+        mime: &str,
+        hash: store::ContentHash,
+        size: u64,
+        crc32c: u32,
+    ) -> NsfResult<(AttachmentRef, Pin)> {
+        let staged = store::stage_held(&self.core.store, &self.core.path, hash, size, crc32c)?;
+        Ok(stored_ref(name, mime, staged))
+    }
+
     /// Content written by [`Self::write_content`] that no commit took:
     /// blob pages go back to the free list, an object to the next sweep.
     pub(super) fn abandon_content(&self, aref: &AttachmentRef) {

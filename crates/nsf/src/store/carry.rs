@@ -206,6 +206,45 @@ pub(crate) fn stage_carried(
     staged
 }
 
+/// Stages content this store already holds, by the SHA-256 of its
+/// original (a reference replication carries instead of the bytes,
+/// design.md §2.9): the object must be there, with this original size
+/// and crc32c. It is pinned for the referencing commit (I37) and counted
+/// as a dedup hit.
+pub(crate) fn stage_held(
+    store: &Arc<AttachStore>,
+    db: &str,
+    hash: ContentHash,
+    size: u64,
+    crc32c: u32,
+) -> NsfResult<Staged> {
+    store.check_writable()?;
+    let (pin, header) = store.pin_existing(hash, db)?;
+    if header.size != size || header.crc32c != crc32c {
+        return Err(NsfError::Store {
+            what: format!("object {hash}"),
+            reason: format!(
+                "holds {} bytes with crc32c {:08x}, not the {size} bytes with crc32c {crc32c:08x} referenced",
+                header.size, header.crc32c
+            ),
+        });
+    }
+    let c = &store.stats;
+    c.stored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    c.dedup_hits
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(Staged {
+        content: StoredContent {
+            hash,
+            form: header.form,
+            stored_size: header.stored_size,
+        },
+        size,
+        crc32c,
+        pin,
+    })
+}
+
 /// Writes the header and the stored bytes to `tmp` and syncs it.
 fn write_carried(
     store: &AttachStore,

@@ -13,7 +13,7 @@ mod sweep;
 mod write;
 
 pub use carry::CarriedContent;
-pub(crate) use carry::{read_carried, stage_carried};
+pub(crate) use carry::{read_carried, stage_carried, stage_held};
 pub use content::{AttachmentCompression, ContentHash, StoredContent, StoredForm, STORE_MIN};
 pub use read::ObjectReader;
 pub use registry::StoreStats;

@@ -293,6 +293,26 @@ impl AttachStore {
         Ok((self.pin_locked(&mut st, hash), existing))
     }
 
+    /// Pins the object `hash`, which must be here, having made `db` a
+    /// durable user (I37), and returns its header.
+    pub fn pin_existing(
+        self: &Arc<Self>,
+        hash: ContentHash,
+        db: &str,
+    ) -> NsfResult<(Pin, ObjectHeader)> {
+        let mut st = self.state.lock();
+        let path = self.object_path(&hash);
+        if !self.backend.exists(&path) {
+            return Err(NsfError::Store {
+                what: format!("object {hash}"),
+                reason: "is not in the attachment store (the content it names is gone)".into(),
+            });
+        }
+        let header = self.existing_header(&path, hash)?;
+        self.register_user(&mut st, db)?;
+        Ok((self.pin_locked(&mut st, hash), header))
+    }
+
     /// The header of the object at `path`, which must be `hash`'s.
     fn existing_header(&self, path: &Path, hash: ContentHash) -> NsfResult<ObjectHeader> {
         let bad = |reason: String| NsfError::Store {

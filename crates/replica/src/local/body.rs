@@ -45,6 +45,17 @@ pub enum Content {
     /// original's size, crc32c and SHA-256, which the target checks
     /// before it stores anything (I47).
     Carried(Arc<nsf::CarriedContent>),
+    /// A reference to content the target said it holds (a Want's
+    /// `have`): the SHA-256 of the original, its size and crc32c. No
+    /// bytes travel; the target's store gains a reference (§2.9).
+    Held {
+        /// SHA-256 of the original.
+        hash: nsf::ContentHash,
+        /// The original's size.
+        size: u64,
+        /// The original's crc32c.
+        crc32c: u32,
+    },
 }
 
 impl Content {
@@ -53,6 +64,7 @@ impl Content {
         match self {
             Content::Original(b) => b.len() as u64,
             Content::Carried(c) => c.bytes.len() as u64,
+            Content::Held { .. } => 0,
         }
     }
 
@@ -61,7 +73,22 @@ impl Content {
         match self {
             Content::Original(b) => b.len() as u64,
             Content::Carried(c) => c.size,
+            Content::Held { size, .. } => *size,
         }
+    }
+}
+
+impl NoteBody {
+    /// The references to held content it carries, and their original
+    /// bytes (what the target did not have to receive).
+    pub fn held_content(&self) -> (u64, u64) {
+        self.attachments
+            .iter()
+            .filter_map(|a| match a.content {
+                Content::Held { size, .. } => Some(size),
+                _ => None,
+            })
+            .fold((0, 0), |(n, bytes), size| (n + 1, bytes + size))
     }
 }
 
@@ -128,6 +155,11 @@ impl NoteBody {
                     content: match &a.content {
                         Content::Original(b) => ForeignContent::Bytes(b.as_ref().clone()),
                         Content::Carried(c) => ForeignContent::Carried(c.as_ref().clone()),
+                        Content::Held { hash, size, crc32c } => ForeignContent::Held {
+                            hash: *hash,
+                            size: *size,
+                            crc32c: *crc32c,
+                        },
                     },
                 })
                 .collect(),

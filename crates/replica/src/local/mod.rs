@@ -18,5 +18,5 @@ mod store;
 pub use acl_rule::ActingFor;
 pub use body::{Attachment, Content, NoteBody};
 pub use run::{pull, LocalFailure, LocalOptions, LocalReport};
-pub use side::{ReadCheck, SourceSide, TargetSide, WriteCheck};
+pub use side::{ReadCheck, Skipped, SourceSide, TargetSide, WriteCheck};
 pub use store::load_histories;

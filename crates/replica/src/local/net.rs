@@ -58,6 +58,13 @@ enum NetContent {
         sha256: [u8; 32],
         stream: Vec<u8>,
     },
+    /// 2: a reference to content the target offered in its Want (the
+    /// original's size, crc32c and SHA-256); no bytes.
+    Held {
+        size: u64,
+        crc32c: u32,
+        sha256: [u8; 32],
+    },
 }
 
 fn content_out(c: &Content) -> NetContent {
@@ -71,6 +78,11 @@ fn content_out(c: &Content) -> NetContent {
                 sha256: c.hash.0,
                 stream: c.bytes.clone(),
             },
+        },
+        Content::Held { hash, size, crc32c } => NetContent::Held {
+            size: *size,
+            crc32c: *crc32c,
+            sha256: hash.0,
         },
     }
 }
@@ -90,6 +102,15 @@ fn content_in(c: NetContent) -> Content {
             hash: ContentHash(sha256),
             bytes: stream,
         })),
+        NetContent::Held {
+            size,
+            crc32c,
+            sha256,
+        } => Content::Held {
+            hash: ContentHash(sha256),
+            size,
+            crc32c,
+        },
     }
 }
 

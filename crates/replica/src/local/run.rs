@@ -57,6 +57,9 @@ pub struct LocalReport {
     pub pull: PullReport,
     /// The source's side: pages and documents sent.
     pub sent: SourceReport,
+    /// Attachments the target held already, which travelled as
+    /// references.
+    pub skipped: super::Skipped,
     /// Messages exchanged.
     pub messages: u64,
     /// Wall-clock time taken.
@@ -109,6 +112,7 @@ pub fn pull(
     let report = LocalReport {
         pull: run.puller.report().clone(),
         sent: run.source.report().clone(),
+        skipped: run.puller.skipped(),
         messages: run.messages,
         elapsed: started.elapsed(),
     };

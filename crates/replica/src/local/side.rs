@@ -25,17 +25,18 @@
 //! Manager (`acl_rule.rs`, `LocalOptions::acting_for`).
 
 use super::acl_rule::ActingFor;
-use super::body::NoteBody;
+use super::body::{Content, NoteBody};
 use super::net::{SourcePacket, TargetPacket};
 use super::store;
 use super::LocalOptions;
 use crate::apply::{Outcome, WriteBatch, Written};
-use crate::ids::{Opening, Peer};
+use crate::ids::{ContentKey, Opening, Peer};
 use crate::msg::ErrorCode;
 use crate::puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
 use crate::source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};
 use crate::ReplicaError;
 use nsf::{Database, Note, NsfResult, Seq, Timestamp, Unid};
+use std::collections::HashSet;
 
 /// Which documents a source's peer may read.
 pub type ReadCheck = Box<dyn Fn(&Note) -> bool + Send + Sync>;
@@ -55,6 +56,25 @@ pub struct SourceSide {
     source: Source<nsf::Version, NoteBody>,
     visible: Option<ReadCheck>,
     selection: Option<(String, formula::Formula)>,
+    skipped: Skipped,
+}
+
+/// Attachments that did not travel because the target held them (a
+/// Want's `have`): how many, and their original bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Attachments sent as references.
+    pub attachments: u64,
+    /// Their original bytes.
+    pub bytes: u64,
+}
+
+impl Skipped {
+    fn add(&mut self, body: &NoteBody) {
+        let (n, bytes) = body.held_content();
+        self.attachments += n;
+        self.bytes += bytes;
+    }
 }
 
 impl SourceSide {
@@ -67,6 +87,7 @@ impl SourceSide {
             source: Source::new(config, db.last_seq(), Timestamp::now()),
             visible: None,
             selection: None,
+            skipped: Skipped::default(),
         })
     }
 
@@ -95,7 +116,10 @@ impl SourceSide {
                     limit,
                     selection,
                 } => self.read_changes(db, after, limit, selection),
-                SourceAction::ReadNotes { upto, unids } => self.read_notes(db, upto, &unids, send),
+                SourceAction::ReadNotes { upto, unids, have } => {
+                    let have = have.into_iter().collect();
+                    self.read_notes(db, upto, &unids, &have, send)
+                }
             }
         }
         did
@@ -122,6 +146,11 @@ impl SourceSide {
     /// What was sent.
     pub fn report(&self) -> &SourceReport {
         self.source.report()
+    }
+
+    /// Attachments sent as references to content the target held.
+    pub fn skipped(&self) -> Skipped {
+        self.skipped
     }
 
     /// The connection is gone: the session ends.
@@ -168,6 +197,7 @@ impl SourceSide {
         db: &Database,
         upto: Seq,
         unids: &[Unid],
+        have: &HashSet<ContentKey>,
         send: &mut dyn FnMut(TargetPacket),
     ) {
         let mut rest = unids;
@@ -180,9 +210,10 @@ impl SourceSide {
                 }
                 rest = tail;
                 let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
-                match store::read_notes(db, &[unid], &visible) {
+                match store::read_notes(db, &[unid], &visible, have) {
                     Ok(found) => {
                         bytes += found.iter().map(|n| n.size).sum::<u64>();
+                        found.iter().for_each(|n| self.skipped.add(&n.body));
                         notes.extend(found);
                     }
                     Err(e) => {
@@ -235,6 +266,10 @@ pub struct TargetSide {
     puller: Puller<nsf::Version, NoteBody>,
     writable: Option<WriteCheck>,
     acting_for: ActingFor,
+    /// Content offered in this session's Wants: the only content an
+    /// incoming document may name by reference.
+    offered: HashSet<ContentKey>,
+    skipped: Skipped,
 }
 
 impl TargetSide {
@@ -250,6 +285,8 @@ impl TargetSide {
             puller: Puller::new(config, histories, Timestamp::now()),
             writable: None,
             acting_for: options.acting_for.clone(),
+            offered: HashSet::new(),
+            skipped: Skipped::default(),
         })
     }
 
@@ -274,7 +311,7 @@ impl TargetSide {
             did = true;
             match action {
                 PullAction::Send(packet) => send(packet),
-                PullAction::QueryLocal { query, unids } => match store::held(db, &unids) {
+                PullAction::QueryLocal { query, unids } => match self.held(db, &unids) {
                     Ok(held) => {
                         if let Err(e) = self.puller.local_versions(query, held) {
                             self.puller.fail_local(e.to_string());
@@ -282,14 +319,21 @@ impl TargetSide {
                     }
                     Err(e) => self.puller.fail_local(local_message(db, e)),
                 },
-                PullAction::Write(batch) => match self.write(db, &batch) {
-                    Ok(results) => {
-                        if let Err(e) = self.puller.written(batch.id, results) {
-                            self.puller.fail_local(e.to_string());
-                        }
+                PullAction::Write(batch) => {
+                    if let Err(e) = self.check_references(&batch) {
+                        self.puller.refuse(e);
+                        continue;
                     }
-                    Err(e) => self.puller.fail_local(local_message(db, e)),
-                },
+                    match self.write(db, &batch) {
+                        Ok(results) => {
+                            batch.notes.iter().for_each(|n| self.skipped.add(&n.body));
+                            if let Err(e) = self.puller.written(batch.id, results) {
+                                self.puller.fail_local(e.to_string());
+                            }
+                        }
+                        Err(e) => self.puller.fail_local(local_message(db, e)),
+                    }
+                }
                 PullAction::SaveHistory(entry) => {
                     // I26: every batch this entry covers was acknowledged
                     // durable above, before the puller queued it.
@@ -320,6 +364,49 @@ impl TargetSide {
     /// What was received and written.
     pub fn report(&self) -> &PullReport {
         self.puller.report()
+    }
+
+    /// Attachments received as references to content held here.
+    pub fn skipped(&self) -> Skipped {
+        self.skipped
+    }
+
+    /// What is held of `unids`, offering the content of a version held
+    /// only where the peer may write over it (so may have it), and
+    /// remembering what was offered.
+    fn held(
+        &mut self,
+        db: &Database,
+        unids: &[Unid],
+    ) -> NsfResult<Vec<Option<crate::Held<nsf::Version>>>> {
+        let writable = &self.writable;
+        let offer = |n: &Note| writable.as_ref().is_none_or(|check| check(n, Some(n)));
+        let held = store::held(db, unids, &offer)?;
+        for h in held.iter().flatten() {
+            self.offered.extend(h.have.iter().copied());
+        }
+        Ok(held)
+    }
+
+    /// Refuses a batch naming content by reference that this side did
+    /// not offer (a peer may not link to content it was never shown).
+    fn check_references(
+        &self,
+        batch: &WriteBatch<nsf::Version, NoteBody>,
+    ) -> Result<(), ReplicaError> {
+        for note in &batch.notes {
+            for a in &note.body.attachments {
+                if let Content::Held { hash, .. } = &a.content {
+                    if !self.offered.contains(&ContentKey(hash.0)) {
+                        return Err(ReplicaError::NotHeld {
+                            unid: note.unid,
+                            attachment: a.name.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The connection is gone: the session ends, the history stays at

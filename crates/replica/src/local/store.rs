@@ -19,12 +19,14 @@ use super::body::{size_of, Attachment, Content, FormulaDoc, NoteBody};
 use crate::apply::{ForeignStore, WriteBatch, Written};
 use crate::conflict::{Applied, ConflictDoc, Held};
 use crate::history::History;
+use crate::ids::ContentKey;
 use crate::msg::{Entry, Envelope, Summary};
 use nsf::{
     Database, ForeignOutcome, ForeignTxn, Note, NsfError, NsfResult, Seq, StagedNote, StoredForm,
     Unid,
 };
 use sha2::{Digest, Sha256};
+use std::collections::HashSet;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -69,6 +71,7 @@ pub(crate) fn read_notes(
     db: &Database,
     unids: &[Unid],
     visible: &dyn Fn(&Note) -> bool,
+    have: &HashSet<ContentKey>,
 ) -> NsfResult<Vec<Envelope<nsf::Version, NoteBody>>> {
     let mut out = Vec::with_capacity(unids.len());
     for &unid in unids {
@@ -80,10 +83,22 @@ pub(crate) fn read_notes(
         }
         let mut attachments = Vec::new();
         for a in note.attachments() {
+            let held = a
+                .stored
+                .filter(|c| have.contains(&ContentKey(c.hash.0)))
+                .map(|c| Content::Held {
+                    hash: c.hash,
+                    size: a.size,
+                    crc32c: a.crc32c,
+                });
+            let content = match held {
+                Some(reference) => reference,
+                None => read_content(db, unid, &a.name, a.size)?,
+            };
             attachments.push(Attachment {
                 name: a.name.clone(),
                 mime: a.mime.clone(),
-                content: read_content(db, unid, &a.name, a.size)?,
+                content,
             });
         }
         out.push(Envelope {
@@ -117,15 +132,31 @@ fn read_content(db: &Database, unid: Unid, name: &str, size: u64) -> NsfResult<C
     Ok(Content::Original(Arc::new(bytes)))
 }
 
-/// What the target holds of each document, in order.
-pub(crate) fn held(db: &Database, unids: &[Unid]) -> NsfResult<Vec<Option<Held<nsf::Version>>>> {
+/// What the target holds of each document, in order, with the content
+/// it could reuse: the attachment-store objects of the version held, if
+/// `offer` lets the peer have that version's content.
+pub(crate) fn held(
+    db: &Database,
+    unids: &[Unid],
+    offer: &dyn Fn(&Note) -> bool,
+) -> NsfResult<Vec<Option<Held<nsf::Version>>>> {
     unids
         .iter()
         .map(|&unid| {
-            Ok(db.get_with_revisions(unid)?.map(|(note, revisions)| Held {
-                version: note.version(),
-                deleted: note.deleted,
-                revisions,
+            Ok(db.get_with_revisions(unid)?.map(|(note, revisions)| {
+                let have = if offer(&note) {
+                    note.attachments()
+                        .filter_map(|a| a.stored.map(|c| ContentKey(c.hash.0)))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Held {
+                    version: note.version(),
+                    deleted: note.deleted,
+                    revisions,
+                    have,
+                }
             }))
         })
         .collect()
@@ -204,6 +235,7 @@ impl ForeignStore<nsf::Version, StagedNote> for TxnStore<'_, '_, '_> {
                     version: winner,
                     deleted: winner_deleted,
                     revisions: winner_revisions,
+                    have: Vec::new(),
                 },
             },
         })

@@ -260,6 +260,7 @@ impl ModelDb {
                     version: s.doc.version,
                     deleted: s.doc.deleted,
                     revisions: s.doc.revisions.clone(),
+                    have: Vec::new(),
                 })
             })
             .collect()
@@ -385,6 +386,7 @@ impl ModelDb {
                     version: held.doc.version,
                     deleted: held.doc.deleted,
                     revisions: held.doc.revisions.clone(),
+                    have: Vec::new(),
                 },
             }
         }

@@ -498,7 +498,7 @@ impl Cluster {
                     }
                     None => source.changes_read(db.changes_after(after, limit, |_| true)),
                 },
-                SourceAction::ReadNotes { upto, unids } => {
+                SourceAction::ReadNotes { upto, unids, .. } => {
                     source.notes_read(upto, db.envelopes(&unids), true)
                 }
             };
