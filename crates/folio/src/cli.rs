@@ -83,10 +83,12 @@ pub enum Cmd {
     #[command(subcommand)]
     Folder(FolderCmd),
     /// Replicate two replicas of a database (the same replica id): only
-    /// what changed since their last replication travels. Embedded, both
-    /// are in the data directory; with --server HOST:PORT, SRC is in the
-    /// data directory and DST on the server. Prints a summary of each
-    /// pull as JSON.
+    /// what changed since their last replication travels. SRC and DST
+    /// are paths in the data directory or HOST:PORT/PATH on a server;
+    /// documents flow SRC into DST (--pull, the default), DST into SRC
+    /// (--push) or both ways (--both). The older spelling: with --server
+    /// HOST:PORT, SRC is in the data directory and DST on the server.
+    /// Prints a summary of each pull as JSON.
     Replicate {
         src: String,
         dst: String,
@@ -95,9 +97,18 @@ pub enum Cmd {
         /// SRC, push sends SRC's to DST.
         #[arg(long, value_enum, default_value = "pull")]
         direction: crate::replcli::Direction,
+        /// Same as --direction pull.
+        #[arg(long, conflicts_with_all = ["push", "both", "direction"])]
+        pull: bool,
+        /// Same as --direction push.
+        #[arg(long, conflicts_with_all = ["both", "direction"])]
+        push: bool,
+        /// Same as --direction both.
+        #[arg(long, conflicts_with = "direction")]
+        both: bool,
         /// Only documents this formula selects travel (deletion stubs
         /// always do).
-        #[arg(long)]
+        #[arg(long, alias = "select")]
         selection: Option<String>,
         /// With --server: make SRC a new replica of the server's DST,
         /// then pull.
@@ -363,6 +374,7 @@ pub fn init_tracing(args: &Args) {
 
 /// Runs one command. Errors are returned for `main` to print as one line.
 pub fn run(args: Args) -> FolioResult<()> {
+    let args = crate::replspec::normalize(args)?;
     check_options(&args)?;
     match &args.cmd {
         Cmd::Serve(sa) => serve(&args, sa),
@@ -429,6 +441,7 @@ fn replicate_with_server(args: &Args, server: &str) -> FolioResult<()> {
     };
     let client = crate::remote::Endpoint::from_args(args, server)?.connect("folio replicate")?;
     let store = LocalStore::open(args.data_dir(), args.config.as_deref())?;
+    crate::replprogress::enable();
     let result = to_console(|out| {
         replcli::replicate_remote(
             &store,
@@ -455,6 +468,7 @@ fn replicate_server_to_server(args: &Args, server: &str) -> FolioResult<()> {
         create,
         peer: Some(peer),
         peer_user,
+        ..
     } = &args.cmd
     else {
         return Err(FolioError::Internal(

@@ -27,6 +27,8 @@ pub mod remote;
 pub mod replcli;
 pub mod replload;
 pub mod replnet;
+pub mod replprogress;
+pub mod replspec;
 pub mod report;
 pub mod store;
 pub mod usercli;

@@ -149,7 +149,7 @@ pub fn replicate_remote(
     }
     if selection.is_some() && direction != Direction::Pull {
         return Err(FolioError::Usage(
-            "--selection applies to pulls only with --server (a push to a server carries no formula yet)".into(),
+            "--selection applies only to documents coming from the server (a push to a server carries no formula yet)".into(),
         ));
     }
     if create && direction != Direction::Pull {

@@ -27,6 +27,7 @@
 //! the last checkpoint; a rerun resumes from it.
 
 use crate::error::{FolioError, FolioResult};
+use crate::replprogress::ReplProgress;
 use client::blocking::Client;
 use client::{DbHandle, ReplicaDirection};
 use nsf::Database;
@@ -109,6 +110,7 @@ fn run(
         Local::Source(_) => ReplicaDirection::Push,
     };
     let mut report = NetReport::default();
+    let progress = ReplProgress::new(&format!("{direction:?} {}", local.path()).to_lowercase());
     let mut outbox: Vec<Vec<u8>> = Vec::new();
     let mut malformed: Option<replica::ReplicaError> = None;
     side.run(local, &mut outbox, &mut malformed);
@@ -133,6 +135,9 @@ fn run(
             received += bytes.len() as u64;
             side.receive(&bytes, &mut malformed);
             side.run(local, &mut outbox, &mut malformed);
+            let (done, known) = side.progress();
+            let (sent, got) = client.traffic();
+            progress.update(done, known, (sent - sent0) + (got - received0));
         })?;
         report.bytes_uncompressed += received;
         if over {
@@ -207,6 +212,14 @@ impl Local {
         };
         if let Err(e) = r {
             *malformed = Some(e);
+        }
+    }
+
+    /// Documents moved so far, and how many are known to be due.
+    fn progress(&self) -> (u64, u64) {
+        match self {
+            Local::Target(t) => (t.report().received, t.report().wanted),
+            Local::Source(s) => (s.report().notes, s.report().entries),
         }
     }
 

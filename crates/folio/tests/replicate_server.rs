@@ -338,3 +338,69 @@ fn a_server_killed_mid_replication_converges_on_rerun() {
     assert_eq!(again["pulls"][0]["documents"], 0, "{again}");
     assert_eq!(again["pulls"][1]["documents"], 0, "{again}");
 }
+
+/// `folio replicate SRC DST` with the server in the spelling itself
+/// (`HOST:PORT/PATH`), documents flowing SRC into DST whichever end is
+/// where; the same server named twice is refused.
+#[test]
+fn host_port_path_ends_replicate_src_into_dst() {
+    let data = common::users_dir(&["alice", "bob"]);
+    let (srv, unids) = team_server(data.path());
+    let local = tempfile::tempdir().unwrap();
+    let l = local.path();
+    let remote = format!("{}/{DB}", srv.native);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_folio"))
+            .arg("--data")
+            .arg(l)
+            .args(["--user", "admin", "replicate"])
+            .args(args)
+            .env("FOLIO_PASSWORD", ADMIN_PW)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = run(&[&remote, "mine.fdb", "--create"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let created = json(&String::from_utf8(o.stdout).unwrap());
+    assert_eq!(created["pulls"][0]["to"], "mine.fdb", "{created}");
+    assert_eq!(
+        documents(&ok(l, &["doc", "list", "mine.fdb"], "")),
+        documents(&on_server(&srv, &["doc", "list", DB], "")),
+    );
+
+    // Local into the server: an edit here travels there, nothing comes
+    // back this way.
+    ok(
+        l,
+        &["doc", "update", "mine.fdb", &unids[0]],
+        r#"{"Subject":"one, sent"}"#,
+    );
+    let o = run(&["mine.fdb", &remote]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pushed = json(&String::from_utf8(o.stdout).unwrap());
+    assert_eq!(pushed["pulls"].as_array().unwrap().len(), 1, "{pushed}");
+    assert_eq!(pushed["pulls"][0]["from"], "mine.fdb", "{pushed}");
+    assert_eq!(pushed["pulls"][0]["documents"], 1, "{pushed}");
+    let there = documents(&on_server(&srv, &["doc", "list", DB], ""));
+    assert_eq!(there[&unids[0]]["Subject"], "one, sent");
+
+    // --both, --select; and the server named twice.
+    let o = run(&["mine.fdb", &remote, "--both"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[&remote, "mine.fdb", "--select", "SELECT Kind = \"x\""]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .arg("--data")
+        .arg(l)
+        .args(["--server", &srv.native, "replicate", &remote, "mine.fdb"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("name the server once"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
