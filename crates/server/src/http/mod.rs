@@ -83,6 +83,7 @@ mod feed;
 mod mail;
 mod mail_users;
 mod multipart;
+mod replicate;
 mod stream;
 mod unread;
 mod views;
@@ -125,6 +126,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/db/{db}/_access", get(admin::my_access))
         .route("/db/{db}/_copy", post(databases::copy_database))
         .route("/db/{db}/compact", post(compact::compact))
+        .route("/db/{db}/_replicate", post(replicate::replicate))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
         .route(
             "/db/{db}/docs",
