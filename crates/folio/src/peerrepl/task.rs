@@ -7,9 +7,16 @@
 //!   ReplicatePeer (native) ─▶ Service ─▶ PeerReplicator ─┐
 //!                                                         ├─▶ replicator thread ─▶ driver.rs (one at a time)
 //!   ScheduleTask (tokio) ── due entry, per database ──────┘        │
-//!        ▲  Schedule (schedule.rs) ◀── outcome ───────────────────┘
+//!        ▲  ▲ Schedule (schedule.rs) ◀── outcome, seen seqs ──────┤
+//!        │  └ commits (watch.rs: next_change)   replication.json ◀┘ (state.rs)
 //!        └─ StatsSource: replication.<name>.* in show stats, GET /stats
 //! ```
+//!
+//! The task sleeps until the next entry is due, a commit wakes an
+//! on-change entry, or the server stops, whichever comes first. The run
+//! itself, recording its outcome in the schedule and saving the
+//! schedule's state happen together on the replicator thread, so saves
+//! never overlap and a run cut off by a stop still records itself.
 //!
 //! Why a thread of its own: the driver is the blocking client's
 //! (`client::blocking`, which refuses to run inside a tokio runtime) and
@@ -283,7 +290,7 @@ impl ScheduleTask {
     }
 
     /// Sleeps until the next entry is due, a commit wakes an on-change
-    /// entry, or the server stops (never held up by a wait, I51).
+    /// entry, or the server stops (a wait never holds up the stop).
     async fn wait(&self, ctx: &mut TaskContext, now: Duration) -> Wake {
         let (sleep, waits) = {
             let schedule = self.schedule.lock();
