@@ -482,8 +482,9 @@ mod tests {
         before.finished(1, S, WALL - micros(20 * S), Outcome::default(), none());
         before.started(2);
         before.finished(2, S, WALL - micros(3 * S), Outcome::default(), none());
-        let saved = before.saved();
-        assert!(!saved.entries.contains_key("gone"));
+        let mut saved = before.saved();
+        let gone = saved.entries["old"].clone();
+        saved.entries.insert("gone".into(), gone);
 
         let mut after = Schedule::new(
             vec![
@@ -516,6 +517,14 @@ mod tests {
             after.started(i);
         }
         assert_eq!(after.wake_in(100 * S), Some(7 * S), "ran 3 s ago");
+        let resaved = after.saved();
+        assert!(
+            !resaved.entries.contains_key("gone"),
+            "an entry no longer configured drops its state"
+        );
+        assert_eq!(resaved.entries["moved"].peer, "elsewhere:1352");
+        assert_eq!(resaved.entries["moved"].runs, 0);
+        assert_eq!(resaved.entries["recent"], saved.entries["recent"]);
 
         // A wall clock gone back: a whole interval from now.
         let mut back = Schedule::new(vec![plan("recent", 10 * S, Some(S))], 100 * S);
