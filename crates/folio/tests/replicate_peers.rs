@@ -337,6 +337,11 @@ fn two_servers_replicating_both_ways_on_change_settle_and_keep_their_state() {
     let b = Server::start_on(data_b.path(), &addr_b);
     wait_for("the runs at start", || mesh(&a).0 >= 1 && mesh(&b).0 >= 1);
     let (a0, b0) = settled(&a, &b);
+    let state = std::fs::read_to_string(data_b.path().join("replication.json")).unwrap();
+    assert!(
+        state.contains("\"folio-replication-state\"") && state.contains("\"mesh\""),
+        "B's state was written afresh: {state}"
+    );
 
     // An edit on A is on B long before the hour is up, and the exchange
     // settles: A's run pushes it, B's run (B's database changed) finds
