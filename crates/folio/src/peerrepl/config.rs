@@ -13,7 +13,8 @@
 //! direction = "both"           # pull | push | both (default both)
 //! selection = "Form = \"Order\""  # pulls only
 //! on_change = true             # also run soon after a local commit (push | both)
-//! on_change_delay_secs = 2     #   that long after the first commit seen (default 2)
+//! on_change_delay_secs = 2     #   that long after the first commit seen (default 2,
+//!                              #   at most interval_secs)
 //! ```
 //!
 //! Parsed as strictly as the rest of the file: an unknown key or a bad
@@ -247,7 +248,7 @@ fn on_change(
                 .into(),
         ));
     }
-    let secs = delay.unwrap_or(DEFAULT_ON_CHANGE_DELAY_SECS);
+    let secs = delay.unwrap_or(DEFAULT_ON_CHANGE_DELAY_SECS.min(interval.as_secs_f64()));
     if !(MIN_ON_CHANGE_DELAY_SECS..=interval.as_secs_f64()).contains(&secs) {
         return Err((
             "on_change_delay_secs",
@@ -316,6 +317,9 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(e[0].on_change, Some(Duration::from_millis(500)));
+        let short = base.replace("interval_secs = 60", "interval_secs = 1");
+        let e = parse(&format!("{short}on_change = true\n")).unwrap();
+        assert_eq!(e[0].on_change, Some(Duration::from_secs(1)), "capped");
         let e = parse(&format!("{base}on_change = false\n")).unwrap();
         assert_eq!(e[0].on_change, None);
     }
