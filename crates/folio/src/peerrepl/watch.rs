@@ -106,17 +106,69 @@ mod tests {
     use super::*;
     use nsf::EngineConfig;
 
-    #[test]
-    fn a_wait_starts_at_the_seen_sequence_or_at_zero() {
+    fn engine() -> Engine {
         let mut cfg = EngineConfig::new("/data");
         cfg.background = false;
-        let (engine, _) = Engine::open(Arc::new(storage::backend::MemBackend::new()), cfg).unwrap();
-        let db = engine.create_database("a.fdb", "").unwrap();
+        Engine::open(Arc::new(storage::backend::MemBackend::new()), cfg)
+            .unwrap()
+            .0
+    }
+
+    fn commit(db: &Database) {
         db.create(vec![nsf::Item {
             name: "Subject".into(),
             value: nsf::ItemValue::Text("one".into()),
         }])
         .unwrap();
+    }
+
+    #[test]
+    fn a_commit_wakes_the_entry_that_watches_its_database() {
+        let engine = engine();
+        let (a, b) = (
+            engine.create_database("a.fdb", "").unwrap(),
+            engine.create_database("b.fdb", "").unwrap(),
+        );
+        commit(&a);
+        let waits = vec![
+            (
+                1,
+                vec![("a.fdb".to_string(), a.clone())],
+                seen_now(&[("a.fdb".to_string(), a.clone())]),
+            ),
+            (
+                4,
+                vec![("b.fdb".to_string(), b.clone())],
+                seen_now(&[("b.fdb".to_string(), b.clone())]),
+            ),
+        ];
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let writer = {
+            let b = b.clone();
+            std::thread::spawn(move || commit(&b))
+        };
+        let woken = rt.block_on(first_change(waits));
+        writer.join().unwrap();
+        assert!(matches!(woken, Woken::Changed { entry: 4 }), "b's entry");
+
+        // A database that can have no change any more ends its wait.
+        let seen = seen_now(&[("a.fdb".to_string(), a.clone())]);
+        let waits = vec![(2, vec![("a.fdb".to_string(), a.clone())], seen)];
+        drop(b);
+        engine.close().unwrap();
+        match rt.block_on(first_change(waits)) {
+            Woken::Gone { entry, path, .. } => assert_eq!((entry, path.as_str()), (2, "a.fdb")),
+            Woken::Changed { .. } => panic!("no commit was made"),
+        }
+    }
+
+    #[test]
+    fn a_wait_starts_at_the_seen_sequence_or_at_zero() {
+        let engine = engine();
+        let db = engine.create_database("a.fdb", "").unwrap();
+        commit(&db);
         let now = db.durable_seq().0;
         assert!(now > 0);
         let seen = |s: u64| BTreeMap::from([("a.fdb".to_string(), s)]);
