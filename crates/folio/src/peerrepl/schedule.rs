@@ -8,7 +8,8 @@
 //!                 is due one interval after that run, with its counts
 //!   due(now) ─▶ the entry due longest ago that is not running ─▶ started(i)
 //!   changed(i, now) ─▶ an on-change entry is due `delay` after the first
-//!                 commit seen (later ones in the burst do not move it)
+//!                 commit seen (later ones in the burst do not move it;
+//!                 doubled per failed run in a row, up to the interval)
 //!   finished(i, now, outcome, seen) ─▶ next run = now + interval (from the
 //!                 end of a run, so a slow run never piles up)
 //!   wake_in(now) ─▶ how long until the next entry is due
@@ -74,6 +75,9 @@ pub struct EntryState {
     pub errors: u64,
     /// A commit was seen while it ran (it runs again after the delay).
     pub changed_while_running: bool,
+    /// Runs in a row that had a failure (each doubles the on-change
+    /// delay, up to the interval); not saved.
+    pub failed_in_a_row: u32,
     /// Each database's change sequence when its last run started.
     pub seen: BTreeMap<String, u64>,
 }
@@ -156,14 +160,14 @@ impl Schedule {
     }
 
     /// A local commit of one of entry `i`'s databases was seen at `now`:
-    /// an on-change entry runs `delay` from now, unless it is due sooner
-    /// already; one running now runs again `delay` after it ends. Other
-    /// entries ignore it.
+    /// an on-change entry runs its delay from now (`change_delay`),
+    /// unless it is due sooner already; one running now runs again that
+    /// delay after it ends. Other entries ignore it.
     pub fn changed(&mut self, i: usize, now: Duration) {
-        let (Some(plan), Some(s)) = (self.plans.get(i), self.states.get_mut(i)) else {
+        let Some(delay) = self.change_delay(i) else {
             return;
         };
-        let Some(delay) = plan.on_change else {
+        let Some(s) = self.states.get_mut(i) else {
             return;
         };
         if s.running {
@@ -177,12 +181,20 @@ impl Schedule {
     /// not running and not due within its delay anyway (a burst already
     /// seen need not be seen again).
     pub fn waits_for_change(&self, i: usize, now: Duration) -> bool {
-        match (self.plans.get(i), self.states.get(i)) {
-            (Some(plan), Some(s)) => plan
-                .on_change
-                .is_some_and(|delay| !s.running && s.next > now + delay),
+        match (self.change_delay(i), self.states.get(i)) {
+            (Some(delay), Some(s)) => !s.running && s.next > now + delay,
             _ => false,
         }
+    }
+
+    /// Entry `i`'s delay after a commit: its `on_change` delay, doubled
+    /// for each failed run in a row (a peer down is retried ever less
+    /// often), at most its interval; `None` for an entry not on change.
+    fn change_delay(&self, i: usize) -> Option<Duration> {
+        let plan = self.plans.get(i)?;
+        let delay = plan.on_change?;
+        let fails = self.states.get(i)?.failed_in_a_row.min(20);
+        Some(delay.saturating_mul(1 << fails).min(plan.interval))
     }
 
     /// The entry due longest ago, not running, if any is due at `now`.
@@ -220,13 +232,17 @@ impl Schedule {
         s.running = false;
         s.runs += 1;
         s.errors += outcome.failures.len() as u64;
+        s.failed_in_a_row = match outcome.failures.is_empty() {
+            true => 0,
+            false => s.failed_in_a_row.saturating_add(1),
+        };
         s.last_run_micros = Some(wall_micros);
         s.last = Some(outcome);
         s.seen = seen;
         s.next = now + plan.interval;
         if std::mem::take(&mut s.changed_while_running) {
-            if let Some(delay) = plan.on_change {
-                s.next = s.next.min(now + delay);
+            if let Some(delay) = self.change_delay(i) {
+                self.states[i].next = self.states[i].next.min(now + delay);
             }
         }
     }
@@ -445,6 +461,30 @@ mod tests {
         s.started(0);
         s.finished(0, 23 * S, 0, Outcome::default(), none());
         assert_eq!(s.wake_in(23 * S), Some(60 * S), "once only");
+    }
+
+    #[test]
+    fn failed_runs_in_a_row_double_the_delay_up_to_the_interval() {
+        let mut s = on_change();
+        let failed = || Outcome {
+            failures: vec!["a.fdb: connection refused".into()],
+            ..Outcome::default()
+        };
+        let mut now = 10 * S;
+        for expected in [4, 8, 16, 32, 60, 60] {
+            s.started(0);
+            s.finished(0, now, 0, failed(), none());
+            // At the interval's length, the interval runs it anyway.
+            assert_eq!(s.waits_for_change(0, now), expected < 60);
+            s.changed(0, now);
+            assert!(!s.waits_for_change(0, now), "seen once per retry");
+            assert_eq!(s.wake_in(now), Some(expected * S));
+            now += expected * S;
+        }
+        s.started(0);
+        s.finished(0, now, 0, Outcome::default(), none());
+        s.changed(0, now);
+        assert_eq!(s.wake_in(now), Some(2 * S), "a success resets it");
     }
 
     #[test]

@@ -380,7 +380,7 @@ fn run_entry(
         }
     };
     let watched = watch::open(engine, entry, &paths);
-    let seen = watch::seen_now(&watched);
+    let mut seen = watch::seen_now(&watched);
     for path in paths {
         let request = PeerReplication {
             local: path.clone(),
@@ -406,6 +406,9 @@ fn run_entry(
             Err(e) => {
                 tracing::warn!(entry = %entry.name, "replicating {path} with {}: {e}", entry.peer);
                 outcome.failures.push(format!("{path}: {e}"));
+                // Its commits are still to replicate: waits on it start
+                // from 0 and so wake at once (the delay backs off, I51).
+                seen.remove(&path);
             }
         }
     }

@@ -13,7 +13,9 @@
 //! means a commit made during the run (a user's, or the run's own pull
 //! writing the peer's documents) makes one more run; a commit the
 //! replicator wrote is then found already held on the other side and
-//! writes nothing, so the exchange settles (I51). A database waited on
+//! writes nothing, so the exchange settles (I51). A database whose
+//! replication failed keeps no sequence: its wait starts from 0 and so
+//! wakes at once, and the schedule backs the retries off. A database waited on
 //! stays open (nsf's `watch.rs`), so an entry watches at most
 //! `MAX_WATCHED` databases; the others follow its interval.
 
