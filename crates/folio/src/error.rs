@@ -129,6 +129,11 @@ pub enum FolioError {
     /// their failures as text).
     #[error("{0}")]
     Workload(String),
+    /// A state file of the server's own (the replication schedule's,
+    /// `peerrepl/state.rs`) cannot be read or does not decode; the
+    /// message names the file and what is wrong.
+    #[error("{0}")]
+    StateFile(String),
 }
 
 impl FolioError {

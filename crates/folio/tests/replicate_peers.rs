@@ -6,7 +6,9 @@
 //! schedule from `[[replication]]` with its state in the statistics; and
 //! either server killed with SIGKILL in the middle of a replication
 //! loses nothing, duplicates nothing and is not sent again what it had
-//! written, once the replication is run again.
+//! written, once the replication is run again. Two servers replicating
+//! both ways on change carry an edit at once, settle after a bounded
+//! number of runs, and keep their schedule's state across a restart.
 
 mod common;
 use common::{json, Server, ADMIN_PW};
@@ -262,6 +264,129 @@ fn two_servers_converge_by_one_shot_and_scheduled_replication() {
         .into_string()
         .unwrap();
     assert!(http.contains("replication.hub.runs"), "{http}");
+}
+
+/// A free local address for a server to listen on.
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// `[[replication]]` "mesh": both ways with `peer` on change (half a
+/// second after a commit), every hour otherwise.
+fn on_change_entry(peer: &str) -> String {
+    format!(
+        "[[replication]]\nname = \"mesh\"\npeer = \"{peer}\"\nuser = \"admin\"\n\
+         password_env = \"HUB_PASSWORD\"\ndatabases = [\"{DB}\"]\ninterval_secs = 3600\n\
+         on_change = true\non_change_delay_secs = 0.5\n"
+    )
+}
+
+/// The "mesh" entry's run count, and whether it is idle: not running and
+/// not due soon (no commit waiting to be replicated).
+fn mesh(srv: &Server) -> (u64, bool) {
+    let idle = !matches!(
+        stat(srv, "replication.mesh.result"),
+        Some(client::StatValue::Text(t)) if t == "running"
+    ) && matches!(
+        stat(srv, "replication.mesh.next_run_s"),
+        Some(client::StatValue::Gauge(s)) if s > 60.0
+    );
+    (count(srv, "replication.mesh.runs"), idle)
+}
+
+/// Waits until neither server has a run going or due, twice in a row
+/// (a commit's wake-up is asynchronous): their run counts then.
+fn settled(a: &Server, b: &Server) -> (u64, u64) {
+    let mut last = None;
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the servers never settled: {last:?}"
+        );
+        let ((ra, ia), (rb, ib), (ra2, ia2)) = (mesh(a), mesh(b), mesh(a));
+        let now = (ia && ib && ia2 && ra == ra2).then_some((ra, rb));
+        if now.is_some() && now == last {
+            return (ra, rb);
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+}
+
+#[test]
+fn two_servers_replicating_both_ways_on_change_settle_and_keep_their_state() {
+    let (data_a, data_b) = (common::users_dir(&[]), common::users_dir(&[]));
+    let b = Server::start(data_b.path());
+    on(&b, &["db", "create", DB, "--title", "Team"], "");
+    on(&b, &["doc", "put", DB], r#"{"Subject":"zero"}"#);
+    let a = Server::start(data_a.path());
+    peer_ok(&a, &b, &["--create"]);
+    a.stop();
+    b.stop();
+
+    // Each names the other; B's schedule state is garbage: a warning and
+    // a fresh schedule, not a refusal to start.
+    let (addr_a, addr_b) = (free_addr(), free_addr());
+    std::fs::write(data_a.path().join("folio.toml"), on_change_entry(&addr_b)).unwrap();
+    std::fs::write(data_b.path().join("folio.toml"), on_change_entry(&addr_a)).unwrap();
+    std::fs::write(data_b.path().join("replication.json"), "{\"format\":").unwrap();
+    std::env::set_var("HUB_PASSWORD", ADMIN_PW);
+    let a = Server::start_on(data_a.path(), &addr_a);
+    let b = Server::start_on(data_b.path(), &addr_b);
+    wait_for("the runs at start", || mesh(&a).0 >= 1 && mesh(&b).0 >= 1);
+    let (a0, b0) = settled(&a, &b);
+    let state = std::fs::read_to_string(data_b.path().join("replication.json")).unwrap();
+    assert!(
+        state.contains("\"folio-replication-state\"") && state.contains("\"mesh\""),
+        "B's state was written afresh: {state}"
+    );
+
+    // An edit on A is on B long before the hour is up, and the exchange
+    // settles: A's run pushes it, B's run (B's database changed) finds
+    // nothing new either way.
+    let eight = on(&a, &["doc", "put", DB], r#"{"Subject":"eight"}"#);
+    wait_for("eight on B", || {
+        documents(&b, DB).contains_key(eight.trim())
+    });
+    let (a1, b1) = settled(&a, &b);
+    assert!(
+        (1..=3).contains(&(a1 - a0)) && b1 - b0 <= 3,
+        "runs after one edit: A {a0} → {a1}, B {b0} → {b1}"
+    );
+    let nine = on(&b, &["doc", "put", DB], r#"{"Subject":"nine"}"#);
+    wait_for("nine on A", || documents(&a, DB).contains_key(nine.trim()));
+    let (a2, b2) = settled(&a, &b);
+    assert!(
+        a2 - a1 <= 3 && (1..=3).contains(&(b2 - b1)),
+        "runs after one edit: A {a1} → {a2}, B {b1} → {b2}"
+    );
+    assert_eq!(documents(&a, DB), documents(&b, DB));
+    for srv in [&a, &b] {
+        assert_eq!(
+            stat(srv, "replication.mesh.result"),
+            Some(client::StatValue::Text("ok".into()))
+        );
+    }
+
+    // A restarted keeps its history and does not run at start: it ran
+    // within its interval.
+    let (stopped, _) = a.stop_within(Duration::from_secs(60));
+    assert!(stopped.success());
+    let a = Server::start_on(data_a.path(), &addr_a);
+    assert_eq!(count(&a, "replication.mesh.runs"), a2);
+    assert!(mesh(&a).1, "not due at start");
+    assert_eq!(
+        stat(&a, "replication.mesh.result"),
+        Some(client::StatValue::Text("ok".into()))
+    );
+    // And it still replicates on change.
+    let ten = on(&a, &["doc", "put", DB], r#"{"Subject":"ten"}"#);
+    wait_for("ten on B", || documents(&b, DB).contains_key(ten.trim()));
+    wait_for("that run counted", || {
+        count(&a, "replication.mesh.runs") > a2
+    });
 }
 
 fn basic(user: &str, password: &str) -> String {

@@ -12,6 +12,9 @@
 //! interval_secs = 900          # between the end of one run and the next
 //! direction = "both"           # pull | push | both (default both)
 //! selection = "Form = \"Order\""  # pulls only
+//! on_change = true             # also run soon after a local commit (push | both)
+//! on_change_delay_secs = 2     #   that long after the first commit seen (default 2,
+//!                              #   at most interval_secs)
 //! ```
 //!
 //! Parsed as strictly as the rest of the file: an unknown key or a bad
@@ -36,6 +39,8 @@ pub struct ReplicationSection {
     pub interval_secs: Option<f64>,
     pub direction: Option<String>,
     pub selection: Option<String>,
+    pub on_change: Option<bool>,
+    pub on_change_delay_secs: Option<f64>,
 }
 
 /// Which databases an entry replicates.
@@ -65,12 +70,19 @@ pub struct Entry {
     pub direction: PeerDirection,
     /// Only documents this formula selects are pulled.
     pub selection: Option<String>,
+    /// With `on_change = true`: how long after the first local commit
+    /// seen the entry runs (a burst of commits makes one run).
+    pub on_change: Option<Duration>,
 }
 
 /// The shortest interval accepted.
 const MIN_INTERVAL_SECS: f64 = 1.0;
 /// The longest (a week).
 const MAX_INTERVAL_SECS: f64 = 604_800.0;
+/// `on_change_delay_secs` when not given.
+const DEFAULT_ON_CHANGE_DELAY_SECS: f64 = 2.0;
+/// The shortest on-change delay accepted.
+const MIN_ON_CHANGE_DELAY_SECS: f64 = 0.1;
 
 /// Validates every entry; `env` reads `password_env` variables. The
 /// error names the entry (`replication[N]`, or its name) and the key.
@@ -196,6 +208,7 @@ fn entry(
             ));
         }
     }
+    let on_change = on_change(s, direction, interval).map_err(|(key, why)| bad(key, why))?;
     Ok(Entry {
         name,
         peer,
@@ -204,7 +217,45 @@ fn entry(
         interval,
         direction,
         selection: s.selection.clone(),
+        on_change,
     })
+}
+
+/// The on-change delay, if the entry runs on change. Only an entry that
+/// pushes may: a commit here is news for the peer, while the peer's
+/// commits are not seen here (the peer's own entry pushes them).
+fn on_change(
+    s: &ReplicationSection,
+    direction: PeerDirection,
+    interval: Duration,
+) -> Result<Option<Duration>, (&'static str, String)> {
+    let delay = s.on_change_delay_secs;
+    match s.on_change {
+        Some(true) => {}
+        Some(false) | None if delay.is_some() => {
+            return Err((
+                "on_change_delay_secs",
+                "given without on_change = true".into(),
+            ))
+        }
+        Some(false) | None => return Ok(None),
+    }
+    if direction == PeerDirection::Pull {
+        return Err((
+            "on_change",
+            "needs direction push or both: the peer's commits are not seen here, \
+             give the peer an on-change entry that pushes instead"
+                .into(),
+        ));
+    }
+    let secs = delay.unwrap_or(DEFAULT_ON_CHANGE_DELAY_SECS.min(interval.as_secs_f64()));
+    if !(MIN_ON_CHANGE_DELAY_SECS..=interval.as_secs_f64()).contains(&secs) {
+        return Err((
+            "on_change_delay_secs",
+            format!("must be between {MIN_ON_CHANGE_DELAY_SECS} and interval_secs"),
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(secs)))
 }
 
 #[cfg(test)]
@@ -253,6 +304,24 @@ mod tests {
         assert_eq!(e[1].databases, Databases::Folder("mail".into()));
         assert_eq!(e[1].direction, PeerDirection::Both);
         assert_eq!(e[1].interval, Duration::from_millis(1500));
+        assert_eq!(e[0].on_change, None);
+    }
+
+    #[test]
+    fn an_on_change_entry_and_its_delay() {
+        let base = "[[replication]]\npeer = \"h:1\"\ndatabases = [\"a.fdb\"]\ninterval_secs = 60\n";
+        let e = parse(&format!("{base}on_change = true\n")).unwrap();
+        assert_eq!(e[0].on_change, Some(Duration::from_secs(2)));
+        let e = parse(&format!(
+            "{base}on_change = true\non_change_delay_secs = 0.5\ndirection = \"push\"\n"
+        ))
+        .unwrap();
+        assert_eq!(e[0].on_change, Some(Duration::from_millis(500)));
+        let short = base.replace("interval_secs = 60", "interval_secs = 1");
+        let e = parse(&format!("{short}on_change = true\n")).unwrap();
+        assert_eq!(e[0].on_change, Some(Duration::from_secs(1)), "capped");
+        let e = parse(&format!("{base}on_change = false\n")).unwrap();
+        assert_eq!(e[0].on_change, None);
     }
 
     #[test]
@@ -270,6 +339,27 @@ mod tests {
             ("user = \"u\"\npassword_env = \"NOPE\"", "NOPE is not set"),
             ("folder = \"mail\"", "replication[0].folder"),
             ("name = \"Hub!\"", "replication[0].name"),
+            ("on_change_delay = 2", "on_change_delay"),
+            (
+                "on_change_delay_secs = 2",
+                "replication[0].on_change_delay_secs: given without on_change",
+            ),
+            (
+                "on_change = true\non_change_delay_secs = 0",
+                "replication[0].on_change_delay_secs: must be",
+            ),
+            (
+                "on_change = true\non_change_delay_secs = -1",
+                "replication[0].on_change_delay_secs: must be",
+            ),
+            (
+                "on_change = true\non_change_delay_secs = 61",
+                "replication[0].on_change_delay_secs: must be",
+            ),
+            (
+                "on_change = true\ndirection = \"pull\"",
+                "replication[0].on_change: needs direction push or both",
+            ),
         ] {
             let e = parse(&format!("[[replication]]\n{base}{extra}\n")).unwrap_err();
             assert!(e.contains(names), "{extra}: {e}");

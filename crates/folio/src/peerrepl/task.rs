@@ -7,9 +7,16 @@
 //!   ReplicatePeer (native) ─▶ Service ─▶ PeerReplicator ─┐
 //!                                                         ├─▶ replicator thread ─▶ driver.rs (one at a time)
 //!   ScheduleTask (tokio) ── due entry, per database ──────┘        │
-//!        ▲  Schedule (schedule.rs) ◀── outcome ───────────────────┘
+//!        ▲  ▲ Schedule (schedule.rs) ◀── outcome, seen seqs ──────┤
+//!        │  └ commits (watch.rs: next_change)   replication.json ◀┘ (state.rs)
 //!        └─ StatsSource: replication.<name>.* in show stats, GET /stats
 //! ```
+//!
+//! The task sleeps until the next entry is due, a commit wakes an
+//! on-change entry, or the server stops, whichever comes first. The run
+//! itself, recording its outcome in the schedule and saving the
+//! schedule's state happen together on the replicator thread, so saves
+//! never overlap and a run cut off by a stop still records itself.
 //!
 //! Why a thread of its own: the driver is the blocking client's
 //! (`client::blocking`, which refuses to run inside a tokio runtime) and
@@ -24,7 +31,9 @@
 
 use super::config::{Databases, Entry};
 use super::driver;
-use super::schedule::{Outcome, Schedule};
+use super::schedule::{Outcome, Plan, Schedule};
+use super::state;
+use super::watch::{self, Watched, Woken};
 use crate::error::{FolioError, FolioResult};
 use futures_util::future::BoxFuture;
 use nsf::Engine;
@@ -33,6 +42,7 @@ use protocol::{PeerReplicated, PeerReplication, Statistic};
 use server::service::PeerReplicator;
 use server::stats::StatsSource;
 use server::{ServerError, ServerResult, Task, TaskContext, TaskResult};
+use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -114,7 +124,9 @@ fn to_server(e: FolioError) -> ServerError {
 
 /// Gives `host` its `ReplicatePeer` door, the stub purge task
 /// (`purge.rs`) and, with `entries`, the scheduled replication task and
-/// its statistics.
+/// its statistics, its state restored from the data directory's
+/// `replication.json` (`state.rs`; one that cannot be read is warned
+/// about and the schedule starts afresh).
 pub fn install(
     host: &mut server::Host,
     entries: Vec<Entry>,
@@ -130,22 +142,58 @@ pub fn install(
         return Ok(());
     }
     let origin = Instant::now();
-    let names = entries
+    let plans = entries
         .iter()
-        .map(|e| (e.name.clone(), e.interval))
+        .map(|e| Plan {
+            name: e.name.clone(),
+            peer: e.peer.clone(),
+            interval: e.interval,
+            on_change: e.on_change,
+        })
         .collect();
-    let schedule = Arc::new(Mutex::new(Schedule::new(names, Duration::ZERO)));
+    let mut schedule = Schedule::new(plans, Duration::ZERO);
+    let store = StateStore {
+        backend: host.engine().backend(),
+        data_dir: host.engine().data_dir().to_path_buf(),
+    };
+    match state::load(store.backend.as_ref(), &store.data_dir) {
+        Ok(Some(saved)) => schedule.restore(&saved, Duration::ZERO, nsf::Timestamp::now().0),
+        Ok(None) => {}
+        Err(e) => tracing::warn!("{e}; the replication schedule starts afresh"),
+    }
+    let schedule = Arc::new(Mutex::new(schedule));
     host.stats().add_source(Arc::new(Board {
         schedule: schedule.clone(),
         origin,
     }));
+    let watched = vec![Vec::new(); entries.len()];
     host.add_task(ScheduleTask {
-        entries,
+        entries: Arc::new(entries),
         schedule,
         origin,
         replicator,
+        store: Arc::new(store),
+        watched,
     })?;
     Ok(())
+}
+
+/// Where the schedule's state is saved.
+struct StateStore {
+    backend: Arc<dyn storage::backend::Backend>,
+    data_dir: std::path::PathBuf,
+}
+
+impl StateStore {
+    /// Saves `schedule`'s state (`state.rs`: atomic and durable, I9); a
+    /// failure is logged and the server goes on (a lost state only makes
+    /// entries run at the next start).
+    fn save(&self, schedule: &Mutex<Schedule>) {
+        let saved = schedule.lock().saved();
+        if let Err(e) = state::save(self.backend.as_ref(), &self.data_dir, &saved) {
+            tracing::warn!("replication schedule: {e}");
+        }
+    }
 }
 
 /// The schedule's statistics, read by every snapshot.
@@ -160,71 +208,179 @@ impl StatsSource for Board {
     }
 }
 
-/// Runs the `[[replication]]` entries as they fall due (module docs).
+/// Runs the `[[replication]]` entries as they fall due, or as their
+/// databases change (module docs).
 struct ScheduleTask {
-    entries: Vec<Entry>,
+    entries: Arc<Vec<Entry>>,
     schedule: Arc<Mutex<Schedule>>,
     origin: Instant,
     replicator: Replicator,
+    store: Arc<StateStore>,
+    /// Per entry, the databases its on-change waits follow (`watch.rs`).
+    watched: Vec<Vec<Watched>>,
 }
 
 /// How long the task sleeps when nothing is scheduled to wake it.
 const IDLE: Duration = Duration::from_secs(3600);
+
+/// What the task's wait ended with.
+enum Wake {
+    Timer,
+    Commit(Woken),
+    Stop,
+}
 
 impl Task for ScheduleTask {
     fn name(&self) -> &str {
         "replication"
     }
 
-    fn run(self: Box<Self>, mut ctx: TaskContext) -> BoxFuture<'static, TaskResult> {
+    fn run(mut self: Box<Self>, mut ctx: TaskContext) -> BoxFuture<'static, TaskResult> {
         Box::pin(async move {
+            let Some(watched) = self.open_watches(&mut ctx).await else {
+                return Ok(());
+            };
+            self.watched = watched;
             loop {
                 let now = self.origin.elapsed();
                 let due = self.schedule.lock().due(now);
                 let Some(i) = due else {
-                    let wait = self.schedule.lock().wake_in(now).unwrap_or(IDLE);
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => continue,
-                        _ = ctx.stop_requested() => return Ok(()),
+                    match self.wait(&mut ctx, now).await {
+                        Wake::Timer => {}
+                        Wake::Commit(Woken::Changed { entry }) => {
+                            self.schedule.lock().changed(entry, self.origin.elapsed());
+                        }
+                        Wake::Commit(Woken::Gone { entry, path, why }) => {
+                            tracing::warn!(entry = %self.entries[entry].name, "no longer waiting for commits of {path}: {why}");
+                            self.watched[entry].retain(|(p, _)| *p != path);
+                        }
+                        Wake::Stop => return Ok(()),
                     }
+                    continue;
                 };
-                self.schedule.lock().started(i);
-                let entry = self.entries[i].clone();
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let purge = self.replicator.purge_interval;
-                self.replicator.submit(Box::new(move |engine| {
-                    let _ = tx.send(run_entry(engine, &entry, purge));
-                }));
-                let outcome = tokio::select! {
-                    r = rx => r.unwrap_or_else(|_| Outcome {
-                        failures: vec!["the replicator thread is gone".into()],
-                        ..Outcome::default()
-                    }),
-                    _ = ctx.stop_requested() => return Ok(()),
-                };
-                let wall = nsf::Timestamp::now().0;
-                self.schedule
-                    .lock()
-                    .finished(i, self.origin.elapsed(), wall, outcome);
+                match self.run_due(&mut ctx, i).await {
+                    Some(watched) => self.watched[i] = watched,
+                    None => return Ok(()),
+                }
             }
         })
     }
 }
 
+impl ScheduleTask {
+    /// Opens the databases of every on-change entry for its waits, on the
+    /// replicator thread; `None` if the server stops first.
+    async fn open_watches(&self, ctx: &mut TaskContext) -> Option<Vec<Vec<Watched>>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let entries = self.entries.clone();
+        self.replicator.submit(Box::new(move |engine| {
+            let all = entries
+                .iter()
+                .map(|e| match entry_paths(engine, e) {
+                    Ok(paths) => watch::open(engine, e, &paths),
+                    Err(_) => Vec::new(),
+                })
+                .collect::<Vec<_>>();
+            let _ = tx.send(all);
+        }));
+        tokio::select! {
+            r = rx => Some(r.unwrap_or_else(|_| vec![Vec::new(); self.entries.len()])),
+            _ = ctx.stop_requested() => None,
+        }
+    }
+
+    /// Sleeps until the next entry is due, a commit wakes an on-change
+    /// entry, or the server stops (a wait never holds up the stop).
+    async fn wait(&self, ctx: &mut TaskContext, now: Duration) -> Wake {
+        let (sleep, waits) = {
+            let schedule = self.schedule.lock();
+            let waits = (0..self.entries.len())
+                .filter(|&i| schedule.waits_for_change(i, now))
+                .filter_map(|i| {
+                    let seen = schedule.state(i)?.seen.clone();
+                    Some((i, self.watched[i].clone(), seen))
+                })
+                .collect();
+            (schedule.wake_in(now).unwrap_or(IDLE), waits)
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => Wake::Timer,
+            w = watch::first_change(waits) => Wake::Commit(w),
+            _ = ctx.stop_requested() => Wake::Stop,
+        }
+    }
+
+    /// Runs entry `i` on the replicator thread: the databases it watches
+    /// from now on, or `None` if the server stops first (the run is left
+    /// to end on its own, and records and saves its outcome then).
+    async fn run_due(&self, ctx: &mut TaskContext, i: usize) -> Option<Vec<Watched>> {
+        self.schedule.lock().started(i);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (entries, schedule, store) = (
+            self.entries.clone(),
+            self.schedule.clone(),
+            self.store.clone(),
+        );
+        let (origin, purge) = (self.origin, self.replicator.purge_interval);
+        let queued = self.replicator.submit(Box::new(move |engine| {
+            let entry = &entries[i];
+            let (outcome, watched, seen) = run_entry(engine, entry, purge);
+            let wall = nsf::Timestamp::now().0;
+            schedule
+                .lock()
+                .finished(i, origin.elapsed(), wall, outcome, seen);
+            store.save(&schedule);
+            let _ = tx.send(watched);
+        }));
+        if !queued {
+            let gone = Outcome {
+                failures: vec!["the replicator thread is gone".into()],
+                ..Outcome::default()
+            };
+            let wall = nsf::Timestamp::now().0;
+            self.schedule
+                .lock()
+                .finished(i, self.origin.elapsed(), wall, gone, BTreeMap::new());
+            return Some(Vec::new());
+        }
+        tokio::select! {
+            r = rx => Some(r.unwrap_or_default()),
+            _ = ctx.stop_requested() => None,
+        }
+    }
+}
+
+/// The databases `entry` replicates now (a folder is listed each time).
+fn entry_paths(engine: &Engine, entry: &Entry) -> Result<Vec<String>, String> {
+    match &entry.databases {
+        Databases::List(list) => Ok(list.clone()),
+        Databases::Folder(folder) => engine
+            .list_databases()
+            .map(|all| in_folder(all, folder))
+            .map_err(|e| format!("listing {folder}/: {e}")),
+    }
+}
+
 /// One run of `entry`: each of its databases in turn, pull and/or push
 /// with the peer; a database that fails is named and the others go on.
-fn run_entry(engine: &Engine, entry: &Entry, purge_interval: Duration) -> Outcome {
+/// An on-change entry first opens its databases and notes their change
+/// sequences (`watch.rs`): they are returned with those sequences, to be
+/// waited on from there.
+fn run_entry(
+    engine: &Engine,
+    entry: &Entry,
+    purge_interval: Duration,
+) -> (Outcome, Vec<Watched>, BTreeMap<String, u64>) {
     let mut outcome = Outcome::default();
-    let paths = match &entry.databases {
-        Databases::List(list) => list.clone(),
-        Databases::Folder(folder) => match engine.list_databases() {
-            Ok(all) => in_folder(all, folder),
-            Err(e) => {
-                outcome.failures.push(format!("listing {folder}/: {e}"));
-                return outcome;
-            }
-        },
+    let paths = match entry_paths(engine, entry) {
+        Ok(paths) => paths,
+        Err(why) => {
+            outcome.failures.push(why);
+            return (outcome, Vec::new(), BTreeMap::new());
+        }
     };
+    let watched = watch::open(engine, entry, &paths);
+    let mut seen = watch::seen_now(&watched);
     for path in paths {
         let request = PeerReplication {
             local: path.clone(),
@@ -250,10 +406,13 @@ fn run_entry(engine: &Engine, entry: &Entry, purge_interval: Duration) -> Outcom
             Err(e) => {
                 tracing::warn!(entry = %entry.name, "replicating {path} with {}: {e}", entry.peer);
                 outcome.failures.push(format!("{path}: {e}"));
+                // Its commits are still to replicate: waits on it start
+                // from 0 and so wake at once (the delay backs off, I51).
+                seen.remove(&path);
             }
         }
     }
-    outcome
+    (outcome, watched, seen)
 }
 
 /// The paths of `all` inside `folder` (every one for the empty folder).

@@ -92,6 +92,13 @@ impl Server {
         Server::launch(Command::new(env!("CARGO_BIN_EXE_folio")), data, extra)
     }
 
+    /// Starts `folio serve` with its native listener on `native` (for
+    /// servers that name each other in their folio.toml).
+    pub fn start_on(data: &Path, native: &str) -> Server {
+        let cmd = Command::new(env!("CARGO_BIN_EXE_folio"));
+        Server::launch_on(cmd, data, native, &[])
+    }
+
     /// Starts `folio serve` with a hard (and soft) descriptor limit of
     /// `limit`.
     pub fn start_with_descriptor_limit(data: &Path, limit: u64) -> Server {
@@ -111,17 +118,15 @@ impl Server {
         Server::launch(cmd, data, &[])
     }
 
-    fn launch(mut cmd: Command, data: &Path, extra: &[&str]) -> Server {
+    fn launch(cmd: Command, data: &Path, extra: &[&str]) -> Server {
+        Server::launch_on(cmd, data, "127.0.0.1:0", extra)
+    }
+
+    fn launch_on(mut cmd: Command, data: &Path, native: &str, extra: &[&str]) -> Server {
         let mut child = cmd
             .arg("--data")
             .arg(data)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--http-listen",
-                "127.0.0.1:0",
-            ])
+            .args(["serve", "--listen", native, "--http-listen", "127.0.0.1:0"])
             .args(extra)
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
