@@ -542,3 +542,67 @@ fn peer_ok_on(a: &Server, b: &Server, db: &str, args: &[&str]) -> serde_json::Va
     );
     json(&String::from_utf8(o.stdout).unwrap())
 }
+
+/// `POST /db/{db}/_replicate` on A's HTTP door (curl-like, with ureq):
+/// A makes a replica of B's database and the documents match; a body
+/// with an unknown field is 400 and nothing runs; an anonymous caller
+/// is 401 and a missing database here 404, before B is called.
+#[test]
+fn http_asks_a_server_to_replicate_with_its_peer() {
+    let (data_a, data_b) = (common::users_dir(&[]), common::users_dir(&[]));
+    let (a, b) = (Server::start(data_a.path()), Server::start(data_b.path()));
+    on(&b, &["db", "create", "h.fdb", "--title", "H"], "");
+    for s in ["one", "two"] {
+        on(
+            &b,
+            &["doc", "put", "h.fdb"],
+            &format!(r#"{{"Subject":"{s}"}}"#),
+        );
+    }
+    let post = |path: &str, body: &str, signed_in: bool| {
+        let mut r =
+            ureq::post(&format!("http://{}{path}", a.http)).set("Content-Type", "application/json");
+        if signed_in {
+            let auth = base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                format!("admin:{ADMIN_PW}"),
+            );
+            r = r.set("Authorization", &format!("Basic {auth}"));
+        }
+        let resp = match r.send_string(body) {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("POST {path}: {e}"),
+        };
+        let status = resp.status();
+        (status, resp.into_string().unwrap())
+    };
+    let body = format!(
+        r#"{{"peer":"{}","remote":"h.fdb","create":true,"user":"admin","password":"{ADMIN_PW}"}}"#,
+        b.native
+    );
+    let (status, text) = post(
+        "/db/h.fdb/_replicate",
+        &body.replace("create", "creat"),
+        true,
+    );
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("unknown field"), "{text}");
+    assert_eq!(post("/db/h.fdb/_replicate", &body, false).0, 401);
+    let (status, text) = post(
+        "/db/gone.fdb/_replicate",
+        &body.replace(",\"create\":true", ""),
+        true,
+    );
+    assert_eq!(status, 404, "{text}");
+
+    let (status, text) = post("/db/h.fdb/_replicate", &body, true);
+    assert_eq!(status, 200, "{text}");
+    let answer = json(&text);
+    assert_eq!(
+        total(&answer, "documents"),
+        3,
+        "two documents and the ACL: {answer}"
+    );
+    assert_eq!(documents(&a, "h.fdb"), documents(&b, "h.fdb"));
+}

@@ -73,6 +73,16 @@ pub fn replicate(
     purge_interval: Duration,
 ) -> FolioResult<PeerReplicated> {
     check(request)?;
+    // The database here first: a bad path, a missing database (or, to
+    // create, one already there) is answered before the peer is called.
+    match engine.open_database(&request.local) {
+        Ok(_) if request.create => {
+            return Err(nsf::NsfError::DatabaseExists(request.local.clone()).into())
+        }
+        Err(nsf::NsfError::NoSuchDatabase(_)) if request.create => {}
+        Ok(_) => {}
+        Err(e) => return Err(e.into()),
+    }
     let endpoint = Endpoint {
         addr: request.peer.clone(),
         credentials: request.credentials.clone(),

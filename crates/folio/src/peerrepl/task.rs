@@ -118,6 +118,12 @@ fn to_server(e: FolioError) -> ServerError {
         FolioError::BadInput(m) | FolioError::Usage(m) => ServerError::BadRequest(m),
         FolioError::NotFound(m) => ServerError::NotFound(m),
         FolioError::Engine(nsf::NsfError::NoSuchDatabase(m)) => ServerError::NotFound(m),
+        FolioError::Engine(e @ nsf::NsfError::BadPath { .. }) => {
+            ServerError::BadRequest(e.to_string())
+        }
+        FolioError::Engine(e @ nsf::NsfError::DatabaseExists(_)) => {
+            ServerError::SaveConflict(e.to_string())
+        }
         other => ServerError::Internal(format!("replicating with the peer: {other}")),
     }
 }
