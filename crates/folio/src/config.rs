@@ -71,6 +71,9 @@ pub struct FileConfig {
     /// Whether the attachment store tries zstd ("auto", the default) or
     /// stores every attachment as is ("off").
     pub attachment_compression: Option<String>,
+    /// The zstd level the attachment store compresses at (1 to 19); any
+    /// TOML value, so a wrong type is refused naming the setting.
+    pub attachment_compression_level: Option<toml::Value>,
     /// Databases kept open at once; idle ones beyond it are closed.
     pub max_open_databases: Option<usize>,
     #[serde(default)]
@@ -348,6 +351,16 @@ impl FileConfig {
         if let Some(v) = &self.attachment_compression {
             cfg.attachment_compression = nsf::AttachmentCompression::parse(v)
                 .map_err(|e| setting("attachment_compression", e))?;
+        }
+        if let Some(v) = &self.attachment_compression_level {
+            let n = v.as_integer().ok_or_else(|| {
+                setting(
+                    "attachment_compression_level",
+                    format!("{v}: expected a zstd level from 1 to 19"),
+                )
+            })?;
+            cfg.attachment_compression_level = nsf::CompressionLevel::new(n)
+                .map_err(|e| setting("attachment_compression_level", e))?;
         }
         if let Some(n) = self.max_open_databases {
             if !(1..=1_000_000).contains(&n) {
@@ -744,6 +757,25 @@ mod tests {
             e.contains("attachment_compression") && e.contains("lz4"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn attachment_compression_level_is_a_zstd_level_from_1_to_19() {
+        let cfg = |text: &str| parse(text)?.engine_config(Path::new("/d"));
+        assert_eq!(cfg("").unwrap().attachment_compression_level.get(), 3);
+        let nine = cfg("attachment_compression_level = 9").unwrap();
+        assert_eq!(nine.attachment_compression_level.get(), 9);
+        for bad in ["0", "20", "-3"] {
+            let e = cfg(&format!("attachment_compression_level = {bad}")).unwrap_err();
+            assert!(
+                e.contains("attachment_compression_level")
+                    && e.contains(bad)
+                    && e.contains("1 to 19"),
+                "{e}"
+            );
+        }
+        let e = cfg("attachment_compression_level = \"max\"").unwrap_err();
+        assert!(e.contains("attachment_compression_level"), "{e}");
     }
 
     #[test]
