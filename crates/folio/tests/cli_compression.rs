@@ -1,4 +1,4 @@
-//! `--compression off|lz4|zstd|auto` on a command that connects: the
+//! `--compression off|lz4|zstd|zstd:N|auto` on a command that connects: the
 //! connection uses exactly the method forced (even on loopback, where
 //! auto turns compression off), and a method the server does not enable
 //! is refused before anything is done, rather than silently dropped.
@@ -59,6 +59,36 @@ fn a_forced_method_is_used_on_loopback_and_shrinks_the_wire() {
     }
     assert!(wire[1] * 3 < wire[0], "zstd {} vs off {}", wire[1], wire[0]);
     assert!(wire[2] * 2 < wire[0], "lz4 {} vs off {}", wire[2], wire[0]);
+}
+
+#[test]
+fn a_zstd_level_is_honoured_and_an_invalid_one_refused() {
+    let data = common::users_dir(&[]);
+    let srv = server(data.path(), r#"["strong"]"#);
+    let mut wire = Vec::new();
+    for choice in ["zstd", "zstd:19"] {
+        let local = tempfile::tempdir().unwrap();
+        let o = replicate(local.path(), &srv, choice);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = json(&String::from_utf8(o.stdout).unwrap());
+        assert_eq!(out["compression"], "strong", "{choice}");
+        assert_eq!(out["pulls"][0]["documents"].as_u64(), Some(6), "{choice}");
+        wire.push(out["pulls"][0]["bytes_on_wire"].as_u64().unwrap());
+    }
+    assert!(
+        wire[1] <= wire[0],
+        "zstd:19 {} vs zstd {}",
+        wire[1],
+        wire[0]
+    );
+    for bad in ["zstd:0", "zstd:20"] {
+        let local = tempfile::tempdir().unwrap();
+        let o = replicate(local.path(), &srv, bad);
+        assert!(!o.status.success(), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(bad) && err.contains("1 to 19"), "{err}");
+        assert!(!local.path().join("mine.fdb").exists(), "nothing created");
+    }
 }
 
 #[test]
