@@ -603,7 +603,7 @@ fn prose(len: usize, seed: u64) -> Vec<u8> {
         let r = (x % 1000) as f64 / 1000.0;
         let w = &words[((r * r * r) * words.len() as f64) as usize];
         out.extend_from_slice(w.as_bytes());
-        out.push(if x % 11 == 0 { b'\n' } else { b' ' });
+        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
     }
     out.truncate(len);
     out
