@@ -60,6 +60,9 @@ pub struct FileConfig {
     pub smtp_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
+    /// The highest zstd level granted to a client asking for one (1 to
+    /// 19); any TOML value, so a wrong type is refused naming the setting.
+    pub compression_max_level: Option<toml::Value>,
     /// Largest document JSON accepted.
     pub max_document_size: Option<Size>,
     /// Largest attachment accepted.
@@ -459,6 +462,18 @@ impl FileConfig {
                     )),
                 })
                 .collect::<Result<_, _>>()?;
+        }
+        if let Some(v) = &self.compression_max_level {
+            let level = v.as_integer().map(protocol::ZstdLevel::new);
+            s.native.max_strong_level = match level {
+                Some(Ok(l)) => l,
+                _ => {
+                    return Err(setting(
+                        "compression_max_level",
+                        format!("{v}: expected a zstd level from 1 to 19"),
+                    ))
+                }
+            };
         }
         s.limits = self.limits()?;
         s.smtp = self.smtp_settings(s.native.stall_timeout)?;
@@ -899,10 +914,17 @@ mod tests {
         assert_eq!((s.worker_threads, s.native.max_connections), (8, 10));
         assert!(s.http_listen.is_none());
         assert_eq!(s.native.compression, vec![protocol::Compression::Fast]);
+        assert_eq!(s.native.max_strong_level, protocol::ZstdLevel::MAX);
+        let nine = parse("compression_max_level = 9").unwrap();
+        let nine = nine.server_settings(Path::new("/d")).unwrap();
+        assert_eq!(nine.native.max_strong_level.get(), 9);
         for (text, key) in [
             ("worker_threads = 0", "worker_threads"),
             ("listen = \"nowhere\"", "listen"),
             ("compression = [\"zip\"]", "compression"),
+            ("compression_max_level = 20", "compression_max_level"),
+            ("compression_max_level = 0", "compression_max_level"),
+            ("compression_max_level = \"high\"", "compression_max_level"),
             ("[tls]\ncert = \"c.pem\"", "tls"),
         ] {
             let e = parse(text)

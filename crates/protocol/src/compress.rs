@@ -44,12 +44,14 @@ use crate::error::ProtocolError;
 pub const STRONG_LEVEL: i32 = 3;
 
 /// A zstd level for the `Strong` method's sending side: 1 to 19.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ZstdLevel(u8);
 
 impl ZstdLevel {
     /// The protocol's level, [`STRONG_LEVEL`].
     pub const DEFAULT: ZstdLevel = ZstdLevel(STRONG_LEVEL as u8);
+    /// The highest level a connection may use.
+    pub const MAX: ZstdLevel = ZstdLevel(19);
     /// The levels a connection may ask for (zstd's regular ones; 20 to
     /// 22 need windows larger than a frame).
     pub const RANGE: std::ops::RangeInclusive<u8> = 1..=19;

@@ -53,6 +53,9 @@ pub struct ServerConfig {
     /// Largest frame accepted or sent (its length field), raised to at
     /// least [`MIN_MAX_FRAME_SIZE`].
     pub max_frame_size: u32,
+    /// The highest zstd level granted to a client that asks for one: a
+    /// client asking for more gets this (and the Welcome says so).
+    pub max_strong_level: ZstdLevel,
 }
 
 impl Default for ServerConfig {
@@ -63,6 +66,7 @@ impl Default for ServerConfig {
             compression: vec![Compression::Fast, Compression::Strong],
             compression_threshold: DEFAULT_COMPRESSION_THRESHOLD,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            max_strong_level: ZstdLevel::MAX,
         }
     }
 }
@@ -268,7 +272,10 @@ impl ServerConnection {
         let hello = Hello::decode(&self.wire.open(frame)?)?;
         self.version = negotiate_version(&hello.versions, &self.config.versions)?;
         self.compression = negotiate_compression(&hello.compression, &self.config.compression);
-        self.strong_level = hello.strong_level;
+        // Granted up to the server's cap; the Welcome says what was.
+        self.strong_level = hello
+            .strong_level
+            .map(|l| l.min(self.config.max_strong_level));
         self.phase = Phase::Authenticating;
         events.push(ServerEvent::Authenticate {
             client_name: hello.client_name,
@@ -838,6 +845,29 @@ mod tests {
             down19 < down3,
             "server side: level 19 {down19}, level 3 {down3}"
         );
+    }
+
+    #[test]
+    fn a_server_grants_no_more_than_its_highest_level_and_says_so() {
+        let mut s = ServerConnection::new(ServerConfig {
+            compression: vec![Compression::Strong],
+            max_strong_level: ZstdLevel::new(9).unwrap(),
+            ..ServerConfig::default()
+        });
+        let mut c = ClientConnection::new(ClientConfig {
+            compression: vec![Compression::Strong],
+            strong_level: Some(ZstdLevel::new(19).unwrap()),
+            ..ClientConfig::default()
+        })
+        .unwrap();
+        s.receive(&c.take_output()).unwrap();
+        s.accept(SessionId(1)).unwrap();
+        match &c.receive(&s.take_output()).unwrap()[..] {
+            [ClientEvent::Connected(w)] => {
+                assert_eq!(w.strong_level, Some(ZstdLevel::new(9).unwrap()))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
