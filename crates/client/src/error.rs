@@ -64,6 +64,16 @@ pub enum ClientError {
         /// The method the server settled on.
         got: &'static str,
     },
+    /// A zstd level was asked for (`zstd:N`) and the server's Welcome did
+    /// not say it sends with that level: a server from before the level,
+    /// which compresses at its own.
+    #[error("the server did not agree to zstd level {asked} ({}); upgrade it or connect with plain zstd", match said { Some(l) => format!("it said level {l}"), None => "it does not know levels".to_string() })]
+    CompressionLevelRefused {
+        /// The level asked for.
+        asked: u8,
+        /// The level the server said, if any.
+        said: Option<u8>,
+    },
 }
 
 impl ClientError {

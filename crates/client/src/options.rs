@@ -12,7 +12,7 @@
 //! method, which connecting then requires (`compression.rs`).
 
 use crate::compression::NetCompression;
-use protocol::{ClientConfig, Compression, Credentials, DEFAULT_MAX_FRAME_SIZE};
+use protocol::{ClientConfig, Compression, Credentials, ZstdLevel, DEFAULT_MAX_FRAME_SIZE};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -42,6 +42,9 @@ pub struct ClientOptions {
     /// ([`ClientError::CompressionRefused`](crate::ClientError)); `None`
     /// accepts whatever the server chose of `compression` (or off).
     pub required_compression: Option<Compression>,
+    /// The zstd level asked for and required (`zstd:N`); `None` leaves
+    /// it to the server.
+    pub compression_level: Option<ZstdLevel>,
     /// Sent in the handshake, for the server's logs and statistics.
     pub client_name: String,
     /// Speak TLS, trusting the given certificate; `None` for plain TCP.
@@ -75,6 +78,7 @@ impl ClientOptions {
             password: None,
             compression,
             required_compression: None,
+            compression_level: None,
             client_name: concat!("folio-client ", env!("CARGO_PKG_VERSION")).into(),
             tls: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -92,6 +96,7 @@ impl ClientOptions {
     /// These options with network compression `choice`: `Auto` restores
     /// the address rule; a forced method is offered alone and required.
     pub fn with_compression(mut self, choice: NetCompression) -> ClientOptions {
+        self.compression_level = choice.level();
         match choice.forced() {
             None => {
                 self.compression = default_compression(&self.addr);
@@ -126,6 +131,7 @@ impl ClientOptions {
                 password: self.password.clone().unwrap_or_default(),
             }),
             max_frame_size: self.max_frame_size,
+            strong_level: self.compression_level,
             ..ClientConfig::default()
         }
     }
@@ -145,6 +151,7 @@ impl fmt::Debug for ClientOptions {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("compression", &self.compression)
             .field("required_compression", &self.required_compression)
+            .field("compression_level", &self.compression_level)
             .field("client_name", &self.client_name)
             .field("tls", &self.tls)
             .field("connect_timeout", &self.connect_timeout)
@@ -207,6 +214,19 @@ mod tests {
         let auto = opts.with_compression(NetCompression::Auto);
         assert_eq!(auto.compression, [Compression::Off]);
         assert_eq!(auto.required_compression, None);
+    }
+
+    #[test]
+    fn a_zstd_level_is_asked_for_in_the_hello_and_dropped_by_other_choices() {
+        let l19 = ZstdLevel::new(19).unwrap();
+        let opts = ClientOptions::new("127.0.0.1:1").with_compression(NetCompression::ZstdAt(l19));
+        assert_eq!(opts.compression, [Compression::Strong]);
+        assert_eq!(opts.required_compression, Some(Compression::Strong));
+        assert_eq!(opts.compression_level, Some(l19));
+        assert_eq!(opts.protocol_config().strong_level, Some(l19));
+        let plain = opts.with_compression(NetCompression::Zstd);
+        assert_eq!(plain.compression_level, None);
+        assert_eq!(plain.protocol_config().strong_level, None);
     }
 
     #[test]

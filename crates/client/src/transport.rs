@@ -56,7 +56,10 @@ async fn establish(opts: &ClientOptions) -> Result<Connected, ClientError> {
     };
     let mut conn = ClientConnection::new(opts.protocol_config())?;
     let welcome = handshake(&mut stream, &mut conn).await?;
-    crate::compression::check_negotiated(opts.required_compression, welcome.compression)?;
+    crate::compression::check_negotiated(
+        (opts.required_compression, opts.compression_level),
+        (welcome.compression, welcome.strong_level),
+    )?;
     tracing::debug!(
         addr = %opts.addr,
         session = %welcome.session,

@@ -45,8 +45,9 @@ pub struct Args {
     #[arg(long, global = true)]
     pub tls_ca: Option<PathBuf>,
     /// With --server: network compression of the connection: off, lz4,
-    /// zstd, or auto (off on loopback, zstd or lz4 elsewhere). A forced
-    /// method the server does not enable is refused, not dropped.
+    /// zstd, zstd:N (zstd at level N, 1 to 19, both ways: 19 for slow
+    /// links), or auto (off on loopback, zstd or lz4 elsewhere). A forced
+    /// method or level the server does not take is refused, not dropped.
     #[arg(long, global = true)]
     pub compression: Option<client::NetCompression>,
     #[command(subcommand)]

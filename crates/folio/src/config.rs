@@ -60,6 +60,9 @@ pub struct FileConfig {
     pub smtp_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
+    /// The highest zstd level granted to a client asking for one (1 to
+    /// 19); any TOML value, so a wrong type is refused naming the setting.
+    pub compression_max_level: Option<toml::Value>,
     /// Largest document JSON accepted.
     pub max_document_size: Option<Size>,
     /// Largest attachment accepted.
@@ -71,6 +74,9 @@ pub struct FileConfig {
     /// Whether the attachment store tries zstd ("auto", the default) or
     /// stores every attachment as is ("off").
     pub attachment_compression: Option<String>,
+    /// The zstd level the attachment store compresses at (1 to 19); any
+    /// TOML value, so a wrong type is refused naming the setting.
+    pub attachment_compression_level: Option<toml::Value>,
     /// Databases kept open at once; idle ones beyond it are closed.
     pub max_open_databases: Option<usize>,
     #[serde(default)]
@@ -349,6 +355,16 @@ impl FileConfig {
             cfg.attachment_compression = nsf::AttachmentCompression::parse(v)
                 .map_err(|e| setting("attachment_compression", e))?;
         }
+        if let Some(v) = &self.attachment_compression_level {
+            let n = v.as_integer().ok_or_else(|| {
+                setting(
+                    "attachment_compression_level",
+                    format!("{v}: expected a zstd level from 1 to 19"),
+                )
+            })?;
+            cfg.attachment_compression_level = nsf::CompressionLevel::new(n)
+                .map_err(|e| setting("attachment_compression_level", e))?;
+        }
         if let Some(n) = self.max_open_databases {
             if !(1..=1_000_000).contains(&n) {
                 return Err(setting(
@@ -446,6 +462,18 @@ impl FileConfig {
                     )),
                 })
                 .collect::<Result<_, _>>()?;
+        }
+        if let Some(v) = &self.compression_max_level {
+            let level = v.as_integer().map(protocol::ZstdLevel::new);
+            s.native.max_strong_level = match level {
+                Some(Ok(l)) => l,
+                _ => {
+                    return Err(setting(
+                        "compression_max_level",
+                        format!("{v}: expected a zstd level from 1 to 19"),
+                    ))
+                }
+            };
         }
         s.limits = self.limits()?;
         s.smtp = self.smtp_settings(s.native.stall_timeout)?;
@@ -747,6 +775,25 @@ mod tests {
     }
 
     #[test]
+    fn attachment_compression_level_is_a_zstd_level_from_1_to_19() {
+        let cfg = |text: &str| parse(text)?.engine_config(Path::new("/d"));
+        assert_eq!(cfg("").unwrap().attachment_compression_level.get(), 3);
+        let nine = cfg("attachment_compression_level = 9").unwrap();
+        assert_eq!(nine.attachment_compression_level.get(), 9);
+        for bad in ["0", "20", "-3"] {
+            let e = cfg(&format!("attachment_compression_level = {bad}")).unwrap_err();
+            assert!(
+                e.contains("attachment_compression_level")
+                    && e.contains(bad)
+                    && e.contains("1 to 19"),
+                "{e}"
+            );
+        }
+        let e = cfg("attachment_compression_level = \"max\"").unwrap_err();
+        assert!(e.contains("attachment_compression_level"), "{e}");
+    }
+
+    #[test]
     fn bad_values_name_the_key() {
         let c = parse("[translog]\nstyle = \"spiral\"").unwrap();
         let e = c.engine_config(Path::new("/d")).unwrap_err();
@@ -867,10 +914,17 @@ mod tests {
         assert_eq!((s.worker_threads, s.native.max_connections), (8, 10));
         assert!(s.http_listen.is_none());
         assert_eq!(s.native.compression, vec![protocol::Compression::Fast]);
+        assert_eq!(s.native.max_strong_level, protocol::ZstdLevel::MAX);
+        let nine = parse("compression_max_level = 9").unwrap();
+        let nine = nine.server_settings(Path::new("/d")).unwrap();
+        assert_eq!(nine.native.max_strong_level.get(), 9);
         for (text, key) in [
             ("worker_threads = 0", "worker_threads"),
             ("listen = \"nowhere\"", "listen"),
             ("compression = [\"zip\"]", "compression"),
+            ("compression_max_level = 20", "compression_max_level"),
+            ("compression_max_level = 0", "compression_max_level"),
+            ("compression_max_level = \"high\"", "compression_max_level"),
             ("[tls]\ncert = \"c.pem\"", "tls"),
         ] {
             let e = parse(text)

@@ -23,6 +23,12 @@ fn a_tiny_replication_run_measures_every_variant_and_link() {
         .args(["--corpus-mb", "0.3", "--docs", &DOCS.to_string()])
         .args(["--add", &ADD.to_string(), "--link", "lan,4mbit"])
         .args(["--large-docs", &LARGE.to_string()])
+        .args([
+            "--network-compression",
+            "zstd:19",
+            "--attachment-level",
+            "9",
+        ])
         .arg("--dir")
         .arg(tmp.path())
         .arg("--out")
@@ -32,6 +38,31 @@ fn a_tiny_replication_run_measures_every_variant_and_link() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = json(&std::fs::read_to_string(out.join("result.json")).unwrap());
     assert_eq!(r["workload"], "replication");
+    let settings = &r["settings"];
+    assert_eq!(settings["attachment level"], 9);
+    assert!(
+        settings["network compression"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("zstd:19")),
+        "{settings}"
+    );
+    let parts = &r["links"]["corpus"]["parts"];
+    for part in ["bodies", "text attachments", "random attachments"] {
+        let p = &parts[part];
+        let (bytes, best) = (
+            p["bytes"].as_u64().unwrap(),
+            p["zstd19_one_stream"].as_u64().unwrap(),
+        );
+        assert!(
+            best > 0 && p["zstd3_each"].as_u64().unwrap() >= best,
+            "{part}: {p}"
+        );
+        if part == "random attachments" {
+            assert!(best >= bytes, "random does not shrink: {p}");
+        } else {
+            assert!(best < bytes / 2, "{part} compresses: {p}");
+        }
+    }
     let rows = r["links"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2 * 3 * 2, "scenario × link × variant");
     let find = |scenario: &str, link: &str, variant: &str| {
@@ -103,6 +134,12 @@ fn bad_options_are_refused_before_anything_runs() {
         (vec!["--link", "56kb"], "link \"56kb\""),
         (vec!["--corpus-mb", "0"], "--corpus-mb"),
         (vec!["--docs", "0"], "--docs must be at least 1"),
+        (
+            vec!["--network-compression", "lz4"],
+            "--network-compression lz4",
+        ),
+        (vec!["--network-compression", "zstd:20"], "1 to 19"),
+        (vec!["--attachment-level", "0"], "--attachment-level 0"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_folio"))
             .args(["load", "replication"])

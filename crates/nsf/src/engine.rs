@@ -122,6 +122,9 @@ pub struct EngineConfig {
     /// Whether the attachment store tries zstd on each attachment
     /// (`attachment_compression`, design.md §2.9).
     pub attachment_compression: crate::AttachmentCompression,
+    /// The zstd level it compresses at (`attachment_compression_level`,
+    /// 1 to 19, default 3; design.md §2.9).
+    pub attachment_compression_level: crate::CompressionLevel,
 }
 
 impl EngineConfig {
@@ -141,6 +144,10 @@ impl EngineConfig {
             clock: Arc::new(SystemClock),
             auto_fixup: true,
             attachment_compression: crate::AttachmentCompression::Auto,
+            // Measured (docs/benchmarks.md "replication"): level 3 stores
+            // a compressible attachment several times faster than 9 and
+            // above; harder levels are for servers feeding slow links.
+            attachment_compression_level: crate::CompressionLevel::DEFAULT,
         }
     }
 }
@@ -318,7 +325,7 @@ impl Engine {
         let (store, store_was_clean) = AttachStore::open(
             backend.clone(),
             &cfg.data_dir,
-            cfg.attachment_compression,
+            (cfg.attachment_compression, cfg.attachment_compression_level),
             store_archive,
         )?;
         let (log, report) = match &cfg.log {

@@ -63,7 +63,7 @@ pub use records::NoteMeta;
 pub use state::{DbState, Reason, ReasonKind};
 pub use store::refs::RefEntry;
 pub use store::{
-    AttachmentCompression, CarriedContent, ContentHash, ObjectReader, StoreStats, StoredContent,
-    StoredForm, SweepReport, STORE_MIN,
+    AttachmentCompression, CarriedContent, CompressionLevel, ContentHash, ObjectReader, StoreStats,
+    StoredContent, StoredForm, SweepReport, STORE_MIN,
 };
 pub use version::Version;

@@ -581,3 +581,58 @@ fn a_deleted_database_s_objects_go_at_the_next_shutdown_unless_a_copy_holds_them
     assert_eq!(read_back(&b, d1, "shared"), shared);
     assert!(b.get(d2).is_err(), "written after the copy");
 }
+
+/// Prose-like text: words drawn from a few hundred, so higher zstd
+/// levels find more than lower ones (unlike a short repeated pattern).
+fn prose(len: usize, seed: u64) -> Vec<u8> {
+    let words: Vec<String> = (0..300u64)
+        .map(|w| {
+            let n = 2 + (w * 7 % 9) as usize;
+            (0..n)
+                .map(|i| char::from(b'a' + ((w * 13 + i as u64 * 5) % 26) as u8))
+                .collect()
+        })
+        .collect();
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Skewed towards the first words, as prose is.
+        let r = (x % 1000) as f64 / 1000.0;
+        let w = &words[((r * r * r) * words.len() as f64) as usize];
+        out.extend_from_slice(w.as_bytes());
+        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
+    }
+    out.truncate(len);
+    out
+}
+
+/// Stores `body` in a fresh engine whose store compresses at `level`;
+/// its stored size, after checking it reads back whole.
+fn stored_size_at(level: nsf::CompressionLevel, body: &[u8]) -> u64 {
+    let mut cfg = common::config(true);
+    cfg.attachment_compression_level = level;
+    let engine = open(Arc::new(MemBackend::new()), cfg);
+    let db = engine.create_database("a.fdb", "A").unwrap();
+    let d = doc(&db);
+    let r = db
+        .put_attachment(d, "mail.txt", "text/plain", &mut &body[..])
+        .unwrap();
+    let stored = r.stored.expect("1 MiB goes to the store");
+    assert_eq!(stored.form, StoredForm::Zstd, "prose compresses");
+    assert_eq!(read_back(&db, d, "mail.txt"), body, "level {level:?}");
+    stored.stored_size
+}
+
+#[test]
+fn a_higher_compression_level_stores_compressible_content_smaller() {
+    let body = prose(1 << 20, 3);
+    let level = |n| nsf::CompressionLevel::new(n).unwrap();
+    let at1 = stored_size_at(level(1), &body);
+    let at3 = stored_size_at(nsf::CompressionLevel::default(), &body);
+    let at19 = stored_size_at(level(19), &body);
+    assert!(at19 < at3 && at3 < at1, "1: {at1}, 3: {at3}, 19: {at19}");
+    assert!(at1 < body.len() as u64 / 2, "1: {at1}");
+}

@@ -18,7 +18,7 @@
 //! flight, an item for a request that does not stream, are protocol
 //! violations that close the connection with an error frame.
 
-use crate::compress::{Compression, DEFAULT_COMPRESSION_THRESHOLD};
+use crate::compress::{Compression, ZstdLevel, DEFAULT_COMPRESSION_THRESHOLD};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::{Frame, FrameType, DEFAULT_MAX_FRAME_SIZE, MIN_MAX_FRAME_SIZE};
 use crate::handshake::{Credentials, Hello, Welcome, SUPPORTED_VERSIONS};
@@ -47,6 +47,9 @@ pub struct ClientConfig {
     /// Largest frame accepted or sent (its length field), raised to at
     /// least [`MIN_MAX_FRAME_SIZE`].
     pub max_frame_size: u32,
+    /// The zstd level asked of the server and used by this side when the
+    /// connection settles on zstd; `None` leaves it to the server (3).
+    pub strong_level: Option<ZstdLevel>,
 }
 
 impl Default for ClientConfig {
@@ -61,6 +64,7 @@ impl Default for ClientConfig {
             credentials: None,
             compression_threshold: DEFAULT_COMPRESSION_THRESHOLD,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            strong_level: None,
         }
     }
 }
@@ -131,6 +135,7 @@ impl ClientConnection {
             client_name: config.client_name.clone(),
             compression: config.compression.clone(),
             credentials: config.credentials.clone(),
+            strong_level: config.strong_level,
         };
         wire.send(FrameType::Hello, RequestId::CONNECTION, &hello.encode()?)?;
         Ok(ClientConnection {
@@ -221,7 +226,10 @@ impl ClientConnection {
             (Phase::Handshaking, FrameType::Welcome) if id == RequestId::CONNECTION => {
                 let welcome = Welcome::decode(&self.wire.open(&frame)?)?;
                 let welcome = self.check_welcome(welcome)?;
-                self.wire.start_compression(welcome.compression);
+                // The level asked for, which the Welcome echoes when the
+                // server heard it (the client library checks that).
+                let level = self.config.strong_level.unwrap_or_default();
+                self.wire.start_compression(welcome.compression, level);
                 self.welcome = Some(welcome.clone());
                 self.phase = Phase::Open;
                 events.push(ClientEvent::Connected(welcome));
@@ -396,6 +404,7 @@ mod tests {
             compression,
             session: SessionId(1),
             server_name: "s".into(),
+            strong_level: None,
         };
         raw(FrameType::Welcome, 0, 0, &w.encode().unwrap())
     }
@@ -650,6 +659,7 @@ mod tests {
             client_name: "t".into(),
             compression: vec![],
             credentials: None,
+            strong_level: None,
         };
         s.receive(&raw(FrameType::Hello, 0, 0, &hello.encode().unwrap()))
             .unwrap();

@@ -58,6 +58,13 @@ pub enum ProtocolError {
         /// What the decoder found.
         reason: String,
     },
+    /// A zstd level outside 1 to 19 (asked for in a Hello, or given to
+    /// [`crate::ZstdLevel::new`]).
+    #[error("zstd compression level {level}: expected 1 to 19")]
+    CompressionLevel {
+        /// The level given.
+        level: i64,
+    },
     /// A compressed body could not be decompressed.
     #[error("cannot decompress a {method} body: {reason}")]
     Decompress {

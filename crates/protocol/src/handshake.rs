@@ -21,13 +21,22 @@
 //! Compression methods travel as numeric codes and unknown codes are
 //! skipped, for the same reason.
 //!
+//! The zstd level rides the same way: a client may append one byte after
+//! its Hello's fields, the level (1 to 19) it asks the server to send
+//! with, and it uses the same level itself; a server that knows the byte
+//! appends the level it sends with after its Welcome's fields when one
+//! was asked for and zstd is the method. A client
+//! that asked for a level and reads no level back (a server from before
+//! the byte) knows its wish was not heard, and can refuse (the client
+//! library does).
+//!
 //! Version negotiation picks the highest version both ranges contain.
 //! Compression picks the first method in the client's preference list that
 //! the server enables; `off` is always acceptable, so a client that lists
 //! nothing the server enables gets an uncompressed connection rather than
 //! a refusal.
 
-use crate::compress::Compression;
+use crate::compress::{Compression, ZstdLevel};
 use crate::error::ProtocolError;
 use crate::frame::FrameType;
 use serde::{Deserialize, Serialize};
@@ -68,6 +77,9 @@ pub struct Hello {
     pub compression: Vec<Compression>,
     /// Who the client is; `None` asks for anonymous access.
     pub credentials: Option<Credentials>,
+    /// The zstd level both sides send with if zstd is chosen; `None`
+    /// leaves it to the server (the protocol's level 3).
+    pub strong_level: Option<ZstdLevel>,
 }
 
 /// The postcard-encoded part of a Hello, after the fixed fields.
@@ -93,11 +105,15 @@ impl Hello {
             compression: self.compression.iter().map(|c| c.code()).collect(),
             credentials: self.credentials.clone(),
         };
-        postcard::to_extend(&tail, out).map_err(|e| ProtocolError::Misuse(e.to_string()))
+        let mut out =
+            postcard::to_extend(&tail, out).map_err(|e| ProtocolError::Misuse(e.to_string()))?;
+        out.extend(self.strong_level.map(ZstdLevel::get));
+        Ok(out)
     }
 
     /// A Hello from its body bytes. Unknown compression codes are skipped;
-    /// bytes after the known fields are ignored.
+    /// a level byte outside 1 to 19 is refused
+    /// ([`ProtocolError::CompressionLevel`]); bytes after it are ignored.
     pub fn decode(body: &[u8]) -> Result<Hello, ProtocolError> {
         if !body.starts_with(MAGIC) {
             return Err(ProtocolError::BadMagic);
@@ -111,8 +127,12 @@ impl Hello {
             .ok_or_else(|| bad("shorter than its fixed fields".into()))?;
         let min = u16::from_le_bytes([fixed[5], fixed[6]]);
         let max = u16::from_le_bytes([fixed[7], fixed[8]]);
-        let (tail, _ignored): (HelloTail, _) =
+        let (tail, rest): (HelloTail, _) =
             postcard::take_from_bytes(&body[HELLO_FIXED..]).map_err(|e| bad(e.to_string()))?;
+        let strong_level = rest
+            .first()
+            .map(|&l| ZstdLevel::new(l.into()))
+            .transpose()?;
         Ok(Hello {
             versions: min..=max,
             client_name: tail.client_name,
@@ -122,6 +142,7 @@ impl Hello {
                 .filter_map(Compression::from_code)
                 .collect(),
             credentials: tail.credentials,
+            strong_level,
         })
     }
 }
@@ -137,6 +158,9 @@ pub struct Welcome {
     pub session: crate::ids::SessionId,
     /// The server's name and version, for logs.
     pub server_name: String,
+    /// The zstd level the server sends with, when zstd is the method and
+    /// the server says (`None` from a server before the level byte).
+    pub strong_level: Option<ZstdLevel>,
 }
 
 /// Length of the Welcome's fixed part: version, compression, session id.
@@ -149,12 +173,14 @@ impl Welcome {
         out.extend_from_slice(&self.version.to_le_bytes());
         out.push(self.compression.code());
         out.extend_from_slice(&self.session.0.to_le_bytes());
-        postcard::to_extend(&self.server_name, out)
-            .map_err(|e| ProtocolError::Misuse(e.to_string()))
+        let mut out = postcard::to_extend(&self.server_name, out)
+            .map_err(|e| ProtocolError::Misuse(e.to_string()))?;
+        out.extend(self.strong_level.map(ZstdLevel::get));
+        Ok(out)
     }
 
-    /// A Welcome from its body bytes; bytes after the known fields are
-    /// ignored.
+    /// A Welcome from its body bytes; a level byte outside 1 to 19 is
+    /// refused; bytes after it are ignored.
     pub fn decode(body: &[u8]) -> Result<Welcome, ProtocolError> {
         let bad = |reason: String| ProtocolError::BadBody {
             frame: FrameType::Welcome,
@@ -168,13 +194,18 @@ impl Welcome {
             .ok_or_else(|| bad(format!("unknown compression code {}", fixed[2])))?;
         let mut session = [0u8; 8];
         session.copy_from_slice(&fixed[3..]);
-        let (server_name, _ignored): (String, _) =
+        let (server_name, rest): (String, _) =
             postcard::take_from_bytes(rest).map_err(|e| bad(e.to_string()))?;
+        let strong_level = rest
+            .first()
+            .map(|&l| ZstdLevel::new(l.into()))
+            .transpose()?;
         Ok(Welcome {
             version,
             compression,
             session: crate::ids::SessionId(u64::from_le_bytes(session)),
             server_name,
+            strong_level,
         })
     }
 }
@@ -222,6 +253,7 @@ mod tests {
                 user: "alice".into(),
                 password: "secret".into(),
             }),
+            strong_level: None,
         }
     }
 
@@ -243,14 +275,41 @@ mod tests {
     #[test]
     fn a_later_versions_hello_still_decodes() {
         let mut b = hello().encode().unwrap();
-        // Unknown compression code 9 and an appended field are skipped.
+        // Unknown compression code 9 and a field appended after the
+        // level byte are skipped.
         let codes_at = 9 + 1 + 13;
         b[codes_at] = 3;
         b.insert(codes_at + 1, 9);
+        b.push(7);
         b.extend_from_slice(b"future field");
         let h = Hello::decode(&b).unwrap();
         assert_eq!(h.compression, vec![Compression::Strong, Compression::Fast]);
         assert_eq!(h.credentials, hello().credentials);
+        assert_eq!(h.strong_level, Some(ZstdLevel::new(7).unwrap()));
+    }
+
+    #[test]
+    fn a_level_outside_1_to_19_is_refused_and_none_is_the_servers_choice() {
+        let plain = hello().encode().unwrap();
+        assert_eq!(Hello::decode(&plain).unwrap().strong_level, None);
+        let asked = Hello {
+            strong_level: Some(ZstdLevel::new(19).unwrap()),
+            ..hello()
+        };
+        let b = asked.encode().unwrap();
+        assert_eq!(b.len(), plain.len() + 1);
+        assert_eq!(b[b.len() - 1], 19);
+        assert_eq!(Hello::decode(&b).unwrap(), asked);
+        for bad in [0u8, 20, 255] {
+            let mut b = plain.clone();
+            b.push(bad);
+            assert_eq!(
+                Hello::decode(&b),
+                Err(ProtocolError::CompressionLevel { level: bad.into() })
+            );
+        }
+        let e = ZstdLevel::new(22).unwrap_err();
+        assert_eq!(e.to_string(), "zstd compression level 22: expected 1 to 19");
     }
 
     #[test]
@@ -278,6 +337,7 @@ mod tests {
             compression: Compression::Fast,
             session: SessionId(0x0102_0304_0506_0708),
             server_name: "folio".into(),
+            strong_level: None,
         };
         let b = w.encode().unwrap();
         assert_eq!(b, b"\x01\x00\x01\x08\x07\x06\x05\x04\x03\x02\x01\x05folio");
@@ -322,23 +382,29 @@ mod tests {
             lo in any::<u16>(), hi in any::<u16>(), name in ".*",
             codes in proptest::collection::vec(0u8..3, 0..4),
             creds in proptest::option::of((".*", ".*")),
+            level in proptest::option::of(1i64..=19),
         ) {
             let h = Hello {
                 versions: lo..=hi,
                 client_name: name,
                 compression: codes.into_iter().filter_map(Compression::from_code).collect(),
                 credentials: creds.map(|(user, password)| Credentials { user, password }),
+                strong_level: level.map(|l| ZstdLevel::new(l).unwrap()),
             };
             prop_assert_eq!(Hello::decode(&h.encode().unwrap()).unwrap(), h);
         }
 
         #[test]
-        fn welcomes_round_trip(v in any::<u16>(), c in 0u8..3, s in any::<u64>(), name in ".*") {
+        fn welcomes_round_trip(
+            v in any::<u16>(), c in 0u8..3, s in any::<u64>(), name in ".*",
+            level in proptest::option::of(1i64..=19),
+        ) {
             let w = Welcome {
                 version: v,
                 compression: Compression::from_code(c).unwrap(),
                 session: SessionId(s),
                 server_name: name,
+                strong_level: level.map(|l| ZstdLevel::new(l).unwrap()),
             };
             prop_assert_eq!(Welcome::decode(&w.encode().unwrap()).unwrap(), w);
         }

@@ -41,7 +41,9 @@ mod state;
 mod wire;
 
 pub use client::{ClientConfig, ClientConnection, ClientEvent};
-pub use compress::{BodyCodec, Compression, DEFAULT_COMPRESSION_THRESHOLD, STRONG_LEVEL};
+pub use compress::{
+    BodyCodec, Compression, ZstdLevel, DEFAULT_COMPRESSION_THRESHOLD, STRONG_LEVEL,
+};
 pub use error::{ErrorCode, ProtocolError};
 pub use frame::{
     Flags, Frame, FrameDecoder, FrameType, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN, LENGTH_LEN,

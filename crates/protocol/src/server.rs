@@ -26,7 +26,7 @@
 //! [`ProtocolError::Closed`]: events decoded earlier in the same read are
 //! dropped, since no answer to them could be delivered.
 
-use crate::compress::{Compression, DEFAULT_COMPRESSION_THRESHOLD};
+use crate::compress::{Compression, ZstdLevel, DEFAULT_COMPRESSION_THRESHOLD};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::{Frame, FrameType, DEFAULT_MAX_FRAME_SIZE, MIN_MAX_FRAME_SIZE};
 use crate::handshake::{
@@ -53,6 +53,9 @@ pub struct ServerConfig {
     /// Largest frame accepted or sent (its length field), raised to at
     /// least [`MIN_MAX_FRAME_SIZE`].
     pub max_frame_size: u32,
+    /// The highest zstd level granted to a client that asks for one: a
+    /// client asking for more gets this (and the Welcome says so).
+    pub max_strong_level: ZstdLevel,
 }
 
 impl Default for ServerConfig {
@@ -63,6 +66,7 @@ impl Default for ServerConfig {
             compression: vec![Compression::Fast, Compression::Strong],
             compression_threshold: DEFAULT_COMPRESSION_THRESHOLD,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            max_strong_level: ZstdLevel::MAX,
         }
     }
 }
@@ -120,6 +124,8 @@ pub struct ServerConnection {
     /// Chosen when the Hello arrives, in effect once accepted.
     version: u16,
     compression: Compression,
+    /// The zstd level the client asked for, if it did.
+    strong_level: Option<ZstdLevel>,
     session: Option<SessionId>,
     in_flight: InFlight,
 }
@@ -134,6 +140,7 @@ impl ServerConnection {
             phase: Phase::Handshaking,
             version: 0,
             compression: Compression::Off,
+            strong_level: None,
             session: None,
             in_flight: InFlight::default(),
         }
@@ -265,6 +272,10 @@ impl ServerConnection {
         let hello = Hello::decode(&self.wire.open(frame)?)?;
         self.version = negotiate_version(&hello.versions, &self.config.versions)?;
         self.compression = negotiate_compression(&hello.compression, &self.config.compression);
+        // Granted up to the server's cap; the Welcome says what was.
+        self.strong_level = hello
+            .strong_level
+            .map(|l| l.min(self.config.max_strong_level));
         self.phase = Phase::Authenticating;
         events.push(ServerEvent::Authenticate {
             client_name: hello.client_name,
@@ -335,13 +346,20 @@ impl ServerConnection {
             compression: self.compression,
             session,
             server_name: self.config.server_name.clone(),
+            // Said when asked for and zstd is the method, so the client
+            // sees it was heard (and a Welcome to a client that did not
+            // ask is the same bytes as before the level existed).
+            strong_level: self
+                .strong_level
+                .filter(|_| self.compression == Compression::Strong),
         };
         self.wire.send(
             FrameType::Welcome,
             RequestId::CONNECTION,
             &welcome.encode()?,
         )?;
-        self.wire.start_compression(self.compression);
+        self.wire
+            .start_compression(self.compression, self.strong_level.unwrap_or_default());
         self.session = Some(session);
         self.phase = Phase::Open;
         Ok(())
@@ -462,6 +480,7 @@ mod tests {
             client_name: "test".into(),
             compression: vec![compression],
             credentials: None,
+            strong_level: None,
         };
         raw(FrameType::Hello, 0, 0, &hello.encode().unwrap())
     }
@@ -741,6 +760,135 @@ mod tests {
             mime: "application/octet-stream".into(),
             size,
         }
+    }
+
+    /// Prose-like bytes: a few hundred words, so zstd's levels differ.
+    fn prose(len: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut out = Vec::with_capacity(len + 16);
+        while out.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let w = (x % 400) * (x % 400) / 400;
+            out.extend_from_slice(format!("w{w:x}{} ", "ab".repeat((w % 4) as usize)).as_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// A zstd pair whose client asked for `level`; the Welcome's level
+    /// and both sides' bytes for the same 256 KiB of prose (the client's
+    /// upload chunk, the server's download chunk), checked to arrive whole.
+    fn strong_pair_bytes(level: Option<i64>) -> (Option<ZstdLevel>, usize, usize) {
+        let level = level.map(|l| ZstdLevel::new(l).unwrap());
+        let mut p = Pair {
+            client: ClientConnection::new(ClientConfig {
+                compression: vec![Compression::Strong],
+                compression_threshold: 0,
+                strong_level: level,
+                ..ClientConfig::default()
+            })
+            .unwrap(),
+            server: ServerConnection::new(ServerConfig {
+                compression: vec![Compression::Strong],
+                compression_threshold: 0,
+                ..ServerConfig::default()
+            }),
+        };
+        p.deliver_to_server();
+        p.server.accept(SessionId(1)).unwrap();
+        let welcome = match &p.deliver_to_client()[..] {
+            [ClientEvent::Connected(w)] => w.clone(),
+            other => panic!("{other:?}"),
+        };
+        let text = prose(256 << 10);
+        let up = p.client.send_request(&put(None)).unwrap();
+        p.client.send_chunk(up, &text).unwrap();
+        let sent = p.client.take_output();
+        let events = p.server.receive(&sent).unwrap();
+        assert_eq!(
+            events[1],
+            ServerEvent::Chunk {
+                id: up,
+                data: text.clone().into()
+            }
+        );
+        let get = Request::GetAttachment {
+            db: DbHandle(1),
+            unid: Unid([1; 16]),
+            name: "a.txt".into(),
+        };
+        let down = p.client.send_request(&get).unwrap();
+        p.deliver_to_server();
+        p.server.send_chunk(down, &text).unwrap();
+        let answered = p.server.take_output();
+        let events = p.client.receive(&answered).unwrap();
+        assert_eq!(
+            events,
+            [ClientEvent::Chunk {
+                id: down,
+                data: text.into()
+            }]
+        );
+        (welcome.strong_level, sent.len(), answered.len())
+    }
+
+    #[test]
+    fn the_zstd_level_a_client_asks_for_is_used_both_ways_and_echoed() {
+        let (said, up3, down3) = strong_pair_bytes(None);
+        assert_eq!(said, None, "not asked, not said");
+        let (said, up19, down19) = strong_pair_bytes(Some(19));
+        assert_eq!(said, Some(ZstdLevel::new(19).unwrap()));
+        assert!(up19 < up3, "client side: level 19 {up19}, level 3 {up3}");
+        assert!(
+            down19 < down3,
+            "server side: level 19 {down19}, level 3 {down3}"
+        );
+    }
+
+    #[test]
+    fn a_server_grants_no_more_than_its_highest_level_and_says_so() {
+        let mut s = ServerConnection::new(ServerConfig {
+            compression: vec![Compression::Strong],
+            max_strong_level: ZstdLevel::new(9).unwrap(),
+            ..ServerConfig::default()
+        });
+        let mut c = ClientConnection::new(ClientConfig {
+            compression: vec![Compression::Strong],
+            strong_level: Some(ZstdLevel::new(19).unwrap()),
+            ..ClientConfig::default()
+        })
+        .unwrap();
+        s.receive(&c.take_output()).unwrap();
+        s.accept(SessionId(1)).unwrap();
+        match &c.receive(&s.take_output()).unwrap()[..] {
+            [ClientEvent::Connected(w)] => {
+                assert_eq!(w.strong_level, Some(ZstdLevel::new(9).unwrap()))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_hello_asking_an_invalid_level_closes_the_connection_naming_it() {
+        let mut s = ServerConnection::new(ServerConfig::default());
+        let mut body = Hello {
+            versions: 1..=1,
+            client_name: "t".into(),
+            compression: vec![Compression::Strong],
+            credentials: None,
+            strong_level: None,
+        }
+        .encode()
+        .unwrap();
+        body.push(20);
+        let e = s.receive(&raw(FrameType::Hello, 0, 0, &body)).unwrap_err();
+        assert_eq!(e, ProtocolError::CompressionLevel { level: 20 });
+        assert_eq!(s.phase(), Phase::Closed);
+        let f = closing_failure(&mut s);
+        assert_eq!(f.code, ErrorCode::ProtocolViolation);
+        assert!(f.message.contains("level 20"), "{}", f.message);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! compressed; handshake and error frames never are, so they stay readable
 //! whatever was negotiated.
 
-use crate::compress::{BodyCodec, Compression};
+use crate::compress::{BodyCodec, Compression, ZstdLevel};
 use crate::error::ProtocolError;
 use crate::frame::{
     write_frame, write_frame_head, Flags, Frame, FrameDecoder, FrameType, HEADER_LEN,
@@ -56,9 +56,10 @@ impl Wire {
         self.max_frame_size() as usize - HEADER_LEN
     }
 
-    /// Switches both directions to `method` (after the handshake).
-    pub(crate) fn start_compression(&mut self, method: Compression) {
-        self.codec = BodyCodec::new(method, self.threshold);
+    /// Switches both directions to `method` (after the handshake), this
+    /// side's zstd compressing at `level`.
+    pub(crate) fn start_compression(&mut self, method: Compression, level: ZstdLevel) {
+        self.codec = BodyCodec::with_level(method, self.threshold, level);
     }
 
     pub(crate) fn compression(&self) -> Compression {

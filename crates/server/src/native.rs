@@ -75,6 +75,10 @@ pub struct NativeSettings {
     /// Time an answer may wait for the client to read any of it, and an
     /// upload for the client to send more of it.
     pub stall_timeout: Duration,
+    /// The highest zstd level granted to a client that asks for one
+    /// (`compression_max_level`): each such connection holds a context
+    /// sized for its level.
+    pub max_strong_level: protocol::ZstdLevel,
 }
 
 impl Default for NativeSettings {
@@ -86,6 +90,7 @@ impl Default for NativeSettings {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Some(Duration::from_secs(3_600)),
             stall_timeout: Duration::from_secs(60),
+            max_strong_level: protocol::ZstdLevel::MAX,
         }
     }
 }
@@ -167,6 +172,7 @@ fn protocol_config(settings: &NativeSettings) -> ServerConfig {
     ServerConfig {
         compression: settings.compression.clone(),
         max_frame_size: settings.max_frame_size,
+        max_strong_level: settings.max_strong_level,
         ..ServerConfig::default()
     }
 }

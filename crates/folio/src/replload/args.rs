@@ -3,6 +3,7 @@
 //! is started.
 
 use super::link::Link;
+use client::NetCompression;
 use std::path::PathBuf;
 
 /// Which figures a run measures.
@@ -25,7 +26,8 @@ pub enum Variant {
     /// Network compression (zstd) on the connection.
     Network,
     /// Network compression, and attachments stored compressed at the
-    /// source (the server's `attachment_compression = "auto"`).
+    /// source (the server's `attachment_compression = "auto"`, at
+    /// `--attachment-level`).
     Attachment,
 }
 
@@ -57,6 +59,17 @@ pub struct ReplArgs {
         default_value = "off,network,attachment"
     )]
     pub variant: Vec<Variant>,
+    /// The connection's compression in the network variants: zstd (the
+    /// protocol's level 3) or zstd:N (level N, 1 to 19, asked of the
+    /// server in the handshake).
+    #[arg(long, default_value = "zstd")]
+    pub network_compression: NetCompression,
+    /// The zstd level the attachment variant's source stores attachments
+    /// at (`attachment_compression_level`, 1 to 19). 19 by default: the
+    /// source pays it once per attachment, every replication carries the
+    /// stored stream as it is.
+    #[arg(long, default_value_t = 19)]
+    pub attachment_level: i64,
     /// Size of the corpus in MB (the workload's is 20; a smaller one
     /// keeps kbit links short: 20 MB take ~48 min at 56 kbit/s).
     #[arg(long, default_value_t = 20.0)]
@@ -105,6 +118,14 @@ impl ReplArgs {
         if self.link.is_empty() || self.variant.is_empty() || self.scenario.is_empty() {
             return Err("--link, --variant and --scenario each need a value".into());
         }
+        if self.network_compression.forced() != Some(protocol::Compression::Strong) {
+            return Err(format!(
+                "--network-compression {}: the network variants use zstd: give zstd or zstd:N",
+                self.network_compression
+            ));
+        }
+        nsf::CompressionLevel::new(self.attachment_level)
+            .map_err(|e| format!("--attachment-level {e}"))?;
         if server && self.scenario.contains(&Scenario::Large) {
             return Err("--scenario large prepares its 100,000 documents embedded, in a server it starts: leave out --server".into());
         }

@@ -14,7 +14,8 @@
 //!
 //! The corpus's own best-compressed size (zstd at level 19 over every
 //! document's bytes in one stream) is the floor bytes on the wire are
-//! compared against.
+//! compared against; [`parts`] splits it by kind of content, beside what
+//! compressing each item alone gives (as a store or a frame does).
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -121,6 +122,44 @@ pub fn best_compressed(docs: &[Doc]) -> Result<u64, String> {
     zstd::bulk::compress(&all, 19)
         .map(|c| c.len() as u64)
         .map_err(|e| format!("zstd: {e}"))
+}
+
+/// Per part of `docs` (bodies, text attachments, random attachments):
+/// its items and bytes, zstd level 19 over the part as one stream, and
+/// the sums of zstd levels 19 and 3 over each item alone.
+pub fn parts(docs: &[Doc]) -> Result<serde_json::Value, String> {
+    let bodies: Vec<&[u8]> = docs.iter().map(|d| d.json.as_bytes()).collect();
+    let attached = |text: bool| -> Vec<&[u8]> {
+        docs.iter()
+            .filter_map(|d| d.attachment.as_ref())
+            .filter(|a| a.text == text)
+            .map(|a| &a.bytes[..])
+            .collect()
+    };
+    let mut out = serde_json::Map::new();
+    for (name, items) in [
+        ("bodies", bodies),
+        ("text attachments", attached(true)),
+        ("random attachments", attached(false)),
+    ] {
+        let z = |b: &[u8], level| {
+            zstd::bulk::compress(b, level)
+                .map(|c| c.len() as u64)
+                .map_err(|e| format!("zstd: {e}"))
+        };
+        let each = |level| items.iter().map(|b| z(b, level)).sum::<Result<u64, _>>();
+        out.insert(
+            name.into(),
+            serde_json::json!({
+                "items": items.len(),
+                "bytes": items.iter().map(|b| b.len() as u64).sum::<u64>(),
+                "zstd19_one_stream": z(&items.concat(), 19)?,
+                "zstd19_each": each(19)?,
+                "zstd3_each": each(3)?,
+            }),
+        );
+    }
+    Ok(serde_json::Value::Object(out))
 }
 
 fn log_uniform(rng: &mut StdRng, (lo, hi): (f64, f64)) -> f64 {

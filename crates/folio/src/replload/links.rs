@@ -7,9 +7,10 @@
 //! Variants `off` and `network` share one source server that stores
 //! attachments as they are (`attachment_compression = "off"`; only the
 //! connection's compression differs); `attachment` runs its own with
-//! `attachment_compression = "auto"`, whose compressed attachments
-//! travel as stored, or is reported unavailable with the reason
-//! (`source.rs`).
+//! `attachment_compression = "auto"` at `--attachment-level`, whose
+//! compressed attachments travel as stored, or is reported unavailable
+//! with the reason (`source.rs`). The network variants' connections use
+//! `--network-compression` (zstd, or zstd at a level asked for).
 
 use super::args::{ReplArgs, Variant};
 use super::corpus::{self, Doc};
@@ -35,6 +36,7 @@ pub fn run(a: &ReplArgs, server: Option<Source>, base: &Path) -> Result<Value, S
         "bytes": bytes(&docs),
         "attachments": docs.iter().filter(|d| d.attachment.is_some()).count(),
         "best_compressed_bytes": corpus::best_compressed(&docs)?,
+        "parts": corpus::parts(&docs)?,
         "added_documents": added.len(),
         "added_bytes": bytes(&added),
         "added_best_compressed_bytes": corpus::best_compressed(&added)?,
@@ -52,10 +54,13 @@ pub fn run(a: &ReplArgs, server: Option<Source>, base: &Path) -> Result<Value, S
             "--server: the tool cannot set attachment compression on a server it did not start"
                 .into(),
         )
-    } else if let Some(why) = source::attachment_setting_refusal() {
+    } else if let Some(why) = source::attachment_setting_refusal(a.attachment_level) {
         Err(format!("this build refuses the setting: {why}"))
     } else {
-        Source::start(&base.join("source-attach"), source::ATTACHMENT_SETTING)
+        Source::start(
+            &base.join("source-attach"),
+            &source::attachment_settings(a.attachment_level),
+        )
     };
     let mut rows = Vec::new();
     for &variant in &a.variant {
@@ -66,7 +71,18 @@ pub fn run(a: &ReplArgs, server: Option<Source>, base: &Path) -> Result<Value, S
         for link in &a.link {
             match &src {
                 Ok(src) => {
-                    let r = one(src, variant, link, (&docs, &added), base, &progress)?;
+                    let compression = match variant {
+                        Variant::Off => NetCompression::Off,
+                        Variant::Network | Variant::Attachment => a.network_compression,
+                    };
+                    let r = one(
+                        src,
+                        (variant, compression),
+                        link,
+                        (&docs, &added),
+                        base,
+                        &progress,
+                    )?;
                     rows.extend(r);
                 }
                 Err(why) => {
@@ -100,7 +116,7 @@ pub fn run(a: &ReplArgs, server: Option<Source>, base: &Path) -> Result<Value, S
 /// and a fresh target.
 fn one(
     src: &Source,
-    variant: Variant,
+    (variant, compression): (Variant, NetCompression),
     link: &Link,
     (docs, added): (&[Doc], &[Doc]),
     base: &Path,
@@ -119,10 +135,6 @@ fn one(
     let via = || Via {
         addr: &addr,
         proxy: Some(&proxy),
-    };
-    let compression = match variant {
-        Variant::Off => NetCompression::Off,
-        Variant::Network | Variant::Attachment => NetCompression::Zstd,
     };
     let target = base.join(format!("target-{slug}"));
     progress.step(&format!("{slug}: {CREATE}"));

@@ -3,8 +3,8 @@
 //! at `--server`; and putting the corpus into it over the network.
 //!
 //! The attachment-compression variant runs its own source server with
-//! [`ATTACHMENT_SETTING`] in its `folio.toml`. A build whose settings do
-//! not know it refuses the file (unknown keys are errors, `config.rs`);
+//! [`attachment_settings`] in its `folio.toml`. A build whose settings do
+//! not know them refuses the file (unknown keys are errors, `config.rs`);
 //! [`attachment_setting_refusal`] asks the same parser the server uses,
 //! so the variant is reported unavailable with the parser's own words
 //! rather than measured without the setting.
@@ -17,21 +17,35 @@ use client::NetCompression;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The settings line that turns attachment compression on at the source.
-pub const ATTACHMENT_SETTING: &str = "attachment_compression = \"auto\"\n";
+/// The settings lines that turn attachment compression on at the source,
+/// at zstd `level`.
+pub fn attachment_settings(level: i64) -> String {
+    format!("attachment_compression = \"auto\"\nattachment_compression_level = {level}\n")
+}
 
 /// The settings line of the source of variants `off` and `network`:
 /// attachments stored as they are, so those variants measure the
 /// connection's compression alone (the server's default is `auto`).
 pub const PLAIN_SETTING: &str = "attachment_compression = \"off\"\n";
 
+/// The settings line every source the tool starts gets: the simulated
+/// link is a loopback socket, whose 64 KiB segments let the kernel grow
+/// the server's send buffer to megabytes, and a writer is woken only
+/// when a third of it has drained — minutes at 56 kbit/s, past the
+/// default 60 s `stall_timeout_secs`, which then closes a connection
+/// whose client is reading all along (a real slow line's segments keep
+/// the buffer, and so the wait, small). The server's guard against
+/// clients that stop reading stays on, at an hour.
+pub const LINK_SETTING: &str = "stall_timeout_secs = 3600\n";
+
 /// The administrator of the servers the tool starts.
 const ADMIN: &str = "admin";
 
-/// Why this build would refuse [`ATTACHMENT_SETTING`], if it would (the
-/// parser's words, without its list of every known key).
-pub fn attachment_setting_refusal() -> Option<String> {
-    crate::config::parse(ATTACHMENT_SETTING)
+/// Why this build would refuse [`attachment_settings`] at `level`, if it
+/// would (the parser's words, without its list of every known key).
+pub fn attachment_setting_refusal(level: i64) -> Option<String> {
+    crate::config::parse(&attachment_settings(level))
+        .and_then(|c| c.engine_config(std::path::Path::new(".")))
         .err()
         .map(|e| e.split(", expected").next().unwrap_or(&e).to_string())
 }
@@ -45,10 +59,11 @@ pub struct Source {
 
 impl Source {
     /// Starts `folio serve` on a fresh `data` directory with `settings`
-    /// (`folio.toml` lines) and an administrator to sign in as.
+    /// (`folio.toml` lines) and [`LINK_SETTING`], and an administrator to
+    /// sign in as.
     pub fn start(data: &Path, settings: &str) -> Result<Source, String> {
         std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
-        std::fs::write(data.join("folio.toml"), settings)
+        std::fs::write(data.join("folio.toml"), format!("{settings}{LINK_SETTING}"))
             .map_err(|e| format!("folio.toml: {e}"))?;
         let password = format!("load-{:x}", rand::random::<u64>());
         server::auth::UserStore::open(Arc::new(storage::backend::FsBackend), data)

@@ -99,9 +99,63 @@ impl AttachmentCompression {
     }
 }
 
+/// The `attachment_compression_level` setting: the zstd level the store
+/// compresses an attachment at, once, when it is written (1 to 19).
+///
+/// Why a setting: the level is paid once per attachment, at write time,
+/// and its stored stream then travels as it is on every replication
+/// (I47) and is read back at zstd's decoding speed whatever the level.
+/// The default, 3, keeps writes near disk speed; a server that feeds
+/// replicas over slow links may store harder (docs/benchmarks.md
+/// "replication" measures both sides of the trade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CompressionLevel(u8);
+
+impl CompressionLevel {
+    /// zstd's default, the store's since it compresses.
+    pub const DEFAULT: CompressionLevel = CompressionLevel(3);
+    /// The levels allowed: zstd's regular ones (20 to 22 need a large
+    /// window for little gain and are left out).
+    pub const RANGE: std::ops::RangeInclusive<u8> = 1..=19;
+
+    /// The level `n`, or why it is refused.
+    pub fn new(n: i64) -> Result<CompressionLevel, String> {
+        match u8::try_from(n) {
+            Ok(l) if Self::RANGE.contains(&l) => Ok(CompressionLevel(l)),
+            _ => Err(format!(
+                "{n}: expected a zstd level from {} to {}",
+                Self::RANGE.start(),
+                Self::RANGE.end()
+            )),
+        }
+    }
+
+    /// The level as zstd takes it.
+    pub fn get(self) -> i32 {
+        i32::from(self.0)
+    }
+}
+
+impl Default for CompressionLevel {
+    fn default() -> Self {
+        CompressionLevel::DEFAULT
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compression_level_takes_1_to_19_and_refuses_the_rest() {
+        assert_eq!(CompressionLevel::new(1).map(CompressionLevel::get), Ok(1));
+        assert_eq!(CompressionLevel::new(19).map(CompressionLevel::get), Ok(19));
+        assert_eq!(CompressionLevel::default().get(), 3);
+        for bad in [0, 20, 22, -1, 256, i64::MAX] {
+            let e = CompressionLevel::new(bad).unwrap_err();
+            assert!(e.contains(&bad.to_string()) && e.contains("1 to 19"), "{e}");
+        }
+    }
 
     #[test]
     fn hashes_round_trip_through_hex_and_refuse_other_names() {

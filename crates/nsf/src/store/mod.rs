@@ -14,7 +14,9 @@ mod write;
 
 pub use carry::CarriedContent;
 pub(crate) use carry::{read_carried, stage_carried, stage_held};
-pub use content::{AttachmentCompression, ContentHash, StoredContent, StoredForm, STORE_MIN};
+pub use content::{
+    AttachmentCompression, CompressionLevel, ContentHash, StoredContent, StoredForm, STORE_MIN,
+};
 pub use read::ObjectReader;
 pub use registry::StoreStats;
 pub(crate) use registry::{AttachStore, Pin, Pins, STORE_DIR};

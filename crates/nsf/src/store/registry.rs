@@ -15,7 +15,7 @@
 //!   pin dropped once the commit is durable or failed
 //! ```
 
-use super::content::{AttachmentCompression, ContentHash};
+use super::content::{AttachmentCompression, CompressionLevel, ContentHash};
 use super::object::ObjectHeader;
 use super::read::read_header;
 use crate::{NsfError, NsfResult};
@@ -65,6 +65,8 @@ pub(crate) struct AttachStore {
     pub(super) backend: Arc<dyn Backend>,
     pub(super) dir: PathBuf,
     pub(crate) compression: AttachmentCompression,
+    /// The zstd level compressed objects are written at.
+    pub(super) level: CompressionLevel,
     /// In archive style, where sweeps move objects instead of deleting
     /// them (`<archive_dir>/attachstore`, `copy.rs`).
     pub(super) archive: Option<PathBuf>,
@@ -159,7 +161,7 @@ impl AttachStore {
     pub fn open(
         backend: Arc<dyn Backend>,
         data_dir: &Path,
-        compression: AttachmentCompression,
+        (compression, level): (AttachmentCompression, CompressionLevel),
         archive: Option<PathBuf>,
     ) -> NsfResult<(AttachStore, bool)> {
         let dir = data_dir.join(STORE_DIR);
@@ -194,6 +196,7 @@ impl AttachStore {
             backend,
             dir,
             compression,
+            level,
             archive,
             state: Mutex::new(State {
                 pins: HashMap::new(),

@@ -58,6 +58,7 @@ fn hello(method: Compression) -> Vec<u8> {
         client_name: "fuzz".into(),
         compression: vec![method],
         credentials: None,
+        strong_level: None,
     }
     .encode()
     .expect("encodes");
