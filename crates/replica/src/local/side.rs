@@ -27,7 +27,7 @@
 use super::acl_rule::ActingFor;
 use super::body::NoteBody;
 use super::net::{SourcePacket, TargetPacket};
-use super::store;
+use super::store::{self, Located};
 use super::LocalOptions;
 use crate::apply::{Outcome, WriteBatch, Written};
 use crate::ids::{Opening, Peer};
@@ -36,6 +36,7 @@ use crate::puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
 use crate::source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};
 use crate::ReplicaError;
 use nsf::{Database, Note, NsfResult, Seq, Timestamp, Unid};
+use std::collections::HashMap;
 
 /// Which documents a source's peer may read.
 pub type ReadCheck = Box<dyn Fn(&Note) -> bool + Send + Sync>;
@@ -49,12 +50,21 @@ pub type WriteCheck = Box<dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync>;
 const NOTES_PER_STEP: usize = 32;
 /// ... or fewer, once their content reaches this many bytes.
 const BYTES_PER_STEP: u64 = 4 << 20;
+/// Summary pages whose documents' places a source keeps for reading them
+/// (a window's worth and more); past that the oldest places are dropped,
+/// and a document whose place is gone is found by its UNID as usual.
+const LOCATED_PAGES: usize = 16;
 
 /// The sending side over one database.
 pub struct SourceSide {
     source: Source<nsf::Version, NoteBody>,
     visible: Option<ReadCheck>,
     selection: Option<(String, formula::Formula)>,
+    /// Where recent summaries found their documents (`store::Located`),
+    /// at most [`LOCATED_PAGES`] pages of them: a hint, never trusted
+    /// for more than where to look first.
+    located: HashMap<Unid, Located>,
+    page_size: usize,
 }
 
 impl SourceSide {
@@ -67,6 +77,8 @@ impl SourceSide {
             source: Source::new(config, db.last_seq(), Timestamp::now()),
             visible: None,
             selection: None,
+            located: HashMap::new(),
+            page_size: page_size.max(1) as usize,
         })
     }
 
@@ -140,7 +152,11 @@ impl SourceSide {
                 }
             },
         };
+        if self.located.len() >= LOCATED_PAGES * self.page_size {
+            self.located.clear();
+        }
         let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
+        let located = &mut self.located;
         let page = store::read_changes(
             db,
             after,
@@ -148,6 +164,9 @@ impl SourceSide {
             formula.as_ref(),
             Timestamp::now().0,
             &visible,
+            &mut |unid, at| {
+                located.insert(unid, at);
+            },
         );
         match page {
             Ok(page) => {
@@ -180,9 +199,10 @@ impl SourceSide {
                 }
                 rest = tail;
                 let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
-                match store::read_notes(db, &[unid], &visible) {
+                let at = self.located.remove(&unid);
+                match store::read_note(db, unid, at, &visible) {
                     Ok(found) => {
-                        bytes += found.iter().map(|n| n.size).sum::<u64>();
+                        bytes += found.as_ref().map_or(0, |n| n.size);
                         notes.extend(found);
                     }
                     Err(e) => {
