@@ -5,8 +5,8 @@
 
 use nsf::{
     Database, Engine, ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome, Item,
-    ItemUpdate, ItemValue, NoteId, NsfError, OriginatorId, ReplicaId, Seq, StagedNote, Timestamp, Unid,
-    Version, MAX_REVISIONS,
+    ItemUpdate, ItemValue, NoteId, NsfError, OriginatorId, ReplicaId, Seq, StagedNote, Timestamp,
+    Unid, Version, MAX_REVISIONS,
 };
 use std::io::Read;
 use std::sync::Arc;
@@ -141,8 +141,13 @@ fn a_read_at_a_note_id_counts_only_if_the_unid_is_there() {
     let (engine, db) = engine_with_db();
     let a = db.create(vec![text("Body", "a")]).unwrap();
     let b = db.create(vec![text("Body", "b")]).unwrap();
-    db.update(a.unid, vec![ItemUpdate::Set(text("Body", "a2"))], None, false)
-        .unwrap();
+    db.update(
+        a.unid,
+        vec![ItemUpdate::Set(text("Body", "a2"))],
+        None,
+        false,
+    )
+    .unwrap();
     let want = db.get_with_revisions(a.unid).unwrap();
     assert!(want.as_ref().is_some_and(|(_, r)| r.len() == 1));
     let id_a = db.get(a.unid).unwrap().note_id;
