@@ -1179,12 +1179,12 @@ pub(crate) mod tests {
         // The second spelling of a name comes at every position in turn:
         // among the pairwise names, where the set takes over, and after.
         for later in 1..40 {
-            for earlier in 0..later {
+            for (earlier, name) in names[..later].iter().enumerate() {
                 let mut dup = items[..later].to_vec();
-                dup.push(text(&names[earlier].to_uppercase(), "y"));
+                dup.push(text(&name.to_uppercase(), "y"));
                 assert_eq!(
                     validate_items(&dup),
-                    Err(CodecError::Duplicate(names[earlier].to_uppercase())),
+                    Err(CodecError::Duplicate(name.to_uppercase())),
                     "{earlier} again at {later}"
                 );
             }
