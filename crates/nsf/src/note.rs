@@ -429,16 +429,37 @@ pub(crate) fn access_item_name(name: &str) -> Option<&'static str> {
         .find(|a| same_name(a, name))
 }
 
+/// Names compared pairwise before [`check_names`] switches to a set of
+/// folded names: most notes have a handful of items, and every note read,
+/// staged or written is checked, so the common case allocates no set and
+/// folds no strings.
+const PAIRWISE_NAMES: usize = 16;
+
 /// Checks each name and that no two are equal ignoring case; `system`
 /// marks names the engine chose (attachment and design items), which may
 /// start with `$`.
 pub(crate) fn check_names<'a>(
     names: impl IntoIterator<Item = (&'a str, bool)>,
 ) -> Result<(), CodecError> {
-    let mut seen = HashSet::new();
+    let mut few: Vec<&str> = Vec::new();
+    let mut many: Option<HashSet<String>> = None;
     for (name, system) in names {
         check_name(name, system)?;
-        if !seen.insert(fold(name).collect::<String>()) {
+        let duplicate = match &mut many {
+            Some(set) => !set.insert(folded(name)),
+            None if few.len() < PAIRWISE_NAMES => {
+                let duplicate = few.iter().any(|seen| same_name(seen, name));
+                few.push(name);
+                duplicate
+            }
+            None => {
+                let mut set: HashSet<String> = few.iter().map(|n| folded(n)).collect();
+                let duplicate = !set.insert(folded(name));
+                many = Some(set);
+                duplicate
+            }
+        };
+        if duplicate {
             return Err(CodecError::Duplicate(name.to_string()));
         }
     }
@@ -1148,6 +1169,26 @@ pub(crate) mod tests {
             validate_items(&items),
             Err(CodecError::Duplicate("BODY".into()))
         );
+    }
+
+    #[test]
+    fn duplicates_are_found_past_the_pairwise_names() {
+        let names: Vec<String> = (0..40).map(|i| format!("Ärger{i}")).collect();
+        let items: Vec<Item> = names.iter().map(|n| text(n, "x")).collect();
+        assert!(validate_items(&items).is_ok());
+        // The second spelling of a name comes at every position in turn:
+        // among the pairwise names, where the set takes over, and after.
+        for later in 1..40 {
+            for (earlier, name) in names[..later].iter().enumerate() {
+                let mut dup = items[..later].to_vec();
+                dup.push(text(&name.to_uppercase(), "y"));
+                assert_eq!(
+                    validate_items(&dup),
+                    Err(CodecError::Duplicate(name.to_uppercase())),
+                    "{earlier} again at {later}"
+                );
+            }
+        }
     }
 
     #[test]

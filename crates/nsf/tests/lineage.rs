@@ -5,8 +5,8 @@
 
 use nsf::{
     Database, Engine, ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome, Item,
-    ItemUpdate, ItemValue, NsfError, OriginatorId, ReplicaId, Seq, StagedNote, Timestamp, Unid,
-    Version, MAX_REVISIONS,
+    ItemUpdate, ItemValue, NoteId, NsfError, OriginatorId, ReplicaId, Seq, StagedNote, Timestamp,
+    Unid, Version, MAX_REVISIONS,
 };
 use std::io::Read;
 use std::sync::Arc;
@@ -132,6 +132,36 @@ fn every_local_edit_records_the_version_it_replaces() {
     assert_eq!(kept.len(), MAX_REVISIONS, "bounded");
     assert_eq!(kept[..], versions[5..], "the newest are kept, oldest first");
     db.check().unwrap();
+    drop(db);
+    engine.close().unwrap();
+}
+
+#[test]
+fn a_read_at_a_note_id_counts_only_if_the_unid_is_there() {
+    let (engine, db) = engine_with_db();
+    let a = db.create(vec![text("Body", "a")]).unwrap();
+    let b = db.create(vec![text("Body", "b")]).unwrap();
+    db.update(
+        a.unid,
+        vec![ItemUpdate::Set(text("Body", "a2"))],
+        None,
+        false,
+    )
+    .unwrap();
+    let want = db.get_with_revisions(a.unid).unwrap();
+    assert!(want.as_ref().is_some_and(|(_, r)| r.len() == 1));
+    let id_a = db.get(a.unid).unwrap().note_id;
+    let id_b = db.get(b.unid).unwrap().note_id;
+    assert_ne!(id_a, id_b);
+    assert_eq!(db.get_with_revisions_at(a.unid, id_a).unwrap(), want);
+    // Another note's id, or an id no note has: found by its UNID instead.
+    assert_eq!(db.get_with_revisions_at(a.unid, id_b).unwrap(), want);
+    assert_eq!(
+        db.get_with_revisions_at(a.unid, NoteId(u32::MAX)).unwrap(),
+        want
+    );
+    // A UNID no note has, even at a note's id: nothing.
+    assert_eq!(db.get_with_revisions_at(Unid([1; 16]), id_a).unwrap(), None);
     drop(db);
     engine.close().unwrap();
 }

@@ -14,6 +14,7 @@
 //! ```text
 //!   ServerConnection / ClientConnection   state machines: handshake, rules, request ids
 //!     message    Request / Response / Failure bodies (postcard, JSON documents)
+//!       raw_bytes  replication packets as byte strings (one copy, not a step per byte)
 //!       mailadmin  the mail user administration request and answer
 //!       meeting    the calendar's requests and answers
 //!       mailfiles  files sent with a message, as one upload
@@ -36,6 +37,7 @@ mod mailfiles;
 mod meeting;
 mod message;
 mod peer;
+mod raw_bytes;
 mod server;
 mod state;
 mod wire;

@@ -298,6 +298,7 @@ pub enum Request {
         /// Which way documents flow, for the caller.
         direction: ReplicaDirection,
         /// The caller's packets, in order.
+        #[serde(with = "crate::raw_bytes::list")]
         packets: Vec<Vec<u8>>,
     },
     /// The documents changed after `since` that the caller may read, as
@@ -565,7 +566,7 @@ pub enum Response {
     /// Answer to `Backup`.
     BackedUp(BackupSummary),
     /// A packet of the server's replication side (an item of `Replicate`).
-    ReplicationPacket(Vec<u8>),
+    ReplicationPacket(#[serde(with = "crate::raw_bytes")] Vec<u8>),
     /// Final answer to `Replicate`: whether the server's side of the
     /// session is over (finished or failed; it is then forgotten).
     Replicated {

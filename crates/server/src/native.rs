@@ -11,6 +11,9 @@
 //! page miss for the disk), so they run on the runtime's blocking pool,
 //! sized by `worker_threads`; the connection task itself never blocks, so
 //! it keeps reading pipelined requests and writing answers as they come.
+//! Answers already waiting when it takes one go out in the same write (up
+//! to `WRITE_BATCH` bytes), so a streamed result such as a replication's
+//! packets costs a system call per batch, not per item.
 //! There is no hand-off between the connection task and a second "reply"
 //! thread, and no shared queue with a thundering herd: a job is handed to
 //! an idle pool thread directly, and its answer goes back over the
@@ -99,6 +102,9 @@ impl Default for NativeSettings {
 const DOWNLOAD_CHUNK: usize = 256 << 10;
 /// Answers waiting to be written, per connection.
 const OUT_QUEUE: usize = 64;
+/// Output gathered from answers already waiting before one write (more
+/// may follow when one answer alone is larger).
+const WRITE_BATCH: usize = 256 << 10;
 /// Chunks of one upload queued for the job storing them (each up to a
 /// frame, 1 MiB from the client library) before the connection stops
 /// reading its socket.
@@ -358,6 +364,7 @@ async fn connection<S>(
             },
             Some(out) = rx.recv() => {
                 c.deliver(out);
+                c.deliver_queued(&mut rx);
                 last_active = Instant::now();
             }
             _ = life.changed(), if !stopping => stopping = true,
@@ -459,6 +466,19 @@ impl Conn {
                 }
             }
             ServerEvent::PeerClosed { .. } => {}
+        }
+    }
+
+    /// Delivers the answers already waiting in the channel too, up to
+    /// [`WRITE_BATCH`] bytes of output, so that a stream of items (a
+    /// replication's packets, a search's hits) goes out in one write
+    /// instead of a system call per item. It never waits for more.
+    fn deliver_queued(&mut self, rx: &mut mpsc::Receiver<Out>) {
+        while self.proto.output_len() < WRITE_BATCH {
+            match rx.try_recv() {
+                Ok(out) => self.deliver(out),
+                Err(_) => break,
+            }
         }
     }
 

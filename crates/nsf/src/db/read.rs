@@ -124,6 +124,33 @@ impl Database {
         }
     }
 
+    /// [`Database::get_with_revisions`], looking first at note `id`, where
+    /// a recent read (a change scan) found `unid`: one B+tree lookup
+    /// instead of two. Note ids are this file's own and may be given to
+    /// another note after a purge, so the note there counts only if it
+    /// still has `unid`; otherwise the UNID index is asked as usual.
+    pub fn get_with_revisions_at(
+        &self,
+        unid: Unid,
+        id: NoteId,
+    ) -> NsfResult<Option<(Note, Vec<Version>)>> {
+        // I42: a deleted database answers nothing.
+        self.core.check_not_deleted()?;
+        let h = self.state.read();
+        let store = Committed(&self.core);
+        let note = match load_note(&store, &h, id)? {
+            Some(note) if note.oid.unid == unid => Some(note),
+            _ => match lookup_unid(&store, &h, unid)? {
+                Some(id) => load_note(&store, &h, id)?,
+                None => None,
+            },
+        };
+        match note {
+            Some(note) => Ok(Some((note, lineage::revisions(&store, &h, unid)?))),
+            None => Ok(None),
+        }
+    }
+
     /// The versions the note `unid` was made from, oldest first (empty if
     /// none are kept, or no note has the UNID).
     pub fn revisions(&self, unid: Unid) -> NsfResult<Vec<Version>> {

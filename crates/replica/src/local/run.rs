@@ -36,14 +36,15 @@ pub struct LocalOptions {
 }
 
 impl Default for LocalOptions {
-    /// Everything, pages of 500, a window of 4, batches of 256 documents,
-    /// acting for the administrator.
+    /// Everything, pages of 500, a window of 4, batches of 500 documents
+    /// (a page of 500 is one transaction and one log sync on the target,
+    /// not two), acting for the administrator.
     fn default() -> Self {
         LocalOptions {
             selection: None,
             page_size: 500,
             window: 4,
-            batch_notes: 256,
+            batch_notes: 500,
             acting_for: ActingFor::Administrator,
         }
     }

@@ -27,7 +27,7 @@
 use super::acl_rule::ActingFor;
 use super::body::{Content, NoteBody};
 use super::net::{SourcePacket, TargetPacket};
-use super::store;
+use super::store::{self, Located};
 use super::LocalOptions;
 use crate::apply::{Outcome, WriteBatch, Written};
 use crate::ids::{ContentKey, Opening, Peer};
@@ -36,7 +36,7 @@ use crate::puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
 use crate::source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};
 use crate::ReplicaError;
 use nsf::{Database, Note, NsfResult, Seq, Timestamp, Unid};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Which documents a source's peer may read.
 pub type ReadCheck = Box<dyn Fn(&Note) -> bool + Send + Sync>;
@@ -50,6 +50,10 @@ pub type WriteCheck = Box<dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync>;
 const NOTES_PER_STEP: usize = 32;
 /// ... or fewer, once their content reaches this many bytes.
 const BYTES_PER_STEP: u64 = 4 << 20;
+/// Summary pages whose documents' places a source keeps for reading them
+/// (a window's worth and more); past that the oldest places are dropped,
+/// and a document whose place is gone is found by its UNID as usual.
+const LOCATED_PAGES: usize = 16;
 
 /// The sending side over one database.
 pub struct SourceSide {
@@ -57,6 +61,11 @@ pub struct SourceSide {
     visible: Option<ReadCheck>,
     selection: Option<(String, formula::Formula)>,
     skipped: Skipped,
+    /// Where recent summaries found their documents (`store::Located`),
+    /// at most [`LOCATED_PAGES`] pages of them: a hint, never trusted
+    /// for more than where to look first.
+    located: HashMap<Unid, Located>,
+    page_size: usize,
 }
 
 /// Attachments that did not travel because the target held them (a
@@ -88,6 +97,8 @@ impl SourceSide {
             visible: None,
             selection: None,
             skipped: Skipped::default(),
+            located: HashMap::new(),
+            page_size: page_size.max(1) as usize,
         })
     }
 
@@ -169,7 +180,11 @@ impl SourceSide {
                 }
             },
         };
+        if self.located.len() >= LOCATED_PAGES * self.page_size {
+            self.located.clear();
+        }
         let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
+        let located = &mut self.located;
         let page = store::read_changes(
             db,
             after,
@@ -177,6 +192,9 @@ impl SourceSide {
             formula.as_ref(),
             Timestamp::now().0,
             &visible,
+            &mut |unid, at| {
+                located.insert(unid, at);
+            },
         );
         match page {
             Ok(page) => {
@@ -210,9 +228,10 @@ impl SourceSide {
                 }
                 rest = tail;
                 let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
-                match store::read_notes(db, &[unid], &visible, have) {
+                let at = self.located.remove(&unid);
+                match store::read_note(db, unid, at, &visible, have) {
                     Ok(found) => {
-                        bytes += found.iter().map(|n| n.size).sum::<u64>();
+                        bytes += found.as_ref().map_or(0, |n| n.size);
                         found.iter().for_each(|n| self.skipped.add(&n.body));
                         notes.extend(found);
                     }

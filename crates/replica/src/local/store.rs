@@ -22,18 +22,29 @@ use crate::history::History;
 use crate::ids::ContentKey;
 use crate::msg::{Entry, Envelope, Summary};
 use nsf::{
-    Database, ForeignOutcome, ForeignTxn, Note, NsfError, NsfResult, Seq, StagedNote, StoredForm,
-    Unid,
+    Database, ForeignOutcome, ForeignTxn, Note, NoteId, NsfError, NsfResult, Seq, StagedNote,
+    StoredForm, Unid,
 };
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::io::Read;
 use std::sync::Arc;
 
+/// Where a summary found a document and its version then: what the
+/// source side keeps to read the document again, should the target want
+/// it, with one B+tree lookup instead of two and no second digest of its
+/// content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Located {
+    pub(crate) note_id: NoteId,
+    pub(crate) change: Seq,
+    pub(crate) version: nsf::Version,
+}
+
 /// Reads the page of changes after `after` (at most `limit`), as
-/// `SourceAction::ReadChanges` asks. Documents `visible` refuses (the
-/// peer may not read them) are left out like unselected ones: they move
-/// `upto` but never appear.
+/// `SourceAction::ReadChanges` asks, telling `found` where each entry's
+/// document is. Documents `visible` refuses (the peer may not read them)
+/// are left out like unselected ones: they move `upto` but never appear.
 pub(crate) fn read_changes(
     db: &Database,
     after: Seq,
@@ -41,6 +52,7 @@ pub(crate) fn read_changes(
     selection: Option<&formula::Formula>,
     now: i64,
     visible: &dyn Fn(&Note) -> bool,
+    found: &mut dyn FnMut(Unid, Located),
 ) -> NsfResult<Summary<nsf::Version>> {
     let notes = db.modified_since(after, limit as usize)?;
     let last = notes.len() < limit as usize;
@@ -50,12 +62,23 @@ pub(crate) fn read_changes(
         .iter()
         .filter(|n| n.deleted || selection.is_none_or(|f| f.selects(&FormulaDoc(n), &ctx)))
         .filter(|n| visible(n))
-        .map(|n| Entry {
-            unid: n.oid.unid,
-            version: n.version(),
-            size: size_of(n),
-            deleted: n.deleted,
-            change: n.change_seq,
+        .map(|n| {
+            let version = n.version();
+            found(
+                n.oid.unid,
+                Located {
+                    note_id: n.note_id,
+                    change: n.change_seq,
+                    version,
+                },
+            );
+            Entry {
+                unid: n.oid.unid,
+                version,
+                size: size_of(n),
+                deleted: n.deleted,
+                change: n.change_seq,
+            }
         })
         .collect();
     Ok(Summary {
@@ -65,52 +88,59 @@ pub(crate) fn read_changes(
     })
 }
 
-/// Reads these documents, in order, leaving out those gone (and those
-/// `visible` refuses, as if gone).
-pub(crate) fn read_notes(
+/// Reads the document `unid` (`None` if gone, or if `visible` refuses
+/// it, as if gone), looking first where a summary found it (`at`).
+pub(crate) fn read_note(
     db: &Database,
-    unids: &[Unid],
+    unid: Unid,
+    at: Option<Located>,
     visible: &dyn Fn(&Note) -> bool,
     have: &HashSet<ContentKey>,
-) -> NsfResult<Vec<Envelope<nsf::Version, NoteBody>>> {
-    let mut out = Vec::with_capacity(unids.len());
-    for &unid in unids {
-        let Some((note, revisions)) = db.get_with_revisions(unid)? else {
-            continue;
-        };
-        if !visible(&note) {
-            continue;
-        }
-        let mut attachments = Vec::new();
-        for a in note.attachments() {
-            let held = a
-                .stored
-                .filter(|c| have.contains(&ContentKey(c.hash.0)))
-                .map(|c| Content::Held {
-                    hash: c.hash,
-                    size: a.size,
-                    crc32c: a.crc32c,
-                });
-            let content = match held {
-                Some(reference) => reference,
-                None => read_content(db, unid, &a.name, a.size)?,
-            };
-            attachments.push(Attachment {
-                name: a.name.clone(),
-                mime: a.mime.clone(),
-                content,
+) -> NsfResult<Option<Envelope<nsf::Version, NoteBody>>> {
+    let read = match at {
+        Some(at) => db.get_with_revisions_at(unid, at.note_id)?,
+        None => db.get_with_revisions(unid)?,
+    };
+    let Some((note, revisions)) = read else {
+        return Ok(None);
+    };
+    if !visible(&note) {
+        return Ok(None);
+    }
+    let mut attachments = Vec::new();
+    for a in note.attachments() {
+        let held = a
+            .stored
+            .filter(|c| have.contains(&ContentKey(c.hash.0)))
+            .map(|c| Content::Held {
+                hash: c.hash,
+                size: a.size,
+                crc32c: a.crc32c,
             });
-        }
-        out.push(Envelope {
-            unid,
-            version: note.version(),
-            deleted: note.deleted,
-            revisions,
-            size: size_of(&note),
-            body: NoteBody::of(&note, attachments),
+        let content = match held {
+            Some(reference) => reference,
+            None => read_content(db, unid, &a.name, a.size)?,
+        };
+        attachments.push(Attachment {
+            name: a.name.clone(),
+            mime: a.mime.clone(),
+            content,
         });
     }
-    Ok(out)
+    // Every write gives a note a new change number, so the same number
+    // is the same content: the version the summary digested.
+    let version = match at {
+        Some(at) if at.change == note.change_seq => at.version,
+        _ => note.version(),
+    };
+    Ok(Some(Envelope {
+        unid,
+        version,
+        deleted: note.deleted,
+        revisions,
+        size: size_of(&note),
+        body: NoteBody::of(&note, attachments),
+    }))
 }
 
 /// An attachment's content as it travels: a compressed object in its
