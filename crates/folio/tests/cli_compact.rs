@@ -124,10 +124,25 @@ fn compact_in_place_over_the_server_while_a_client_writes() {
     assert_eq!(r["style"], "in-place", "{r}");
     assert_eq!(r["instance_before"], r["instance_after"], "{r}");
     assert!(r["pages_moved"].as_u64() > Some(0), "{r}");
-    assert!(
-        r["bytes_after"].as_u64() < r["bytes_before"].as_u64(),
-        "{r}"
-    );
+    // The writer may have taken pages at the end of the file while the
+    // run moved others down, so whether that run could cut the file
+    // depends on timing; with the writer gone, the file is cut by it or
+    // by the next run.
+    if r["truncated"] != true {
+        let o = srv.cli(&["compact", "c.fdb"], "");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let again = json(&String::from_utf8_lossy(&o.stdout));
+        assert_eq!(again["truncated"], true, "{r} then {again}");
+        assert!(
+            again["bytes_after"].as_u64() < again["bytes_before"].as_u64(),
+            "{again}"
+        );
+    } else {
+        assert!(
+            r["bytes_after"].as_u64() < r["bytes_before"].as_u64(),
+            "{r}"
+        );
+    }
     for u in kept.iter().chain(&written) {
         admin.read_document(db, DocRef::Unid(*u)).unwrap();
     }
