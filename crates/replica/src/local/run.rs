@@ -33,11 +33,15 @@ pub struct LocalOptions {
     /// For whom the target writes, for the ACL rule (`acl_rule.rs`):
     /// an incoming ACL is written only if this is a Manager there.
     pub acting_for: ActingFor,
+    /// What a network driver's target accepts from the network
+    /// (`net::Limits`: attachments, packets); the local driver hands
+    /// bodies across without a wire form and does not need it.
+    pub limits: super::net::Limits,
 }
 
 impl Default for LocalOptions {
     /// Everything, pages of 500, a window of 4, batches of 256 documents,
-    /// acting for the administrator.
+    /// acting for the administrator, the default network limits.
     fn default() -> Self {
         LocalOptions {
             selection: None,
@@ -45,6 +49,7 @@ impl Default for LocalOptions {
             window: 4,
             batch_notes: 256,
             acting_for: ActingFor::Administrator,
+            limits: super::net::Limits::default(),
         }
     }
 }
