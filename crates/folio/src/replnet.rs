@@ -88,7 +88,13 @@ pub fn pull(
 ) -> FolioResult<NetReport> {
     let session = SessionId(rand::random());
     let side = TargetSide::new(local, Opening::Initiate(session), options)?;
-    run(client, db, local, session, Local::Target(side, options.limits))
+    run(
+        client,
+        db,
+        local,
+        session,
+        Local::Target(side, options.limits),
+    )
 }
 
 /// Pushes `local` into the server's database open as `db`.

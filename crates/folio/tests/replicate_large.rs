@@ -37,7 +37,9 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 
 /// Half text that compresses well, half noise that does not.
 fn half_compressible(n: usize, seed: u64) -> Vec<u8> {
-    let words = ["replica", "fragment", "frame", "the", "of", "document", "zstd"];
+    let words = [
+        "replica", "fragment", "frame", "the", "of", "document", "zstd",
+    ];
     let mut out = Vec::with_capacity(n);
     let mut i = seed as usize;
     while out.len() < n / 2 {
@@ -84,7 +86,15 @@ fn put(c: &Client, subject: &str, name: &str, bytes: &[u8]) -> client::Unid {
 /// `folio --server A replicate DB DB --peer B ARGS`'s answer.
 fn peer_replicate(a: &Server, b: &Server, args: &[&str]) -> serde_json::Value {
     let o = Command::new(env!("CARGO_BIN_EXE_folio"))
-        .args(["--server", &a.native, "--user", "admin", "replicate", DB, DB])
+        .args([
+            "--server",
+            &a.native,
+            "--user",
+            "admin",
+            "replicate",
+            DB,
+            DB,
+        ])
         .args(["--peer", &b.native, "--peer-user", "admin"])
         .args(args)
         .env("FOLIO_PASSWORD", ADMIN_PW)
@@ -193,7 +203,8 @@ fn stalling_proxy(to: String, budget: u64) -> (String, mpsc::Receiver<()>) {
             let Ok(outbound) = TcpStream::connect(&to) else {
                 return;
             };
-            let (mut in_r, mut out_w) = (inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
+            let (mut in_r, mut out_w) =
+                (inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
             let (left, spent) = (left.clone(), spent_tx.clone());
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 64 << 10];
@@ -235,7 +246,9 @@ fn a_push_cut_mid_document_resumes_per_document() {
     srv.admin().create_database(DB, "Big").unwrap();
     let local = tempfile::tempdir().unwrap();
     let l = local.path();
-    let o = local_replicate(l, &srv.native, &["--create"]).output().unwrap();
+    let o = local_replicate(l, &srv.native, &["--create"])
+        .output()
+        .unwrap();
     output_ok(o, "replicate --create");
     // Five documents of 8 MiB of noise each (nothing for the connection
     // to compress), written here.
@@ -249,7 +262,15 @@ fn a_push_cut_mid_document_resumes_per_document() {
         let unid = ok(l, &["doc", "put", DB], &doc).trim().to_string();
         ok(
             l,
-            &["attach", "put", DB, &unid, file.to_str().unwrap(), "--name", "n.bin"],
+            &[
+                "attach",
+                "put",
+                DB,
+                &unid,
+                file.to_str().unwrap(),
+                "--name",
+                "n.bin",
+            ],
             "",
         );
         docs.push((unid, sha(&bytes)));
@@ -310,7 +331,9 @@ fn a_pushed_attachment_above_the_servers_limit_is_refused() {
     srv.admin().create_database(DB, "Small").unwrap();
     let local = tempfile::tempdir().unwrap();
     let l = local.path();
-    let o = local_replicate(l, &srv.native, &["--create"]).output().unwrap();
+    let o = local_replicate(l, &srv.native, &["--create"])
+        .output()
+        .unwrap();
     output_ok(o, "replicate --create");
     // 3 MiB of text: it travels as a small zstd stream claiming 3 MiB.
     let file = l.join("words.txt");

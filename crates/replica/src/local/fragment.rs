@@ -244,6 +244,7 @@ impl Reassembler {
                     .and_then(|b| b.try_into().ok())
                     .map(u64::from_le_bytes)
                     .ok_or(fault(FragmentFault::ShortHeader))?;
+                // I48: refused before anything is kept.
                 self.check_size(total)?;
                 let data = &fragment[FRAGMENT_HEADER..];
                 if data.is_empty() {
@@ -489,7 +490,10 @@ mod tests {
             (vec![], FragmentFault::Empty),
             (vec![7, 1, 2], FragmentFault::UnknownKind(7)),
             (vec![FIRST, 1, 2, 3], FragmentFault::ShortHeader),
-            ([&[FIRST][..], &5u64.to_le_bytes()].concat(), FragmentFault::Empty),
+            (
+                [&[FIRST][..], &5u64.to_le_bytes()].concat(),
+                FragmentFault::Empty,
+            ),
             (
                 [&[FIRST][..], &3u64.to_le_bytes(), &[1, 2, 3]].concat(),
                 FragmentFault::NotFragmented,

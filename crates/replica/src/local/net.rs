@@ -35,7 +35,9 @@ use nsf::{CarriedContent, ContentHash, StoredForm, Timestamp, Unid};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-pub use super::fragment::{FragmentFault, Fragmenter, Reassembler, FRAGMENT_BYTES, FRAGMENT_HEADER};
+pub use super::fragment::{
+    FragmentFault, Fragmenter, Reassembler, FRAGMENT_BYTES, FRAGMENT_HEADER,
+};
 
 /// The attachment limit a receiver applies unless told otherwise: the
 /// server's default `max_attachment_bytes` (2 GiB).
@@ -202,7 +204,7 @@ fn body_out<'a>(b: &'a NoteBody, note: &'a [u8]) -> NetBody<'a> {
 }
 
 /// Refuses a body whose attachments are larger than `limits` allow,
-/// before any of it is copied or decoded.
+/// before any of it is copied or decoded (I48).
 fn check_attachments(unid: Unid, b: &NetBody<'_>, limits: &Limits) -> Result<(), ReplicaError> {
     match b
         .attachments
@@ -503,11 +505,18 @@ mod tests {
             })
         );
         // Original bytes above the limit likewise; at the limit they pass.
-        let b = encode_to_target(&with_content(Content::Original(Arc::new(vec![1; 1001]))))
-            .unwrap();
+        let b =
+            encode_to_target(&with_content(Content::Original(Arc::new(vec![1; 1001])))).unwrap();
         let e = decode_to_target(&b, &Limits::for_attachments(1000)).unwrap_err();
         assert!(
-            matches!(e, ReplicaError::AttachmentTooLarge { size: 1001, max: 1000, .. }),
+            matches!(
+                e,
+                ReplicaError::AttachmentTooLarge {
+                    size: 1001,
+                    max: 1000,
+                    ..
+                }
+            ),
             "{e}"
         );
         let text = e.to_string();
@@ -519,7 +528,12 @@ mod tests {
     fn a_large_packet_is_encoded_into_a_buffer_of_its_size() {
         let p = with_content(Content::Original(Arc::new(vec![3; 3 << 20])));
         let b = encode_to_target(&p).unwrap();
-        assert!(b.capacity() <= b.len() + 1, "{} for {}", b.capacity(), b.len());
+        assert!(
+            b.capacity() <= b.len() + 1,
+            "{} for {}",
+            b.capacity(),
+            b.len()
+        );
         let mut r = Limits::default().reassembler();
         let mut whole = None;
         for f in Fragmenter::new(b) {
