@@ -44,7 +44,7 @@ fn half_compressible(n: usize, seed: u64) -> Vec<u8> {
     let mut i = seed as usize;
     while out.len() < n / 2 {
         out.extend_from_slice(words[i % words.len()].as_bytes());
-        out.push(if i % 11 == 0 { b'\n' } else { b' ' });
+        out.push(if i.is_multiple_of(11) { b'\n' } else { b' ' });
         i = i.wrapping_mul(31).wrapping_add(7);
     }
     out.truncate(n / 2);
@@ -337,7 +337,7 @@ fn a_pushed_attachment_above_the_servers_limit_is_refused() {
     output_ok(o, "replicate --create");
     // 3 MiB of text: it travels as a small zstd stream claiming 3 MiB.
     let file = l.join("words.txt");
-    std::fs::write(&file, half_compressible(6 * MIB, 3)[..3 * MIB].to_vec()).unwrap();
+    std::fs::write(&file, &half_compressible(6 * MIB, 3)[..3 * MIB]).unwrap();
     let unid = ok(l, &["doc", "put", DB], r#"{"Subject":"too big"}"#)
         .trim()
         .to_string();
