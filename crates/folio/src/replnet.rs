@@ -147,6 +147,9 @@ fn run(
             match inbound.push(fragment) {
                 Ok(Some(packet)) => {
                     side.receive(&packet, &mut malformed);
+                    // Decoded: the document's bytes are held once more,
+                    // not twice, while it is written.
+                    drop(packet);
                     side.run(local, &mut outbox, &mut malformed);
                 }
                 Ok(None) => {}

@@ -49,8 +49,9 @@ pub enum ForeignContent {
     Reader(Box<dyn Read + Send>),
     /// Content in another store's stored form, checked and kept in that
     /// form where this store would keep it compressed (design.md §2.9
-    /// "Replication", I47).
-    Carried(crate::CarriedContent),
+    /// "Replication", I47). Shared, so a replication target stages it
+    /// without a copy of the stream.
+    Carried(std::sync::Arc<crate::CarriedContent>),
 }
 
 impl std::fmt::Debug for ForeignContent {
