@@ -33,10 +33,12 @@
 use crate::error::ReplicaError;
 use std::fmt;
 
-/// The most packet bytes in one fragment (1 MiB): small enough that a
-/// request of several fits a frame and a slow link shows progress, large
-/// enough that the per-fragment header and item cost nothing.
-pub const FRAGMENT_BYTES: usize = 1 << 20;
+/// The most packet bytes in one fragment (256 KiB, a download's chunk):
+/// small enough that a request of many fits a frame, that a slow link
+/// shows progress and that the server's queue of answers per connection
+/// (64) holds at most 16 MiB of them; large enough that the header and
+/// the item cost nothing.
+pub const FRAGMENT_BYTES: usize = 256 << 10;
 /// The longest fragment header (a first fragment's kind and total).
 pub const FRAGMENT_HEADER: usize = 9;
 
@@ -46,7 +48,7 @@ const MORE: u8 = 2;
 const LAST: u8 = 3;
 
 /// What gathering starts with before it reserves as it fills.
-const FIRST_RESERVE: u64 = 8 * FRAGMENT_BYTES as u64;
+const FIRST_RESERVE: u64 = 32 * FRAGMENT_BYTES as u64;
 
 /// Why a sequence of fragments does not make a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
