@@ -30,6 +30,7 @@ use futures_util::future::BoxFuture;
 use nsf::Engine;
 use parking_lot::Mutex;
 use protocol::{PeerReplicated, PeerReplication, Statistic};
+use replica::local::net::Limits;
 use server::service::PeerReplicator;
 use server::stats::StatsSource;
 use server::{ServerError, ServerResult, Task, TaskContext, TaskResult};
@@ -45,12 +46,20 @@ pub struct Replicator {
     jobs: mpsc::Sender<Job>,
     /// For the warning about peers last seen too long ago (I45).
     purge_interval: Duration,
+    /// What this server accepts from a peer it pulls from: its own
+    /// `max_attachment_bytes`, as at its door (I48).
+    limits: Limits,
 }
 
 impl Replicator {
     /// Starts the replicator thread over `engine`; replications warn
-    /// about peers last seen longer ago than `purge_interval`.
-    pub fn start(engine: &Arc<Engine>, purge_interval: Duration) -> FolioResult<Replicator> {
+    /// about peers last seen longer ago than `purge_interval`, and pulls
+    /// take from peers what `limits` allow.
+    pub fn start(
+        engine: &Arc<Engine>,
+        purge_interval: Duration,
+        limits: Limits,
+    ) -> FolioResult<Replicator> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let engine: Weak<Engine> = Arc::downgrade(engine);
         std::thread::Builder::new()
@@ -70,6 +79,7 @@ impl Replicator {
         Ok(Replicator {
             jobs,
             purge_interval,
+            limits,
         })
     }
 
@@ -83,9 +93,9 @@ impl PeerReplicator for Replicator {
     fn replicate(&self, request: PeerReplication) -> ServerResult<PeerReplicated> {
         driver::check(&request).map_err(to_server)?;
         let (tx, rx) = mpsc::channel();
-        let purge = self.purge_interval;
+        let (purge, limits) = (self.purge_interval, self.limits);
         let queued = self.submit(Box::new(move |engine| {
-            let _ = tx.send(driver::replicate(engine, &request, purge));
+            let _ = tx.send(driver::replicate(engine, &request, purge, limits));
         }));
         let answer = queued.then(|| rx.recv().ok()).flatten();
         match answer {
@@ -119,8 +129,9 @@ pub fn install(
     host: &mut server::Host,
     entries: Vec<Entry>,
     purge_interval: Duration,
+    limits: Limits,
 ) -> FolioResult<()> {
-    let replicator = Replicator::start(host.engine(), purge_interval)?;
+    let replicator = Replicator::start(host.engine(), purge_interval, limits)?;
     host.add_task(super::purge::PurgeTask::new(
         host.engine().clone(),
         purge_interval,
@@ -191,9 +202,9 @@ impl Task for ScheduleTask {
                 self.schedule.lock().started(i);
                 let entry = self.entries[i].clone();
                 let (tx, rx) = tokio::sync::oneshot::channel();
-                let purge = self.replicator.purge_interval;
+                let (purge, limits) = (self.replicator.purge_interval, self.replicator.limits);
                 self.replicator.submit(Box::new(move |engine| {
-                    let _ = tx.send(run_entry(engine, &entry, purge));
+                    let _ = tx.send(run_entry(engine, &entry, purge, limits));
                 }));
                 let outcome = tokio::select! {
                     r = rx => r.unwrap_or_else(|_| Outcome {
@@ -213,7 +224,7 @@ impl Task for ScheduleTask {
 
 /// One run of `entry`: each of its databases in turn, pull and/or push
 /// with the peer; a database that fails is named and the others go on.
-fn run_entry(engine: &Engine, entry: &Entry, purge_interval: Duration) -> Outcome {
+fn run_entry(engine: &Engine, entry: &Entry, purge_interval: Duration, limits: Limits) -> Outcome {
     let mut outcome = Outcome::default();
     let paths = match &entry.databases {
         Databases::List(list) => list.clone(),
@@ -235,7 +246,7 @@ fn run_entry(engine: &Engine, entry: &Entry, purge_interval: Duration) -> Outcom
             selection: entry.selection.clone(),
             create: false,
         };
-        match driver::replicate(engine, &request, purge_interval) {
+        match driver::replicate(engine, &request, purge_interval, limits) {
             Ok(r) => {
                 for p in &r.pulls {
                     outcome.documents += p.documents;
