@@ -691,7 +691,8 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
         router,
     );
     host.add_task(task)?;
-    crate::peerrepl::install(&mut host, replication, purge_interval)?;
+    let limits = replica::local::net::Limits::for_attachments(settings.limits.max_attachment_bytes);
+    crate::peerrepl::install(&mut host, replication, purge_interval, limits)?;
     let served = server::run(
         settings,
         host,

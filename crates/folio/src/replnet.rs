@@ -16,10 +16,15 @@
 //!                   └────── Item(ReplicationPacket)* ◀─────────┘ streamed, then Replicated{over}
 //! ```
 //!
-//! One step sends everything the local side has to say and takes the
-//! server's packets as they stream in, handing each to the local side at
-//! once (so documents are written here while the server is still reading
-//! the next ones). Durability: a pull into the local file returns once
+//! One step sends what the local side has to say and takes the server's
+//! packets as they stream in, handing each to the local side at once (so
+//! documents are written here while the server is still reading the next
+//! ones). Every packet travels as fragments of at most
+//! `net::FRAGMENT_BYTES` (`replica::local::net::Fragmenter`), cut from
+//! the encoded packet as a step takes them, and a step carries at most
+//! [`STEP_BYTES`] of them, so no request outgrows a frame whatever the
+//! size of a document; the server's fragments are gathered
+//! (`net::Reassembler`, within `LocalOptions::limits`) before decoding. Durability: a pull into the local file returns once
 //! every batch and the history are durable here (I2, I26, I27); a push
 //! returns once the server acknowledged its last page (`Done`), which its
 //! side sends only after its own batches and history are durable. A cut
@@ -31,13 +36,16 @@ use crate::replprogress::ReplProgress;
 use client::blocking::Client;
 use client::{DbHandle, ReplicaDirection};
 use nsf::Database;
-use replica::local::{net, LocalOptions, SourceSide, TargetSide};
+use replica::local::net::{self, Fragmenter, Limits, Reassembler};
+use replica::local::{LocalOptions, SourceSide, TargetSide};
 use replica::{Opening, SessionId};
 use serde_json::{json, Value as Json};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// The most packet bytes sent in one `Replicate` request (the frame
-/// limit is 16 MiB; one packet larger than this goes alone).
+/// The most fragment bytes sent in one `Replicate` request (the frame
+/// limit is 16 MiB by default; a fragment is at most
+/// `net::FRAGMENT_BYTES` plus its header, so a request is at most this).
 const STEP_BYTES: usize = 8 << 20;
 /// Entries per summary page when this side is the source.
 const PAGE_SIZE: u32 = 500;
@@ -71,8 +79,8 @@ pub struct NetReport {
 
 /// The local side of one session.
 enum Local {
-    /// Documents flow from the server here.
-    Target(TargetSide),
+    /// Documents flow from the server here, within these limits.
+    Target(TargetSide, Limits),
     /// Documents flow from here to the server.
     Source(SourceSide),
 }
@@ -86,7 +94,13 @@ pub fn pull(
 ) -> FolioResult<NetReport> {
     let session = SessionId(rand::random());
     let side = TargetSide::new(local, Opening::Initiate(session), options)?;
-    run(client, db, local, session, Local::Target(side))
+    run(
+        client,
+        db,
+        local,
+        session,
+        Local::Target(side, options.limits),
+    )
 }
 
 /// Pushes `local` into the server's database open as `db`.
@@ -95,6 +109,9 @@ pub fn push(client: &Client, db: DbHandle, local: &Database) -> FolioResult<NetR
     let side = SourceSide::new(local, Opening::Initiate(session), PAGE_SIZE)?;
     run(client, db, local, session, Local::Source(side))
 }
+
+/// Packets waiting to go, each cut into fragments as a step takes them.
+type Outbox = VecDeque<Fragmenter>;
 
 fn run(
     client: &Client,
@@ -106,12 +123,13 @@ fn run(
     let started = Instant::now();
     let (sent0, received0) = client.traffic();
     let direction = match side {
-        Local::Target(_) => ReplicaDirection::Pull,
+        Local::Target(..) => ReplicaDirection::Pull,
         Local::Source(_) => ReplicaDirection::Push,
     };
+    let mut inbound = side.reassembler();
     let mut report = NetReport::default();
     let progress = ReplProgress::new(&format!("{direction:?} {}", local.path()).to_lowercase());
-    let mut outbox: Vec<Vec<u8>> = Vec::new();
+    let mut outbox = Outbox::new();
     let mut malformed: Option<replica::ReplicaError> = None;
     side.run(local, &mut outbox, &mut malformed);
     loop {
@@ -131,10 +149,19 @@ fn run(
         report.bytes_uncompressed += packets.iter().map(|p| p.len() as u64).sum::<u64>();
         report.round_trips += 1;
         let mut received = 0u64;
-        let over = client.replicate(db, session.0, direction, packets, |bytes| {
-            received += bytes.len() as u64;
-            side.receive(&bytes, &mut malformed);
-            side.run(local, &mut outbox, &mut malformed);
+        let over = client.replicate(db, session.0, direction, packets, |fragment| {
+            received += fragment.len() as u64;
+            match inbound.push(fragment) {
+                Ok(Some(packet)) => {
+                    side.receive(&packet, &mut malformed);
+                    // Decoded: the document's bytes are held once more,
+                    // not twice, while it is written.
+                    drop(packet);
+                    side.run(local, &mut outbox, &mut malformed);
+                }
+                Ok(None) => {}
+                Err(e) => malformed = malformed.take().or(Some(e)),
+            }
             let (done, known) = side.progress();
             let (sent, got) = client.traffic();
             progress.update(done, known, (sent - sent0) + (got - received0));
@@ -146,6 +173,9 @@ fn run(
             // error answering its error, has nobody to go to).
             break;
         }
+    }
+    if let Some(e) = malformed.take().or(inbound.finish().err()) {
+        return Err(failed(local, &e.to_string()));
     }
     if let Some(e) = side.error() {
         return Err(failed(local, &e.to_string()));
@@ -160,19 +190,24 @@ fn run(
     Ok(report)
 }
 
-/// The packets of the next request: at least one, at most
-/// [`STEP_BYTES`] of them unless the first alone is larger.
-fn take_step(outbox: &mut Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+/// The fragments of the next request: at least one, and no more than
+/// [`STEP_BYTES`] of them together.
+fn take_step(outbox: &mut Outbox) -> Vec<Vec<u8>> {
+    let mut step = Vec::new();
     let mut bytes = 0;
-    let n = outbox
-        .iter()
-        .take_while(|p| {
-            bytes += p.len();
-            bytes <= STEP_BYTES
-        })
-        .count()
-        .max(1);
-    outbox.drain(..n).collect()
+    while let Some(packet) = outbox.front_mut() {
+        match packet.next_len() {
+            None => {
+                outbox.pop_front();
+            }
+            Some(len) if !step.is_empty() && bytes + len > STEP_BYTES => break,
+            Some(len) => {
+                bytes += len;
+                step.extend(packet.next());
+            }
+        }
+    }
+    step
 }
 
 impl Local {
@@ -181,15 +216,15 @@ impl Local {
     fn run(
         &mut self,
         db: &Database,
-        outbox: &mut Vec<Vec<u8>>,
+        outbox: &mut Outbox,
         malformed: &mut Option<replica::ReplicaError>,
     ) {
         let mut queue = |bytes: Result<Vec<u8>, replica::ReplicaError>| match bytes {
-            Ok(b) => outbox.push(b),
+            Ok(b) => outbox.push_back(Fragmenter::new(b)),
             Err(e) => *malformed = Some(e),
         };
         match self {
-            Local::Target(t) => {
+            Local::Target(t, _) => {
                 t.run(db, &mut |p| queue(net::encode_to_source(&p)));
             }
             Local::Source(s) => {
@@ -203,7 +238,7 @@ impl Local {
         // A packet the machine refuses ends its session, which its state
         // and error then say.
         let r = match self {
-            Local::Target(t) => net::decode_to_target(bytes).map(|p| {
+            Local::Target(t, limits) => net::decode_to_target(bytes, limits).map(|p| {
                 let _ = t.receive(p);
             }),
             Local::Source(s) => net::decode_to_source(bytes).map(|p| {
@@ -218,35 +253,44 @@ impl Local {
     /// Documents moved so far, and how many are known to be due.
     fn progress(&self) -> (u64, u64) {
         match self {
-            Local::Target(t) => (t.report().received, t.report().wanted),
+            Local::Target(t, _) => (t.report().received, t.report().wanted),
             Local::Source(s) => (s.report().notes, s.report().entries),
+        }
+    }
+
+    /// Gathers the server's fragments: within the pull's limits, or the
+    /// default ones (a push receives only small control packets).
+    fn reassembler(&self) -> Reassembler {
+        match self {
+            Local::Target(_, limits) => limits.reassembler(),
+            Local::Source(_) => Limits::default().reassembler(),
         }
     }
 
     fn is_over(&self) -> bool {
         match self {
-            Local::Target(t) => t.is_over(),
+            Local::Target(t, _) => t.is_over(),
             Local::Source(s) => s.is_over(),
         }
     }
 
     fn is_finished(&self) -> bool {
         match self {
-            Local::Target(t) => t.phase() == replica::PullPhase::Finished,
+            Local::Target(t, _) => t.phase() == replica::PullPhase::Finished,
             Local::Source(s) => s.phase() == replica::SourcePhase::Finished,
         }
     }
 
     fn error(&self) -> Option<&replica::ReplicaError> {
         match self {
-            Local::Target(t) => t.error(),
+            Local::Target(t, _) => t.error(),
             Local::Source(s) => s.error(),
         }
     }
 
     fn fill(&self, report: &mut NetReport) {
         match self {
-            Local::Target(t) => {
+            Local::Target(t, _) => {
                 let r = t.report();
                 report.documents = r.received;
                 report.document_bytes = r.received_bytes;

@@ -49,8 +49,9 @@ pub enum ForeignContent {
     Reader(Box<dyn Read + Send>),
     /// Content in another store's stored form, checked and kept in that
     /// form where this store would keep it compressed (design.md §2.9
-    /// "Replication", I47).
-    Carried(crate::CarriedContent),
+    /// "Replication", I47). Shared, so a replication target stages it
+    /// without a copy of the stream.
+    Carried(std::sync::Arc<crate::CarriedContent>),
     /// Content this server's attachment store already holds, named by
     /// the SHA-256 of its original, with the original's size and crc32c
     /// (which must match the object's). Nothing is read or written: the

@@ -192,6 +192,32 @@ pub enum ReplicaError {
     /// The driver answered with something that was not asked for.
     #[error("driver answer does not match the request: {0}")]
     BadAnswer(String),
+    /// A document carries an attachment whose original is larger than
+    /// this side accepts (`local::net::Limits`): refused at the door,
+    /// before any of it is decoded or written.
+    #[error("document {unid}: attachment {name:?} claims {size} bytes, more than the limit of {max} (max_attachment_bytes)")]
+    AttachmentTooLarge {
+        /// The document.
+        unid: Unid,
+        /// The attachment's name.
+        name: String,
+        /// The original size it claims (or carries).
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A packet announced (or grew) larger than this side accepts.
+    #[error("a replication packet of {len} bytes is more than the limit of {max}")]
+    PacketTooLarge {
+        /// Its announced length.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A sequence of fragments that does not make one packet
+    /// (`local::net::Reassembler`); nothing of it is used.
+    #[error("a bad replication fragment: {0}")]
+    Fragment(crate::local::net::FragmentFault),
     /// Bytes from the network that are not a packet of the wire form
     /// (`local::net`); nothing of them is used.
     #[error("a malformed {what} packet: {reason}")]

@@ -566,6 +566,8 @@ impl<V: Version, N: Clone> Puller<V, N> {
         self.report.received_bytes = self.report.received_bytes.saturating_add(note.size);
         r.buffered_bytes = r.buffered_bytes.saturating_add(note.size);
         r.buffer.push(note);
+        // I48: a document of batch_bytes or more closes its batch, so it
+        // is written (and survives a cut) on its own as it arrives.
         if r.buffer.len() >= self.config.batch_notes || r.buffered_bytes >= self.config.batch_bytes
         {
             let batch = flush(r, &mut self.next_batch);

@@ -115,7 +115,7 @@ fn pull(src: &Database, dst: &Database, tamper: &mut dyn FnMut(&mut TargetPacket
             tamper(&mut p);
             let b = net::encode_to_target(&p).unwrap();
             wire_bytes += b.len() as u64;
-            let _ = target.receive(net::decode_to_target(&b).unwrap());
+            let _ = target.receive(net::decode_to_target(&b, &net::Limits::default()).unwrap());
         }
         if (target.is_over() && source.is_over()) || (!t && !s) {
             break;

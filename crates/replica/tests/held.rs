@@ -157,7 +157,8 @@ fn a_reference_the_target_never_offered_is_refused_and_nothing_is_written() {
                 }
             }
             let bytes = net::encode_to_target(&p).unwrap();
-            let _ = target.receive(net::decode_to_target(&bytes).unwrap());
+            let limits = net::Limits::default();
+            let _ = target.receive(net::decode_to_target(&bytes, &limits).unwrap());
         }
         if target.is_over() {
             break;

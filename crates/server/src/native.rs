@@ -1035,8 +1035,10 @@ impl Job {
         let mut send = |bytes: Vec<u8>| {
             if bytes.len() > self.max_item {
                 return Err(ServerError::TooLarge(format!(
-                    "a replication packet of {} bytes does not fit the frame limit (max_frame_size)",
-                    bytes.len()
+                    "a replication fragment of {} bytes does not fit the frame limit \
+                     (max_frame_size must leave room for {} bytes)",
+                    bytes.len(),
+                    replica::local::net::FRAGMENT_BYTES + replica::local::net::FRAGMENT_HEADER
                 )));
             }
             self.send(Out::Item(self.id, Response::ReplicationPacket(bytes)))

@@ -31,6 +31,7 @@ use crate::remote::Endpoint;
 use crate::replnet::{self, NetReport};
 use nsf::Engine;
 use protocol::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
+use replica::local::net::Limits;
 use replica::local::{load_histories, ActingFor, LocalOptions};
 use std::time::Duration;
 
@@ -66,11 +67,13 @@ pub fn check(request: &PeerReplication) -> FolioResult<()> {
 /// and the peer's `request.remote` (module docs): a pull, a push, or a
 /// pull then a push.
 /// With `purge_interval`, the answer warns when this server last
-/// replicated from the peer's database longer ago than that (I45).
+/// replicated from the peer's database longer ago than that (I45); a pull
+/// takes from the peer what `limits` allow (I48).
 pub fn replicate(
     engine: &Engine,
     request: &PeerReplication,
     purge_interval: Duration,
+    limits: Limits,
 ) -> FolioResult<PeerReplicated> {
     check(request)?;
     // The database here first: a bad path, a missing database (or, to
@@ -90,7 +93,7 @@ pub fn replicate(
         compression: client::NetCompression::Auto,
     };
     let client = endpoint.connect(CLIENT_NAME)?;
-    let result = replicate_with(engine, &client, request, purge_interval);
+    let result = replicate_with(engine, &client, request, purge_interval, limits);
     client.close();
     result
 }
@@ -100,6 +103,7 @@ fn replicate_with(
     client: &client::blocking::Client,
     request: &PeerReplication,
     purge_interval: Duration,
+    limits: Limits,
 ) -> FolioResult<PeerReplicated> {
     let (local, remote) = (request.local.as_str(), request.remote.as_str());
     let (db, info) = client.open_database(remote)?;
@@ -126,6 +130,7 @@ fn replicate_with(
     let options = LocalOptions {
         selection: request.selection.clone(),
         acting_for,
+        limits,
         ..LocalOptions::default()
     };
     let there = format!("{}:{remote}", request.peer);

@@ -39,6 +39,7 @@ use futures_util::future::BoxFuture;
 use nsf::Engine;
 use parking_lot::Mutex;
 use protocol::{PeerReplicated, PeerReplication, Statistic};
+use replica::local::net::Limits;
 use server::service::PeerReplicator;
 use server::stats::StatsSource;
 use server::{ServerError, ServerResult, Task, TaskContext, TaskResult};
@@ -55,12 +56,20 @@ pub struct Replicator {
     jobs: mpsc::Sender<Job>,
     /// For the warning about peers last seen too long ago (I45).
     purge_interval: Duration,
+    /// What this server accepts from a peer it pulls from: its own
+    /// `max_attachment_bytes`, as at its door (I48).
+    limits: Limits,
 }
 
 impl Replicator {
     /// Starts the replicator thread over `engine`; replications warn
-    /// about peers last seen longer ago than `purge_interval`.
-    pub fn start(engine: &Arc<Engine>, purge_interval: Duration) -> FolioResult<Replicator> {
+    /// about peers last seen longer ago than `purge_interval`, and pulls
+    /// take from peers what `limits` allow.
+    pub fn start(
+        engine: &Arc<Engine>,
+        purge_interval: Duration,
+        limits: Limits,
+    ) -> FolioResult<Replicator> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let engine: Weak<Engine> = Arc::downgrade(engine);
         std::thread::Builder::new()
@@ -80,6 +89,7 @@ impl Replicator {
         Ok(Replicator {
             jobs,
             purge_interval,
+            limits,
         })
     }
 
@@ -93,9 +103,9 @@ impl PeerReplicator for Replicator {
     fn replicate(&self, request: PeerReplication) -> ServerResult<PeerReplicated> {
         driver::check(&request).map_err(to_server)?;
         let (tx, rx) = mpsc::channel();
-        let purge = self.purge_interval;
+        let (purge, limits) = (self.purge_interval, self.limits);
         let queued = self.submit(Box::new(move |engine| {
-            let _ = tx.send(driver::replicate(engine, &request, purge));
+            let _ = tx.send(driver::replicate(engine, &request, purge, limits));
         }));
         let answer = queued.then(|| rx.recv().ok()).flatten();
         match answer {
@@ -137,8 +147,9 @@ pub fn install(
     host: &mut server::Host,
     entries: Vec<Entry>,
     purge_interval: Duration,
+    limits: Limits,
 ) -> FolioResult<()> {
-    let replicator = Replicator::start(host.engine(), purge_interval)?;
+    let replicator = Replicator::start(host.engine(), purge_interval, limits)?;
     host.add_task(super::purge::PurgeTask::new(
         host.engine().clone(),
         purge_interval,
@@ -328,9 +339,10 @@ impl ScheduleTask {
             self.store.clone(),
         );
         let (origin, purge) = (self.origin, self.replicator.purge_interval);
+        let limits = self.replicator.limits;
         let queued = self.replicator.submit(Box::new(move |engine| {
             let entry = &entries[i];
-            let (outcome, watched, seen) = run_entry(engine, entry, purge);
+            let (outcome, watched, seen) = run_entry(engine, entry, purge, limits);
             let wall = nsf::Timestamp::now().0;
             schedule
                 .lock()
@@ -376,6 +388,7 @@ fn run_entry(
     engine: &Engine,
     entry: &Entry,
     purge_interval: Duration,
+    limits: Limits,
 ) -> (Outcome, Vec<Watched>, BTreeMap<String, u64>) {
     let mut outcome = Outcome::default();
     let paths = match entry_paths(engine, entry) {
@@ -397,7 +410,7 @@ fn run_entry(
             selection: entry.selection.clone(),
             create: false,
         };
-        match driver::replicate(engine, &request, purge_interval) {
+        match driver::replicate(engine, &request, purge_interval, limits) {
             Ok(r) => {
                 for p in &r.pulls {
                     outcome.documents += p.documents;

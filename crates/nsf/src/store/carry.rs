@@ -344,4 +344,35 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{what}: {e}");
         }
     }
+
+    #[test]
+    fn a_stream_decoding_to_more_than_it_claims_stops_at_the_claim() {
+        // 64 MiB of zeros in a few KiB, claiming 4 KiB: the reader refuses
+        // on the read that passes the claim and hands out no more than
+        // the claim, so nothing downstream ever holds the rest.
+        let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], 3).unwrap();
+        assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
+        let claim = 4096u64;
+        let c = CarriedContent {
+            form: StoredForm::Zstd,
+            size: claim,
+            crc32c: 0,
+            hash: ContentHash([0; 32]),
+            bytes: bomb,
+        };
+        let mut r = c.original().unwrap();
+        let mut buf = [0u8; 1000];
+        let mut handed_out = 0u64;
+        let e = loop {
+            match r.read(&mut buf) {
+                Ok(0) => panic!("a bomb read to its end"),
+                Ok(n) => handed_out += n as u64,
+                Err(e) => break e,
+            }
+        };
+        assert!(handed_out <= claim, "{handed_out} bytes handed out");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("more than"), "{e}");
+        assert_eq!(c.verify().unwrap_err().kind(), io::ErrorKind::InvalidData);
+    }
 }

@@ -14,6 +14,7 @@
 use crate::version::Version;
 use formula::{Document, Value};
 use nsf::{ForeignAttachment, ForeignContent, ForeignNote, Item, ItemValue, Note, OriginatorId};
+use std::io::Read;
 use std::sync::Arc;
 
 impl Version for nsf::Version {
@@ -138,7 +139,8 @@ impl NoteBody {
         }
     }
 
-    /// The foreign note to stage at the target, with `revisions`.
+    /// The foreign note to stage at the target, with `revisions`; its
+    /// content is shared with this body, not copied.
     pub(crate) fn to_foreign(&self, revisions: Vec<nsf::Version>) -> ForeignNote {
         ForeignNote {
             oid: self.oid,
@@ -153,8 +155,11 @@ impl NoteBody {
                     name: a.name.clone(),
                     mime: a.mime.clone(),
                     content: match &a.content {
-                        Content::Original(b) => ForeignContent::Bytes(b.as_ref().clone()),
-                        Content::Carried(c) => ForeignContent::Carried(c.as_ref().clone()),
+                        Content::Original(b) => ForeignContent::Reader(Box::new(Shared {
+                            bytes: b.clone(),
+                            at: 0,
+                        })),
+                        Content::Carried(c) => ForeignContent::Carried(c.clone()),
                         Content::Held { hash, size, crc32c } => ForeignContent::Held {
                             hash: *hash,
                             size: *size,
@@ -165,6 +170,23 @@ impl NoteBody {
                 .collect(),
             revisions,
         }
+    }
+}
+
+/// Original bytes read where they are, so staging a document's content
+/// costs no copy of it (the write batch already holds it).
+struct Shared {
+    bytes: Arc<Vec<u8>>,
+    at: usize,
+}
+
+impl Read for Shared {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let rest = self.bytes.get(self.at..).unwrap_or_default();
+        let n = rest.len().min(out.len());
+        out[..n].copy_from_slice(&rest[..n]);
+        self.at += n;
+        Ok(n)
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod acl_rule;
 mod body;
+mod fragment;
 pub mod net;
 mod run;
 mod side;

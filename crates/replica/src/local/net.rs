@@ -16,15 +16,67 @@
 //! nothing: a packet must decode exactly (no trailing bytes), a note must
 //! pass `nsf::decode_note`, and the UNID in its envelope must be the one
 //! in its body. Anything else is [`ReplicaError::Malformed`] and none of
-//! it reaches a machine.
+//! it reaches a machine. A packet to a target is decoded within
+//! [`Limits`]: an attachment whose original size (claimed by a carried
+//! stream, or carried as bytes) is above the receiver's attachment limit
+//! is [`ReplicaError::AttachmentTooLarge`], refused before any stream is
+//! decoded, so a small zstd stream claiming terabytes costs nothing
+//! (design.md §11.7).
+//!
+//! Encoding borrows the attachments' bytes and writes the packet into
+//! one buffer of its exact size; decoding borrows from the received
+//! buffer and copies each attachment once. A packet then travels as
+//! fragments ([`Fragmenter`], [`Reassembler`], `fragment.rs`).
 
 use super::body::{Attachment, Content, NoteBody};
 use crate::error::ReplicaError;
 use crate::msg::{Entry, Envelope, Packet, Summary, ToSource, ToTarget};
-use nsf::{CarriedContent, ContentHash, StoredForm, Timestamp};
-use serde::de::DeserializeOwned;
+use nsf::{CarriedContent, ContentHash, StoredForm, Timestamp, Unid};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+pub use super::fragment::{
+    FragmentFault, Fragmenter, Reassembler, FRAGMENT_BYTES, FRAGMENT_HEADER,
+};
+
+/// The attachment limit a receiver applies unless told otherwise: the
+/// server's default `max_attachment_bytes` (2 GiB).
+pub const DEFAULT_MAX_ATTACHMENT: u64 = 2 << 30;
+/// Room in a packet beyond its attachments: the note's own encoding (at
+/// most `nsf::MAX_NOTE_BYTES`) and the envelope (versions, names).
+pub const NOTE_ROOM: u64 = nsf::MAX_NOTE_BYTES as u64 + (1 << 20);
+
+/// What a receiver accepts from the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest original an attachment may claim or carry.
+    pub attachment: u64,
+    /// The largest packet a [`Reassembler`] gathers.
+    pub packet: u64,
+}
+
+impl Limits {
+    /// Attachments of at most `max_attachment` bytes, and packets of one
+    /// such attachment plus [`NOTE_ROOM`].
+    pub fn for_attachments(max_attachment: u64) -> Limits {
+        Limits {
+            attachment: max_attachment,
+            packet: max_attachment.saturating_add(NOTE_ROOM),
+        }
+    }
+
+    /// A reassembler within these limits.
+    pub fn reassembler(&self) -> Reassembler {
+        Reassembler::new(self.packet)
+    }
+}
+
+impl Default for Limits {
+    /// [`Limits::for_attachments`] of [`DEFAULT_MAX_ATTACHMENT`].
+    fn default() -> Self {
+        Limits::for_attachments(DEFAULT_MAX_ATTACHMENT)
+    }
+}
 
 /// A packet from a target to an nsf source.
 pub type SourcePacket = Packet<ToSource>;
@@ -39,24 +91,26 @@ struct NetVersion {
 }
 
 #[derive(Serialize, Deserialize)]
-struct NetAttachment {
+struct NetAttachment<'a> {
     name: String,
     mime: String,
-    content: NetContent,
+    #[serde(borrow)]
+    content: NetContent<'a>,
 }
 
-/// An attachment's content on the wire.
+/// An attachment's content on the wire (borrowed: from the body being
+/// sent, or from the packet being decoded).
 #[derive(Serialize, Deserialize)]
-enum NetContent {
+enum NetContent<'a> {
     /// 0: the original bytes.
-    Original(Vec<u8>),
+    Original(&'a [u8]),
     /// 1: a zstd stream of `size` original bytes whose crc32c and
     /// SHA-256 are given, as the source's store keeps it (I47).
     Zstd {
         size: u64,
         crc32c: u32,
         sha256: [u8; 32],
-        stream: Vec<u8>,
+        stream: &'a [u8],
     },
     /// 2: a reference to content the target offered in its Want (the
     /// original's size, crc32c and SHA-256); no bytes.
@@ -67,16 +121,28 @@ enum NetContent {
     },
 }
 
-fn content_out(c: &Content) -> NetContent {
+impl NetContent<'_> {
+    /// The original size it carries or claims (a reference carries
+    /// nothing to decode or copy: 0).
+    fn original_len(&self) -> u64 {
+        match self {
+            NetContent::Original(b) => b.len() as u64,
+            NetContent::Zstd { size, .. } => *size,
+            NetContent::Held { .. } => 0,
+        }
+    }
+}
+
+fn content_out(c: &Content) -> NetContent<'_> {
     match c {
-        Content::Original(b) => NetContent::Original(b.as_ref().clone()),
+        Content::Original(b) => NetContent::Original(b),
         Content::Carried(c) => match c.form {
-            StoredForm::Raw => NetContent::Original(c.bytes.clone()),
+            StoredForm::Raw => NetContent::Original(&c.bytes),
             StoredForm::Zstd => NetContent::Zstd {
                 size: c.size,
                 crc32c: c.crc32c,
                 sha256: c.hash.0,
-                stream: c.bytes.clone(),
+                stream: &c.bytes,
             },
         },
         Content::Held { hash, size, crc32c } => NetContent::Held {
@@ -87,9 +153,9 @@ fn content_out(c: &Content) -> NetContent {
     }
 }
 
-fn content_in(c: NetContent) -> Content {
+fn content_in(c: NetContent<'_>) -> Content {
     match c {
-        NetContent::Original(b) => Content::Original(Arc::new(b)),
+        NetContent::Original(b) => Content::Original(Arc::new(b.to_vec())),
         NetContent::Zstd {
             size,
             crc32c,
@@ -100,7 +166,7 @@ fn content_in(c: NetContent) -> Content {
             size,
             crc32c,
             hash: ContentHash(sha256),
-            bytes: stream,
+            bytes: stream.to_vec(),
         })),
         NetContent::Held {
             size,
@@ -115,10 +181,11 @@ fn content_in(c: NetContent) -> Content {
 }
 
 #[derive(Serialize, Deserialize)]
-struct NetBody {
+struct NetBody<'a> {
     /// `nsf::encode_note` of the body (attachment items left out).
-    note: Vec<u8>,
-    attachments: Vec<NetAttachment>,
+    note: &'a [u8],
+    #[serde(borrow)]
+    attachments: Vec<NetAttachment<'a>>,
 }
 
 fn version_out(v: &nsf::Version) -> NetVersion {
@@ -137,12 +204,15 @@ fn version_in(v: NetVersion) -> nsf::Version {
     }
 }
 
-fn body_out(b: &NoteBody) -> Result<NetBody, ReplicaError> {
-    let note = nsf::encode_note(&b.to_note()).map_err(|e| ReplicaError::Local {
+fn note_out(b: &NoteBody) -> Result<Vec<u8>, ReplicaError> {
+    nsf::encode_note(&b.to_note()).map_err(|e| ReplicaError::Local {
         code: crate::ErrorCode::Local,
         message: format!("document {} does not encode: {e}", b.oid.unid),
-    })?;
-    Ok(NetBody {
+    })
+}
+
+fn body_out<'a>(b: &'a NoteBody, note: &'a [u8]) -> NetBody<'a> {
+    NetBody {
         note,
         attachments: b
             .attachments
@@ -153,12 +223,30 @@ fn body_out(b: &NoteBody) -> Result<NetBody, ReplicaError> {
                 content: content_out(&a.content),
             })
             .collect(),
-    })
+    }
 }
 
-fn body_in(b: NetBody) -> Result<NoteBody, String> {
+/// Refuses a body whose attachments are larger than `limits` allow,
+/// before any of it is copied or decoded (I48).
+fn check_attachments(unid: Unid, b: &NetBody<'_>, limits: &Limits) -> Result<(), ReplicaError> {
+    match b
+        .attachments
+        .iter()
+        .find(|a| a.content.original_len() > limits.attachment)
+    {
+        None => Ok(()),
+        Some(a) => Err(ReplicaError::AttachmentTooLarge {
+            unid,
+            name: a.name.clone(),
+            size: a.content.original_len(),
+            max: limits.attachment,
+        }),
+    }
+}
+
+fn body_in(b: NetBody<'_>) -> Result<NoteBody, String> {
     let note =
-        nsf::decode_note(&b.note).map_err(|e| format!("a document that does not decode: {e}"))?;
+        nsf::decode_note(b.note).map_err(|e| format!("a document that does not decode: {e}"))?;
     if note.attachments().next().is_some() {
         return Err(format!(
             "document {} carries attachment items; attachments travel as content",
@@ -193,8 +281,12 @@ pub fn decode_to_source(b: &[u8]) -> Result<SourcePacket, ReplicaError> {
     decode(b, "to-source")
 }
 
-/// The bytes of a packet to a target.
+/// The bytes of a packet to a target, in one buffer of their size.
 pub fn encode_to_target(p: &TargetPacket) -> Result<Vec<u8>, ReplicaError> {
+    let note = match &p.body {
+        ToTarget::Note(n) => note_out(&n.body)?,
+        _ => Vec::new(),
+    };
     let body = match &p.body {
         ToTarget::Hello(h) => ToTarget::Hello(h.clone()),
         ToTarget::Summary(s) => ToTarget::Summary(Summary {
@@ -218,7 +310,7 @@ pub fn encode_to_target(p: &TargetPacket) -> Result<Vec<u8>, ReplicaError> {
             deleted: n.deleted,
             revisions: n.revisions.iter().map(version_out).collect(),
             size: n.size,
-            body: body_out(&n.body)?,
+            body: body_out(&n.body, &note),
         }),
         ToTarget::Sent { upto } => ToTarget::Sent { upto: *upto },
         ToTarget::Error(f) => ToTarget::Error(f.clone()),
@@ -231,8 +323,9 @@ pub fn encode_to_target(p: &TargetPacket) -> Result<Vec<u8>, ReplicaError> {
     encode(&packet, "to-target")
 }
 
-/// A packet to a target from its bytes.
-pub fn decode_to_target(b: &[u8]) -> Result<TargetPacket, ReplicaError> {
+/// A packet to a target from its bytes, within `limits` (module docs):
+/// an attachment above the limit is refused before anything is decoded.
+pub fn decode_to_target(b: &[u8], limits: &Limits) -> Result<TargetPacket, ReplicaError> {
     let p: Packet<ToTarget<NetVersion, NetBody>> = decode(b, "to-target")?;
     let bad = |reason: String| ReplicaError::Malformed {
         what: "to-target",
@@ -256,6 +349,7 @@ pub fn decode_to_target(b: &[u8]) -> Result<TargetPacket, ReplicaError> {
                 .collect(),
         }),
         ToTarget::Note(n) => {
+            check_attachments(n.unid, &n.body, limits)?;
             let body = body_in(n.body).map_err(bad)?;
             if body.oid.unid != n.unid || body.deleted != n.deleted {
                 return Err(bad(format!(
@@ -282,14 +376,19 @@ pub fn decode_to_target(b: &[u8]) -> Result<TargetPacket, ReplicaError> {
     })
 }
 
+/// `v` in one buffer of its exact size (plus the byte a whole fragment's
+/// kind takes, `fragment.rs`), so a large document is not copied as the
+/// buffer grows.
 fn encode<T: Serialize>(v: &T, what: &'static str) -> Result<Vec<u8>, ReplicaError> {
-    postcard::to_allocvec(v).map_err(|e| ReplicaError::Malformed {
+    let failed = |e: postcard::Error| ReplicaError::Malformed {
         what,
         reason: format!("does not encode: {e}"),
-    })
+    };
+    let len = postcard::experimental::serialized_size(v).map_err(failed)?;
+    postcard::to_extend(v, Vec::with_capacity(len + 1)).map_err(failed)
 }
 
-fn decode<T: DeserializeOwned>(b: &[u8], what: &'static str) -> Result<T, ReplicaError> {
+fn decode<'a, T: Deserialize<'a>>(b: &'a [u8], what: &'static str) -> Result<T, ReplicaError> {
     let bad = |reason: String| ReplicaError::Malformed { what, reason };
     let (v, rest) = postcard::take_from_bytes(b).map_err(|e| bad(e.to_string()))?;
     if !rest.is_empty() {
@@ -347,7 +446,7 @@ mod tests {
     fn a_note_packet_round_trips() {
         let p = note_packet();
         let b = encode_to_target(&p).unwrap();
-        assert_eq!(decode_to_target(&b).unwrap(), p);
+        assert_eq!(decode_to_target(&b, &Limits::default()).unwrap(), p);
     }
 
     #[test]
@@ -368,7 +467,7 @@ mod tests {
         let b = encode_to_target(&p).unwrap();
         assert!(b.len() < stream.len() + 300, "{} bytes", b.len());
         assert!(b.len() < original.len() / 10, "{} bytes", b.len());
-        assert_eq!(decode_to_target(&b).unwrap(), p);
+        assert_eq!(decode_to_target(&b, &Limits::default()).unwrap(), p);
     }
 
     #[test]
@@ -376,13 +475,13 @@ mod tests {
         let b = encode_to_target(&note_packet()).unwrap();
         for cut in [0, 1, b.len() / 2, b.len() - 1] {
             assert!(matches!(
-                decode_to_target(&b[..cut]),
+                decode_to_target(&b[..cut], &Limits::default()),
                 Err(ReplicaError::Malformed { .. })
             ));
         }
         let mut padded = b.clone();
         padded.push(0);
-        assert!(decode_to_target(&padded).is_err());
+        assert!(decode_to_target(&padded, &Limits::default()).is_err());
         assert!(decode_to_source(&b).is_err());
     }
 
@@ -394,8 +493,79 @@ mod tests {
         }
         let b = encode_to_target(&p).unwrap();
         assert!(matches!(
-            decode_to_target(&b),
+            decode_to_target(&b, &Limits::default()),
             Err(ReplicaError::Malformed { .. })
         ));
+    }
+
+    fn with_content(content: Content) -> TargetPacket {
+        let mut p = note_packet();
+        if let ToTarget::Note(n) = &mut p.body {
+            n.body.attachments[0].content = content;
+        }
+        p
+    }
+
+    #[test]
+    fn a_stream_claiming_more_than_the_limit_is_refused_before_decoding() {
+        // A few bytes that are not even zstd, claiming a terabyte: the
+        // claim alone is refused, so nothing is ever decoded.
+        let bomb = CarriedContent {
+            form: StoredForm::Zstd,
+            size: 1 << 40,
+            crc32c: 0,
+            hash: ContentHash([0; 32]),
+            bytes: b"not a stream".to_vec(),
+        };
+        let b = encode_to_target(&with_content(Content::Carried(Arc::new(bomb)))).unwrap();
+        assert_eq!(
+            decode_to_target(&b, &Limits::for_attachments(1 << 20)),
+            Err(ReplicaError::AttachmentTooLarge {
+                unid: Unid([7; 16]),
+                name: "a.bin".into(),
+                size: 1 << 40,
+                max: 1 << 20,
+            })
+        );
+        // Original bytes above the limit likewise; at the limit they pass.
+        let b =
+            encode_to_target(&with_content(Content::Original(Arc::new(vec![1; 1001])))).unwrap();
+        let e = decode_to_target(&b, &Limits::for_attachments(1000)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ReplicaError::AttachmentTooLarge {
+                    size: 1001,
+                    max: 1000,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let text = e.to_string();
+        assert!(text.contains("a.bin") && text.contains("1000"), "{text}");
+        assert!(decode_to_target(&b, &Limits::for_attachments(1001)).is_ok());
+    }
+
+    #[test]
+    fn a_large_packet_is_encoded_into_a_buffer_of_its_size() {
+        let p = with_content(Content::Original(Arc::new(vec![3; 3 << 20])));
+        let b = encode_to_target(&p).unwrap();
+        assert!(
+            b.capacity() <= b.len() + 1,
+            "{} for {}",
+            b.capacity(),
+            b.len()
+        );
+        let mut r = Limits::default().reassembler();
+        let mut whole = None;
+        for f in Fragmenter::new(b) {
+            assert!(f.len() <= FRAGMENT_BYTES + FRAGMENT_HEADER);
+            whole = r.push(f).unwrap().or(whole);
+        }
+        assert_eq!(
+            decode_to_target(&whole.unwrap(), &Limits::default()).unwrap(),
+            p
+        );
     }
 }

@@ -33,12 +33,17 @@ pub struct LocalOptions {
     /// For whom the target writes, for the ACL rule (`acl_rule.rs`):
     /// an incoming ACL is written only if this is a Manager there.
     pub acting_for: ActingFor,
+    /// What a network driver's target accepts from the network
+    /// (`net::Limits`: attachments, packets); the local driver hands
+    /// bodies across without a wire form and does not need it.
+    pub limits: super::net::Limits,
 }
 
 impl Default for LocalOptions {
     /// Everything, pages of 500, a window of 4, batches of 500 documents
     /// (a page of 500 is one transaction and one log sync on the target,
-    /// not two), acting for the administrator.
+    /// not two), acting for the administrator, the default network
+    /// limits.
     fn default() -> Self {
         LocalOptions {
             selection: None,
@@ -46,6 +51,7 @@ impl Default for LocalOptions {
             window: 4,
             batch_notes: 500,
             acting_for: ActingFor::Administrator,
+            limits: super::net::Limits::default(),
         }
     }
 }

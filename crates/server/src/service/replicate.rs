@@ -21,6 +21,14 @@
 //!                                 the others are left alone (refused)
 //! ```
 //!
+//! Packets travel as fragments (`net::Fragmenter`, at most
+//! `net::FRAGMENT_BYTES` each, so a document of any size fits the frame
+//! limit); the session gathers incoming ones (`net::Reassembler`) within
+//! the server's `max_attachment_bytes` plus room for the note, and a
+//! pushed document whose attachment claims more than that limit is
+//! refused before any of it is decoded or written (413, naming the
+//! document, the attachment and the limit), which ends the session.
+//!
 //! The change feed's wait (`Service::changes_after`) answers at once when
 //! something the caller may read changed after the cursor, else waits for
 //! the database's next commit (`nsf::Database::next_change`) until its
@@ -33,7 +41,8 @@ use crate::error::nsf_err;
 use crate::{ServerError, ServerResult};
 use nsf::{Access, AccessLevel, Database, Note};
 use protocol::{Cursor, Document, ReplicaDirection};
-use replica::local::{net, LocalOptions, SourceSide, TargetSide};
+use replica::local::net::{self, Fragmenter, Limits, Reassembler};
+use replica::local::{LocalOptions, SourceSide, TargetSide};
 use replica::Opening;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +54,10 @@ const PAGE_SIZE: u32 = 500;
 pub struct ReplicaSession {
     direction: ReplicaDirection,
     side: Side,
+    /// What the caller may send.
+    limits: Limits,
+    /// The caller's packet being gathered from its fragments.
+    inbound: Reassembler,
 }
 
 enum Side {
@@ -76,6 +89,7 @@ impl Service {
         db: &Database,
         direction: ReplicaDirection,
     ) -> ServerResult<ReplicaSession> {
+        let limits = Limits::for_attachments(self.limits.max_attachment_bytes);
         let side = match direction {
             ReplicaDirection::Pull => {
                 let access = self.require(caller, db, AccessLevel::Reader)?;
@@ -91,13 +105,20 @@ impl Service {
                 })))
             }
         };
-        Ok(ReplicaSession { direction, side })
+        Ok(ReplicaSession {
+            direction,
+            side,
+            limits,
+            inbound: limits.reassembler(),
+        })
     }
 
-    /// One step of `session` on `db`: takes the caller's `packets`, does
-    /// what they call for, and hands every packet the server's side sends
-    /// to `send` (which may fail: the connection is gone). Returns whether
-    /// the session is over. A packet that does not decode ends it (400).
+    /// One step of `session` on `db`: takes the caller's `packets`
+    /// (fragments, gathered into packets), does what they call for, and
+    /// hands every fragment of every packet the server's side sends to
+    /// `send` (which may fail: the connection is gone). Returns whether
+    /// the session is over. A fragment or packet that does not decode
+    /// ends it (400), an attachment above the limit too (413).
     pub fn replicate_step(
         &self,
         session: &mut ReplicaSession,
@@ -110,17 +131,33 @@ impl Service {
             if failed.is_some() {
                 return;
             }
-            let r = bytes
-                .map_err(|e| ServerError::Internal(format!("a replication packet: {e}")))
-                .and_then(&mut *send);
-            if let Err(e) = r {
-                failed = Some(e);
+            let bytes = match bytes {
+                Ok(b) => b,
+                Err(e) => {
+                    failed = Some(ServerError::Internal(format!("a replication packet: {e}")));
+                    return;
+                }
+            };
+            for fragment in Fragmenter::new(bytes) {
+                if let Err(e) = send(fragment) {
+                    failed = Some(e);
+                    return;
+                }
             }
         };
+        let limits = session.limits;
+        let mut whole = Vec::new();
+        for fragment in packets {
+            match session.inbound.push(fragment) {
+                Ok(Some(packet)) => whole.push(packet),
+                Ok(None) => {}
+                Err(e) => return Err(refused(e)),
+            }
+        }
         let over = match &mut session.side {
             Side::Source(source) => {
-                for bytes in packets {
-                    let packet = net::decode_to_source(&bytes).map_err(|e| bad(e.to_string()))?;
+                for bytes in whole {
+                    let packet = net::decode_to_source(&bytes).map_err(refused)?;
                     // A packet the machine refuses ends its session; it
                     // tells the caller itself.
                     let _ = source.receive(packet);
@@ -129,8 +166,8 @@ impl Service {
                 source.is_over()
             }
             Side::Target(target) => {
-                for bytes in packets {
-                    let packet = net::decode_to_target(&bytes).map_err(|e| bad(e.to_string()))?;
+                for bytes in whole {
+                    let packet = net::decode_to_target(&bytes, &limits).map_err(refused)?;
                     let _ = target.receive(packet);
                 }
                 target.run(db, &mut |p| forward(net::encode_to_source(&p)));
@@ -189,6 +226,16 @@ impl Service {
             return Err(denied(caller, db.path()));
         }
         Ok(())
+    }
+}
+
+/// What the caller sent that cannot be taken: too large (413), or not
+/// the wire form (400).
+fn refused(e: replica::ReplicaError) -> ServerError {
+    match e {
+        replica::ReplicaError::AttachmentTooLarge { .. }
+        | replica::ReplicaError::PacketTooLarge { .. } => ServerError::TooLarge(e.to_string()),
+        e => bad(e.to_string()),
     }
 }
 
