@@ -83,33 +83,6 @@ fn put(c: &Client, subject: &str, name: &str, bytes: &[u8]) -> client::Unid {
     unid
 }
 
-/// `folio --server A replicate DB DB --peer B ARGS`'s answer.
-fn peer_replicate(a: &Server, b: &Server, args: &[&str]) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
-        .args([
-            "--server",
-            &a.native,
-            "--user",
-            "admin",
-            "replicate",
-            DB,
-            DB,
-        ])
-        .args(["--peer", &b.native, "--peer-user", "admin"])
-        .args(args)
-        .env("FOLIO_PASSWORD", ADMIN_PW)
-        .env("FOLIO_PEER_PASSWORD", ADMIN_PW)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "replicate {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    json(&String::from_utf8(o.stdout).unwrap())
-}
-
 /// `folio --data LOCAL --server ADDR --user admin replicate DB DB ARGS`.
 fn local_replicate(local: &Path, addr: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_folio"));
@@ -162,7 +135,7 @@ fn a_40_mib_attachment_crosses_between_servers_both_ways() {
     let first = put(&on_b, "pulled", "pulled.bin", &pulled);
 
     // A pull: A makes a replica of B's database.
-    let created = peer_replicate(&a, &b, &["--create"]);
+    let created = a.replicate_with(&b, DB, &["--create"]);
     let pull = &created["pulls"][0];
     // The document and the ACL note.
     assert_eq!(pull["documents"], 2, "{created}");
@@ -176,12 +149,12 @@ fn a_40_mib_attachment_crosses_between_servers_both_ways() {
     // A push: a new document on A goes to B.
     let pushed = half_compressible(40 * MIB, 2);
     let second = put(&on_a, "pushed", "pushed.bin", &pushed);
-    let push = peer_replicate(&a, &b, &["--direction", "push"]);
+    let push = a.replicate_with(&b, DB, &["--direction", "push"]);
     assert_eq!(push["pulls"][0]["documents"], 1, "{push}");
     assert_eq!(sha(&read(&on_b, second, "pushed.bin")), sha(&pushed));
 
     // Both hold the same two documents: nothing more to send either way.
-    let again = peer_replicate(&a, &b, &["--direction", "both"]);
+    let again = a.replicate_with(&b, DB, &["--direction", "both"]);
     for p in again["pulls"].as_array().unwrap() {
         assert_eq!(p["documents"], 0, "{again}");
     }

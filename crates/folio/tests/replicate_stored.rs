@@ -12,8 +12,7 @@
 mod common;
 use client::blocking::Client;
 use client::StatValue;
-use common::{json, Server, ADMIN_PW};
-use std::process::{Command, Stdio};
+use common::Server;
 
 const DB: &str = "files.fdb";
 
@@ -53,29 +52,7 @@ fn create_replica(a: &Server, b: &Server) -> serde_json::Value {
 
 /// `folio --server A replicate DB DB --peer B ARGS`'s answer.
 fn replicate(a: &Server, b: &Server, args: &[&str]) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
-        .args([
-            "--server",
-            &a.native,
-            "--user",
-            "admin",
-            "replicate",
-            DB,
-            DB,
-        ])
-        .args(["--peer", &b.native, "--peer-user", "admin"])
-        .args(args)
-        .env("FOLIO_PASSWORD", ADMIN_PW)
-        .env("FOLIO_PEER_PASSWORD", ADMIN_PW)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "replicate --create failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    json(&String::from_utf8(o.stdout).unwrap())
+    a.replicate_with(b, DB, args)
 }
 
 fn read(c: &Client, unid: client::Unid, name: &str) -> Vec<u8> {

@@ -189,6 +189,35 @@ impl Server {
         run(cmd, stdin)
     }
 
+    /// `folio --server SELF replicate DB DB --peer PEER ARGS` as the
+    /// administrator on both: this server replicates its `db` with the
+    /// peer's; the answer as JSON (the command must succeed).
+    pub fn replicate_with(&self, peer: &Server, db: &str, args: &[&str]) -> serde_json::Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_folio"))
+            .args([
+                "--server",
+                &self.native,
+                "--user",
+                "admin",
+                "replicate",
+                db,
+                db,
+            ])
+            .args(["--peer", &peer.native, "--peer-user", "admin"])
+            .args(args)
+            .env("FOLIO_PASSWORD", ADMIN_PW)
+            .env("FOLIO_PEER_PASSWORD", ADMIN_PW)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "replicate {args:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        json(&String::from_utf8(o.stdout).unwrap())
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
