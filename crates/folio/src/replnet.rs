@@ -49,6 +49,10 @@ use std::time::{Duration, Instant};
 const STEP_BYTES: usize = 8 << 20;
 /// Entries per summary page when this side is the source.
 const PAGE_SIZE: u32 = 500;
+/// Document bytes a push reads into its outbox before sending them
+/// (`SourceSide::pause_after`): what a push holds at once is about this
+/// plus the largest document, not a whole page of documents.
+const RUN_BYTES: u64 = 16 << 20;
 
 /// What one pull over the network did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -106,7 +110,8 @@ pub fn pull(
 /// Pushes `local` into the server's database open as `db`.
 pub fn push(client: &Client, db: DbHandle, local: &Database) -> FolioResult<NetReport> {
     let session = SessionId(rand::random());
-    let side = SourceSide::new(local, Opening::Initiate(session), PAGE_SIZE)?;
+    let side =
+        SourceSide::new(local, Opening::Initiate(session), PAGE_SIZE)?.pause_after(RUN_BYTES);
     run(client, db, local, session, Local::Source(side))
 }
 
@@ -139,6 +144,11 @@ fn run(
         if outbox.is_empty() {
             if side.is_over() {
                 break;
+            }
+            if side.is_reading() {
+                // A push paused in a Want: read the next documents.
+                side.run(local, &mut outbox, &mut malformed);
+                continue;
             }
             return Err(failed(
                 local,
@@ -247,6 +257,14 @@ impl Local {
         };
         if let Err(e) = r {
             *malformed = Some(e);
+        }
+    }
+
+    /// A push's source paused in a Want (`SourceSide::pause_after`).
+    fn is_reading(&self) -> bool {
+        match self {
+            Local::Target(..) => false,
+            Local::Source(s) => s.is_reading(),
         }
     }
 

@@ -66,6 +66,18 @@ pub struct SourceSide {
     /// for more than where to look first.
     located: HashMap<Unid, Located>,
     page_size: usize,
+    /// With [`SourceSide::pause_after`]: the document bytes one `run`
+    /// reads before it hands back, and the rest of a Want left to read.
+    pause_after: Option<u64>,
+    reading: Option<Reading>,
+}
+
+/// The part of a Want not read yet, when the side paused in it.
+struct Reading {
+    upto: Seq,
+    /// The documents left, in the order to send them.
+    rest: std::collections::VecDeque<Unid>,
+    have: HashSet<ContentKey>,
 }
 
 /// Attachments that did not travel because the target held them (a
@@ -99,7 +111,26 @@ impl SourceSide {
             skipped: Skipped::default(),
             located: HashMap::new(),
             page_size: page_size.max(1) as usize,
+            pause_after: None,
+            reading: None,
         })
+    }
+
+    /// Hands back from `run` once about `bytes` of documents were read
+    /// and sent, the rest of the Want waiting for the next `run` (see
+    /// [`SourceSide::is_reading`]). A network driver that sends a run's
+    /// packets only after it returns (a push from a client) so holds
+    /// about `bytes` of documents at once, not a whole page of them.
+    /// Without it (the default) a run reads every document asked for,
+    /// for drivers that send each packet as it comes.
+    pub fn pause_after(mut self, bytes: u64) -> SourceSide {
+        self.pause_after = Some(bytes.max(1));
+        self
+    }
+
+    /// A Want is partly read: the next `run` goes on with it.
+    pub fn is_reading(&self) -> bool {
+        self.reading.is_some()
     }
 
     /// Sends only documents `check` lets the peer read; the others never
@@ -118,6 +149,13 @@ impl SourceSide {
     /// packet it sends to `send` as it comes; false if it asked nothing.
     pub fn run(&mut self, db: &Database, send: &mut dyn FnMut(TargetPacket)) -> bool {
         let mut did = false;
+        if let Some(reading) = self.reading.take() {
+            did = true;
+            self.read_notes(db, reading, send);
+            if self.reading.is_some() {
+                return did;
+            }
+        }
         while let Some(action) = self.source.next_action() {
             did = true;
             match action {
@@ -128,8 +166,15 @@ impl SourceSide {
                     selection,
                 } => self.read_changes(db, after, limit, selection),
                 SourceAction::ReadNotes { upto, unids, have } => {
-                    let have = have.into_iter().collect();
-                    self.read_notes(db, upto, &unids, &have, send)
+                    let reading = Reading {
+                        upto,
+                        rest: unids.into(),
+                        have: have.into_iter().collect(),
+                    };
+                    self.read_notes(db, reading, send);
+                    if self.reading.is_some() {
+                        return did;
+                    }
                 }
             }
         }
@@ -209,27 +254,31 @@ impl SourceSide {
     }
 
     /// Reads and sends the wanted documents a step at a time, the
-    /// packets of each step going out before the next is read.
+    /// packets of each step going out before the next is read; with
+    /// `pause_after`, keeps the rest for the next `run` once that many
+    /// bytes went out.
     fn read_notes(
         &mut self,
         db: &Database,
-        upto: Seq,
-        unids: &[Unid],
-        have: &HashSet<ContentKey>,
+        mut reading: Reading,
         send: &mut dyn FnMut(TargetPacket),
     ) {
-        let mut rest = unids;
+        let upto = reading.upto;
+        let step_bytes = self
+            .pause_after
+            .map_or(BYTES_PER_STEP, |p| p.min(BYTES_PER_STEP));
+        let mut this_run = 0u64;
         loop {
             let mut notes = Vec::new();
             let mut bytes = 0u64;
-            while let Some((&unid, tail)) = rest.split_first() {
-                if notes.len() >= NOTES_PER_STEP || bytes >= BYTES_PER_STEP {
+            while let Some(&unid) = reading.rest.front() {
+                if notes.len() >= NOTES_PER_STEP || bytes >= step_bytes {
                     break;
                 }
-                rest = tail;
+                reading.rest.pop_front();
                 let visible = |n: &Note| self.visible.as_ref().is_none_or(|check| check(n));
                 let at = self.located.remove(&unid);
-                match store::read_note(db, unid, at, &visible, have) {
+                match store::read_note(db, unid, at, &visible, &reading.have) {
                     Ok(found) => {
                         bytes += found.as_ref().map_or(0, |n| n.size);
                         found.iter().for_each(|n| self.skipped.add(&n.body));
@@ -242,7 +291,8 @@ impl SourceSide {
                     }
                 }
             }
-            let complete = rest.is_empty();
+            this_run += bytes;
+            let complete = reading.rest.is_empty();
             if let Err(e) = self.source.notes_read(upto, notes, complete) {
                 self.source.fail_local(ErrorCode::Local, e.to_string());
                 return;
@@ -262,6 +312,10 @@ impl SourceSide {
                         return;
                     }
                 }
+            }
+            if self.pause_after.is_some_and(|limit| this_run >= limit) {
+                self.reading = Some(reading);
+                return;
             }
         }
     }
