@@ -229,20 +229,8 @@ pub(crate) fn stage_held(
             ),
         });
     }
-    let c = &store.stats;
-    c.stored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    c.dedup_hits
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(Staged {
-        content: StoredContent {
-            hash,
-            form: header.form,
-            stored_size: header.stored_size,
-        },
-        size,
-        crc32c,
-        pin,
-    })
+    store.stats.staged(true);
+    Ok(Staged::of(header, pin))
 }
 
 /// Writes the header and the stored bytes to `tmp` and syncs it.

@@ -91,6 +91,14 @@ pub(super) struct Counters {
 }
 
 impl Counters {
+    /// Content was staged: stored anew, or found there (`hit`).
+    pub fn staged(&self, hit: bool) {
+        self.stored.fetch_add(1, Ordering::Relaxed);
+        if hit {
+            self.dedup_hits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// An object appeared or went.
     pub fn object(&self, stored: u64, original: u64, appeared: bool) {
         let f = |a: &AtomicU64, v: u64| {

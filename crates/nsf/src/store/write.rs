@@ -19,7 +19,6 @@ use crate::{NsfError, NsfResult};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use storage::backend::write_all_at;
 use storage::{FileHandle, OpenMode};
@@ -113,28 +112,31 @@ pub(super) fn published(
     header: ObjectHeader,
 ) -> NsfResult<Staged> {
     let (pin, existing) = store.publish(tmp, header.hash, db)?;
-    let c = &store.stats;
-    c.stored.fetch_add(1, Ordering::Relaxed);
+    store.stats.staged(existing.is_some());
     let header = match existing {
-        Some(h) => {
-            c.dedup_hits.fetch_add(1, Ordering::Relaxed);
-            h
-        }
+        Some(h) => h,
         None => {
-            c.object(header.stored_size, header.size, true);
+            store.stats.object(header.stored_size, header.size, true);
             header
         }
     };
-    Ok(Staged {
-        content: StoredContent {
-            hash: header.hash,
-            form: header.form,
-            stored_size: header.stored_size,
-        },
-        size: header.size,
-        crc32c: header.crc32c,
-        pin,
-    })
+    Ok(Staged::of(header, pin))
+}
+
+impl Staged {
+    /// The object `header` describes, pinned by `pin`.
+    pub(super) fn of(header: ObjectHeader, pin: Pin) -> Staged {
+        Staged {
+            content: StoredContent {
+                hash: header.hash,
+                form: header.form,
+                stored_size: header.stored_size,
+            },
+            size: header.size,
+            crc32c: header.crc32c,
+            pin,
+        }
+    }
 }
 
 /// Streams the content into `file` in `form`, then its header, and syncs.
