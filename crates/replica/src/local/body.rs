@@ -14,7 +14,7 @@
 use crate::version::Version;
 use formula::{Document, Value};
 use nsf::{ForeignAttachment, ForeignContent, ForeignNote, Item, ItemValue, Note, OriginatorId};
-use std::io::Read;
+use std::io::Cursor;
 use std::sync::Arc;
 
 impl Version for nsf::Version {
@@ -59,40 +59,6 @@ pub enum Content {
     },
 }
 
-impl Content {
-    /// The bytes that travel.
-    pub fn travelling_len(&self) -> u64 {
-        match self {
-            Content::Original(b) => b.len() as u64,
-            Content::Carried(c) => c.bytes.len() as u64,
-            Content::Held { .. } => 0,
-        }
-    }
-
-    /// The original's size.
-    pub fn original_len(&self) -> u64 {
-        match self {
-            Content::Original(b) => b.len() as u64,
-            Content::Carried(c) => c.size,
-            Content::Held { size, .. } => *size,
-        }
-    }
-}
-
-impl NoteBody {
-    /// The references to held content it carries, and their original
-    /// bytes (what the target did not have to receive).
-    pub fn held_content(&self) -> (u64, u64) {
-        self.attachments
-            .iter()
-            .filter_map(|a| match a.content {
-                Content::Held { size, .. } => Some(size),
-                _ => None,
-            })
-            .fold((0, 0), |(n, bytes), size| (n + 1, bytes + size))
-    }
-}
-
 /// A document's content on its way from one local file to another.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NoteBody {
@@ -121,6 +87,18 @@ impl NoteBody {
             items: note.plain_items().cloned().collect(),
             attachments,
         }
+    }
+
+    /// The references to held content it carries, and their original
+    /// bytes (what the target did not have to receive).
+    pub fn held_content(&self) -> (u64, u64) {
+        self.attachments
+            .iter()
+            .filter_map(|a| match a.content {
+                Content::Held { size, .. } => Some(size),
+                _ => None,
+            })
+            .fold((0, 0), |(n, bytes), size| (n + 1, bytes + size))
     }
 
     /// The note this body stands for, as an access check or the wire
@@ -155,10 +133,9 @@ impl NoteBody {
                     name: a.name.clone(),
                     mime: a.mime.clone(),
                     content: match &a.content {
-                        Content::Original(b) => ForeignContent::Reader(Box::new(Shared {
-                            bytes: b.clone(),
-                            at: 0,
-                        })),
+                        Content::Original(b) => {
+                            ForeignContent::Reader(Box::new(Cursor::new(Shared(b.clone()))))
+                        }
                         Content::Carried(c) => ForeignContent::Carried(c.clone()),
                         Content::Held { hash, size, crc32c } => ForeignContent::Held {
                             hash: *hash,
@@ -173,20 +150,14 @@ impl NoteBody {
     }
 }
 
-/// Original bytes read where they are, so staging a document's content
-/// costs no copy of it (the write batch already holds it).
-struct Shared {
-    bytes: Arc<Vec<u8>>,
-    at: usize,
-}
+/// Original bytes read where they are (through a `Cursor`), so staging a
+/// document's content costs no copy of it (the write batch already holds
+/// it).
+struct Shared(Arc<Vec<u8>>);
 
-impl Read for Shared {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let rest = self.bytes.get(self.at..).unwrap_or_default();
-        let n = rest.len().min(out.len());
-        out[..n].copy_from_slice(&rest[..n]);
-        self.at += n;
-        Ok(n)
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
 }
 

@@ -36,7 +36,7 @@ use crate::puller::{PullAction, PullConfig, PullPhase, PullReport, Puller};
 use crate::source::{Source, SourceAction, SourceConfig, SourcePhase, SourceReport};
 use crate::ReplicaError;
 use nsf::{Database, Note, NsfResult, Seq, Timestamp, Unid};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Which documents a source's peer may read.
 pub type ReadCheck = Box<dyn Fn(&Note) -> bool + Send + Sync>;
@@ -76,7 +76,7 @@ pub struct SourceSide {
 struct Reading {
     upto: Seq,
     /// The documents left, in the order to send them.
-    rest: std::collections::VecDeque<Unid>,
+    rest: VecDeque<Unid>,
     have: HashSet<ContentKey>,
 }
 
