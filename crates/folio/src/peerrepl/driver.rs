@@ -29,10 +29,11 @@
 use crate::error::{FolioError, FolioResult};
 use crate::remote::Endpoint;
 use crate::replnet::{self, NetReport};
-use nsf::Engine;
+use nsf::{Database, Engine};
 use protocol::{PeerDirection, PeerPull, PeerReplicated, PeerReplication};
 use replica::local::net::Limits;
 use replica::local::{load_histories, ActingFor, LocalOptions};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The client name the server signs in to its peers with.
@@ -78,14 +79,14 @@ pub fn replicate(
     check(request)?;
     // The database here first: a bad path, a missing database (or, to
     // create, one already there) is answered before the peer is called.
-    match engine.open_database(&request.local) {
+    let here = match engine.open_database(&request.local) {
         Ok(_) if request.create => {
             return Err(nsf::NsfError::DatabaseExists(request.local.clone()).into())
         }
-        Err(nsf::NsfError::NoSuchDatabase(_)) if request.create => {}
-        Ok(_) => {}
+        Err(nsf::NsfError::NoSuchDatabase(_)) if request.create => None,
+        Ok(db) => Some(db),
         Err(e) => return Err(e.into()),
-    }
+    };
     let endpoint = Endpoint {
         addr: request.peer.clone(),
         credentials: request.credentials.clone(),
@@ -93,13 +94,15 @@ pub fn replicate(
         compression: client::NetCompression::Auto,
     };
     let client = endpoint.connect(CLIENT_NAME)?;
-    let result = replicate_with(engine, &client, request, purge_interval, limits);
+    let result = replicate_with(engine, here, &client, request, purge_interval, limits);
     client.close();
     result
 }
 
+/// `here` is the database `request.local`, open, or `None` to create it.
 fn replicate_with(
     engine: &Engine,
+    here: Option<Arc<Database>>,
     client: &client::blocking::Client,
     request: &PeerReplication,
     purge_interval: Duration,
@@ -108,18 +111,18 @@ fn replicate_with(
     let (local, remote) = (request.local.as_str(), request.remote.as_str());
     let (db, info) = client.open_database(remote)?;
     let theirs = nsf::ReplicaId(info.replica_id);
-    let target = if request.create {
-        engine.create_replica(local, theirs, &info.title)?
-    } else {
-        let target = engine.open_database(local)?;
-        let ours = target.info()?.replica_id;
-        if ours != theirs {
-            return Err(FolioError::BadInput(format!(
+    let target = match here {
+        None => engine.create_replica(local, theirs, &info.title)?,
+        Some(target) => {
+            let ours = target.info()?.replica_id;
+            if ours != theirs {
+                return Err(FolioError::BadInput(format!(
                 "{local} (replica id {ours}) is not a replica of {remote} on {} (replica id {theirs})",
                 request.peer
             )));
+            }
+            target
         }
-        target
     };
     // The peer's ACL changes are written here only if the name this
     // server signs in to the peer with is a Manager here (acl_rule.rs).
@@ -201,7 +204,6 @@ fn summary(from: &str, to: &str, r: &NetReport) -> PeerPull {
 mod tests {
     use super::*;
     use nsf::{DbInstanceId, EngineConfig, Seq, Timestamp};
-    use std::sync::Arc;
 
     const DAY: i64 = 86_400_000_000;
 
