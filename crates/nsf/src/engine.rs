@@ -580,7 +580,11 @@ impl Engine {
                     *used = now;
                     return Lookup::Open(db.clone(), over_limit);
                 }
-                Some(Slot::Opening | Slot::Closing) => s.dbs_changed.wait(&mut dbs),
+                Some(Slot::Opening | Slot::Closing) => {
+                    let started = Instant::now();
+                    s.dbs_changed.wait(&mut dbs);
+                    crate::waits::DB_SLOT.since(started);
+                }
                 None => {
                     dbs.slots.insert(key.clone(), Slot::Opening);
                     return Lookup::Claimed(Claim {
@@ -712,8 +716,21 @@ impl Engine {
             // with thousands of users each holding a mail file), the next
             // opens would walk them again for nothing, so they leave it to
             // the closer until `batch` more instances are open.
+            //
+            // Only instances that close with no I/O (I52); if those are
+            // too few and the cache has reached its ceiling (I19: twice
+            // the limit and a batch), the closer has fallen behind, and
+            // the open closes a batch itself, writes included:
+            // back-pressure, counted apart.
             let target = open - batch(limit);
-            let closed = close_idle(s, target);
+            let started = Instant::now();
+            let mut closed = close_quiet(s, target);
+            crate::waits::DB_CLOSE_INLINE.since(started);
+            if open.saturating_sub(closed) > target && open >= 2 * limit + batch(limit) {
+                let started = Instant::now();
+                closed += close_idle(s, target);
+                crate::waits::DB_CLOSE_BACKPRESSURE.since(started);
+            }
             let short = open.saturating_sub(closed) > target;
             let from = if short { open + batch(limit) } else { 0 };
             s.inline_close_from.store(from, Ordering::Relaxed);
@@ -989,7 +1006,12 @@ fn closer_pass(s: &Shared) -> bool {
         return false;
     }
     let target = (limit - batch(limit) + 1).max(open.saturating_sub(4 * batch(limit)));
-    let closed = close_idle(s, target);
+    let started = Instant::now();
+    // Instances with nothing to write go first and cost no I/O; the rest
+    // (hooks to run, pages to write) only when those are not enough.
+    let quiet = close_quiet(s, target);
+    let closed = quiet + close_idle(s, target);
+    crate::waits::DB_CLOSE_PASS.since(started);
     if closed > 0 {
         // Instances went idle: opens may find more at twice the limit.
         s.inline_close_from.store(0, Ordering::Relaxed);
@@ -997,18 +1019,89 @@ fn closer_pass(s: &Shared) -> bool {
     closed > 0 && s.dbs.lock().instances > limit
 }
 
+/// Closes idle instances that have nothing to write and no close hook,
+/// least recently used first, until at most `target` are left: no disk
+/// I/O and no wait for the log, so an open may do it (I52). Returns how
+/// many closed.
+fn close_quiet(s: &Shared, target: usize) -> usize {
+    let Some(_one) = s.closing.try_lock() else {
+        // The closer is at work; it brings the cache down.
+        return 0;
+    };
+    let victims = take_quiet(s, target);
+    release_victims(s, victims)
+}
+
 /// Closes idle database instances, least recently used first, until at
 /// most `target` are left or none is idle (I19). Returns how many closed.
+///
+/// The pages of the instances it picks are written first, while they are
+/// still open and anyone may take them up again; then each is closed on
+/// its own, so a path is `Closing` (and an open of it waits, I18) only
+/// while its own close hooks run and what they wrote is written, not
+/// while a whole batch is (I52).
 fn close_idle(s: &Shared, target: usize) -> usize {
     let _one = s.closing.lock();
-    let victims = take_idle(s, target);
+    let picked = idle_beyond(s, target, false);
+    if picked.is_empty() {
+        return 0;
+    }
+    let files: Vec<FileId> = picked.iter().map(|(_, db)| db.pool_file()).collect();
+    let keys: Vec<DbPath> = picked.into_iter().map(|(key, _)| key).collect();
+    write_files(s, &files);
+    // A close whose hooks commit (the views layer marking its indexes
+    // clean, I14) waits for the log's fsync: several at once share one
+    // (group commit) instead of queueing one fsync each.
+    let next = AtomicUsize::new(0);
+    let closed = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..CLOSERS.min(keys.len()) {
+            scope.spawn(|| loop {
+                let Some(key) = keys.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    return;
+                };
+                if close_one(s, key) {
+                    closed.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    closed.into_inner()
+}
+
+/// Instances the background closer closes side by side.
+const CLOSERS: usize = 8;
+
+/// Closes the instance of `key` if it is open and idle: hooks, writes,
+/// release (I19). The caller holds `closing`. Returns whether it closed.
+fn close_one(s: &Shared, key: &DbPath) -> bool {
+    let victim = {
+        let mut dbs = s.dbs.lock();
+        match dbs.slots.get(key) {
+            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {}
+            _ => return false,
+        }
+        match dbs.slots.insert(key.clone(), Slot::Closing) {
+            Some(Slot::Open { db, file, .. }) => Victim {
+                key: key.clone(),
+                db,
+                file,
+            },
+            _ => return false,
+        }
+    };
+    victim.db.run_close_hooks();
+    write_out(s, std::slice::from_ref(&victim));
+    release_victims(s, vec![victim]) == 1
+}
+
+/// Drops the victims nobody took up meanwhile and whose frames are all
+/// written, and puts the others back as open (I19). Returns how many
+/// closed.
+fn release_victims(s: &Shared, victims: Vec<Victim>) -> usize {
     if victims.is_empty() {
         return 0;
     }
-    for v in &victims {
-        v.db.run_close_hooks();
-    }
-    write_out(s, &victims);
     let (mut gone, mut kept) = (Vec::new(), Vec::new());
     for v in victims {
         // I19: nobody took it up meanwhile (hooks cannot hand it out), and
@@ -1050,75 +1143,64 @@ fn close_idle(s: &Shared, target: usize) -> usize {
 /// closes one, I19), so that fixup can claim the path.
 fn close_if_idle(s: &Shared, key: &DbPath) {
     let _one = s.closing.lock();
-    let victim = {
-        let mut dbs = s.dbs.lock();
-        match dbs.slots.get(key) {
-            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {}
-            _ => return,
-        }
-        match dbs.slots.insert(key.clone(), Slot::Closing) {
-            Some(Slot::Open { db, file, .. }) => Victim {
-                key: key.clone(),
-                db,
-                file,
-            },
-            _ => return,
-        }
-    };
-    victim.db.run_close_hooks();
-    write_out(s, std::slice::from_ref(&victim));
-    let Victim { key, db, file } = victim;
-    let db = if Arc::strong_count(&db) == 1 && db.release_pool().is_ok() {
-        // The last reference goes before the slot is freed (I18).
-        drop(Arc::into_inner(db));
-        None
-    } else {
-        Some(db)
-    };
-    let mut dbs = s.dbs.lock();
-    match db {
-        None => {
-            dbs.slots.remove(&key);
-            if let Some(f) = file {
-                dbs.by_file.remove(&f);
-            }
-            dbs.instances -= 1;
-            dbs.closed += 1;
-        }
-        Some(db) => {
-            let used = dbs.tick();
-            dbs.slots.insert(key, Slot::Open { db, used, file });
-        }
-    }
-    s.dbs_changed.notify_all();
+    close_one(s, key);
 }
 
-/// Marks `Closing` the least recently used idle instances beyond `target`
-/// (idle: the cache holds the only `Arc`, so no one can be using it and
-/// no one can get it while the slot is `Closing`).
-fn take_idle(s: &Shared, target: usize) -> Vec<Victim> {
-    let mut dbs = s.dbs.lock();
+/// The least recently used idle instances beyond `target` (idle: the
+/// cache holds the only `Arc`); with `quiet`, only those that close
+/// without I/O (`Database::closes_quietly`). Each comes with a clone of
+/// its `Arc`, so it is not idle until the caller lets go of it.
+fn idle_beyond(s: &Shared, target: usize, quiet: bool) -> Vec<(DbPath, Arc<Database>)> {
+    let dbs = s.dbs.lock();
     let excess = dbs.instances.saturating_sub(target);
     if excess == 0 {
         return Vec::new();
     }
-    let mut idle: Vec<(u64, DbPath)> = dbs
+    let mut idle: Vec<(u64, &DbPath, &Arc<Database>)> = dbs
         .slots
         .iter()
         .filter_map(|(key, slot)| match slot {
-            Slot::Open { db, used, .. } if Arc::strong_count(db) == 1 => Some((*used, key.clone())),
+            Slot::Open { db, used, .. } if Arc::strong_count(db) == 1 => Some((*used, key, db)),
             _ => None,
         })
         .collect();
-    idle.sort_unstable();
-    idle.truncate(excess);
+    idle.sort_unstable_by_key(|(used, _, _)| *used);
     idle.into_iter()
-        .filter_map(
-            |(_, key)| match dbs.slots.insert(key.clone(), Slot::Closing) {
-                Some(Slot::Open { db, file, .. }) => Some(Victim { key, db, file }),
-                _ => None,
-            },
-        )
+        // Looked at oldest first, and only until enough are found: each
+        // look probes the pool for the file's pages.
+        .filter(|(_, _, db)| {
+            if quiet {
+                db.closes_quietly()
+            } else {
+                // One a flush pass is writing right now is left for the
+                // next round rather than waited for (I52).
+                !s.pool.is_being_flushed(db.pool_file())
+            }
+        })
+        .take(excess)
+        .map(|(_, key, db)| (key.clone(), db.clone()))
+        .collect()
+}
+
+/// Marks `Closing` the least recently used idle instances beyond `target`
+/// that close without I/O, and hands them over (nobody can get one while
+/// its slot is `Closing`).
+fn take_quiet(s: &Shared, target: usize) -> Vec<Victim> {
+    let keys: Vec<DbPath> = idle_beyond(s, target, true)
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
+    let mut dbs = s.dbs.lock();
+    keys.into_iter()
+        .filter_map(|key| match dbs.slots.get(&key) {
+            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {
+                match dbs.slots.insert(key.clone(), Slot::Closing) {
+                    Some(Slot::Open { db, file, .. }) => Some(Victim { key, db, file }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
         .collect()
 }
 
@@ -1138,10 +1220,7 @@ fn write_out(s: &Shared, victims: &[Victim]) {
         None => Lsn(u64::MAX),
     };
     let files: Vec<_> = victims.iter().map(|v| v.db.pool_file()).collect();
-    let report = s.pool.flush_files(upto, &files);
-    for (_, name, err) in &report.failures {
-        tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
-    }
+    flush_files_upto(s, upto, &files);
     if s.log.is_none() {
         for v in victims {
             if let Err(e) = v.db.close_unlogged() {
@@ -1151,10 +1230,37 @@ fn write_out(s: &Shared, victims: &[Victim]) {
     }
 }
 
+/// Writes the durable pages of `files` (the log is made durable to its
+/// end first, so that every page of theirs may be written, I1).
+fn write_files(s: &Shared, files: &[FileId]) {
+    let upto = match &s.log {
+        Some(log) => match log.wait_durable(log.end_lsn()) {
+            Ok(()) => log.durable_lsn(),
+            Err(_) => return,
+        },
+        None => Lsn(u64::MAX),
+    };
+    flush_files_upto(s, upto, files);
+}
+
+fn flush_files_upto(s: &Shared, upto: Lsn, files: &[FileId]) {
+    let report = s.pool.flush_files(upto, files);
+    for (_, name, err) in &report.failures {
+        tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
+    }
+}
+
 /// Flush, then checkpoint with redo LSN = min(log end, in-flight batches,
 /// oldest dirty page), read in that order (I8).
 fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
     let _one = s.checkpointing.lock();
+    let started = Instant::now();
+    let r = checkpoint_locked(s);
+    crate::waits::CHECKPOINT.since(started);
+    r
+}
+
+fn checkpoint_locked(s: &Shared) -> NsfResult<Option<Lsn>> {
     let upto = s.log.as_ref().map_or(Lsn(u64::MAX), |l| l.durable_lsn());
     let report = s.pool.flush(upto, None);
     for (_, name, err) in &report.failures {

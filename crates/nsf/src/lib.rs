@@ -34,6 +34,7 @@ mod state;
 mod store;
 mod txn;
 mod version;
+pub mod waits;
 mod writeback;
 
 pub use acl::{

@@ -214,7 +214,7 @@ enum Out {
 #[derive(Default)]
 struct Handles {
     next: u32,
-    dbs: HashMap<DbHandle, Arc<Database>>,
+    dbs: HashMap<DbHandle, HeldDb>,
     collections: HashMap<CollectionHandle, (DbHandle, String)>,
     /// Replication sessions by the caller's id: the database and
     /// direction they were opened on, and the server's side.
@@ -232,18 +232,68 @@ impl Handles {
         Ok(self.next)
     }
 
-    fn db(&self, h: DbHandle) -> ServerResult<Arc<Database>> {
+    fn held(&self, h: DbHandle) -> ServerResult<HeldDb> {
         self.dbs
             .get(&h)
             .cloned()
             .ok_or_else(|| ServerError::NotFound(format!("no open database with handle {}", h.0)))
     }
 
-    fn collection(&self, h: CollectionHandle) -> ServerResult<(Arc<Database>, String)> {
+    fn collection(&self, h: CollectionHandle) -> ServerResult<(HeldDb, String)> {
         let (db, name) = self.collections.get(&h).ok_or_else(|| {
             ServerError::NotFound(format!("no open collection with handle {}", h.0))
         })?;
-        Ok((self.db(*db)?, name.clone()))
+        Ok((self.held(*db)?, name.clone()))
+    }
+}
+
+/// A database a connection opened. The handle does not keep the instance
+/// open (I52): with thousands of users each holding a mail file open,
+/// descriptors and memory are bounded by `max_open_databases`, not by
+/// handles. While the instance is open (used by anyone, or kept by the
+/// cache) the handle reaches it directly; once the cache has closed it,
+/// the next request opens the file again through the cache, with the
+/// caller's access checked again, and refuses it if the file is no longer
+/// the instance the handle opened (a restore, a copy-style compact or a
+/// fixup replaced it).
+#[derive(Clone)]
+struct HeldDb {
+    handle: DbHandle,
+    path: String,
+    instance: nsf::DbInstanceId,
+    live: std::sync::Weak<Database>,
+}
+
+impl HeldDb {
+    fn of(handle: DbHandle, db: &Arc<Database>) -> HeldDb {
+        HeldDb {
+            handle,
+            path: db.path().to_string(),
+            instance: db.instance_id(),
+            live: Arc::downgrade(db),
+        }
+    }
+
+    /// The instance if it is open now, with no I/O and no wait.
+    fn live(&self) -> Option<Arc<Database>> {
+        self.live.upgrade()
+    }
+
+    /// The instance, opened again through the cache if it was closed.
+    /// May read the file's header: call it where blocking is allowed.
+    fn reach(&self, service: &Service, caller: &Caller) -> ServerResult<Arc<Database>> {
+        if let Some(db) = self.live() {
+            return Ok(db);
+        }
+        let (db, _) = service.open_database(caller, &self.path)?;
+        if db.instance_id() != self.instance {
+            return Err(ServerError::NotFound(format!(
+                "database handle {} is stale: {} was replaced since it was opened \
+                 (restore, copy-style compact or fixup); open it again",
+                self.handle.0, self.path
+            )));
+        }
+        Ok(db)
     }
 }
 
@@ -604,9 +654,19 @@ impl Conn {
         };
         self.jobs += 1;
         let (service, caller, tx) = (self.service.clone(), caller.clone(), self.tx.clone());
-        let database = self.handles.lock().db(db);
+        let held = self.handles.lock().held(db);
         let mut life = self.life.clone();
         tokio::spawn(async move {
+            let database = match held.map(|h| (h.live(), h)) {
+                Ok((Some(database), _)) => Ok(database),
+                Ok((None, held)) => {
+                    let (service, caller) = (service.clone(), caller.clone());
+                    tokio::task::spawn_blocking(move || held.reach(&service, &caller))
+                        .await
+                        .unwrap_or_else(|e| Err(ServerError::Internal(e.to_string())))
+                }
+                Err(e) => Err(e),
+            };
             let stop = async move {
                 while *life.borrow() == Lifecycle::Serving {
                     if life.changed().await.is_err() {
@@ -698,9 +758,19 @@ impl Conn {
                 });
             }
         });
-        let database = self.handles.lock().db(db);
-        match (database, write) {
-            (Ok(database), Ok(write)) => self.service.write_then(caller, &database, write, done),
+        match (self.handles.lock().held(db), write) {
+            (Ok(held), Ok(write)) => match held.live() {
+                Some(database) => self.service.write_then(caller, &database, write, done),
+                // Closed by the cache since: opened again where blocking
+                // is allowed, then queued as usual (I52).
+                None => {
+                    let (service, caller) = (self.service.clone(), caller.clone());
+                    tokio::task::spawn_blocking(move || match held.reach(&service, &caller) {
+                        Ok(database) => service.write_then(&caller, &database, write, done),
+                        Err(e) => done(Err(e)),
+                    });
+                }
+            },
             (Err(e), _) | (_, Err(e)) => done(Err(e)),
         }
         None
@@ -756,7 +826,8 @@ struct Job {
 
 impl Job {
     fn db(&self, h: DbHandle) -> ServerResult<Arc<Database>> {
-        self.handles.lock().db(h)
+        let held = self.handles.lock().held(h)?;
+        held.reach(&self.service, &self.caller)
     }
 
     fn send(&self, out: Out) -> ServerResult<()> {
@@ -784,7 +855,7 @@ impl Job {
                 let (db, info) = s.open_database(caller, &path)?;
                 let mut h = self.handles.lock();
                 let handle = DbHandle(h.next_id()?);
-                h.dbs.insert(handle, db);
+                h.dbs.insert(handle, HeldDb::of(handle, &db));
                 Response::DatabaseOpened { db: handle, info }
             }
             R::CloseDatabase { db } => {
@@ -843,7 +914,8 @@ impl Job {
                 count,
                 flags,
             } => {
-                let (db, name) = self.handles.lock().collection(collection)?;
+                let (held, name) = self.handles.lock().collection(collection)?;
+                let db = held.reach(&self.service, &self.caller)?;
                 let (rows, total) = s.read_entries(caller, &db, &name, &start, count, flags)?;
                 Response::Entries { rows, total }
             }
@@ -852,11 +924,13 @@ impl Job {
                 key,
                 prefix,
             } => {
-                let (db, name) = self.handles.lock().collection(collection)?;
+                let (held, name) = self.handles.lock().collection(collection)?;
+                let db = held.reach(&self.service, &self.caller)?;
                 Response::Found(s.find_by_key(caller, &db, &name, &key, prefix)?)
             }
             R::UpdateCollection { collection } => {
-                let (db, name) = self.handles.lock().collection(collection)?;
+                let (held, name) = self.handles.lock().collection(collection)?;
+                let db = held.reach(&self.service, &self.caller)?;
                 let (seq, changed) = s.update_collection(caller, &db, &name)?;
                 Response::CollectionUpdated { seq, changed }
             }

@@ -531,6 +531,18 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
     count("attachstore.stored", a.stored);
     count("attachstore.dedup_hits", a.dedup_hits);
     count("attachstore.reclaimed", a.reclaimed);
+    // Where threads waited (design.md I52): every wait point of the
+    // layers below, `wait.<name>.count|us|max_us|p99_us`.
+    let points = storage::waits::all()
+        .into_iter()
+        .chain(translog::waits::all())
+        .chain(nsf::waits::all());
+    for w in points.map(|p| p.stats()) {
+        count(&format!("wait.{}.count", w.name), w.count);
+        count(&format!("wait.{}.us", w.name), w.total_us);
+        count(&format!("wait.{}.max_us", w.name), w.max_us);
+        count(&format!("wait.{}.p99_us", w.name), w.p99_us);
+    }
     let l = engine.lock_stats();
     count("lock.writes", l.writes);
     count("lock.waits", l.waits);

@@ -22,6 +22,7 @@ pub mod relocate;
 mod store;
 #[cfg(test)]
 mod testutil;
+pub mod waits;
 
 pub use backend::{Backend, FileHandle, FileIdentity, OpenMode};
 pub use error::{StorageError, StorageResult};

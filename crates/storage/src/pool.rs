@@ -36,9 +36,10 @@
 //! flusher runs, rather than blocking a reader.
 
 use crate::backend::{read_exact_at, write_all_at};
+use crate::waits::{POOL_FILE_FLUSH, POOL_FLUSH_TURN};
 use crate::{FileHandle, Lsn, PageBuf, PageId, StorageError, StorageResult, PAGE_SIZE};
-use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -51,7 +52,11 @@ const MAX_COALESCE: usize = 128;
 /// A flush pass over at least this many files writes them from
 /// `FLUSH_THREADS` threads.
 const PARALLEL_FILES: usize = 8;
-const FLUSH_THREADS: usize = 4;
+/// Each file costs an fdatasync, which on most disks is a cache flush of
+/// its own; concurrent ones are merged by the block layer. Measured on the
+/// project machine (1,000 files of 24 KiB): one thread 394 ms, 4 threads
+/// 122 ms, 16 threads 44 ms, 64 threads 64 ms.
+const FLUSH_THREADS: usize = 16;
 
 /// A file registered with the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -186,8 +191,12 @@ pub struct BufferPool {
     misses: AtomicU64,
     evictions: AtomicU64,
     flushed: AtomicU64,
-    /// Serialises flush passes so two flushers never race on mark-clean.
-    flush_lock: Mutex<()>,
+    /// Files a flush pass is writing right now (I52): each file belongs
+    /// to one pass at a time, so two passes never race on mark-clean, and
+    /// passes over different files run side by side.
+    busy: Mutex<HashSet<FileId>>,
+    /// Signalled when a pass gives its files back.
+    busy_cv: Condvar,
 }
 
 fn shard_of(key: &Key) -> usize {
@@ -209,7 +218,8 @@ impl BufferPool {
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
-            flush_lock: Mutex::new(()),
+            busy: Mutex::default(),
+            busy_cv: Condvar::new(),
         })
     }
 
@@ -295,10 +305,10 @@ impl BufferPool {
     /// no log record in the redo range touches: compact cut them off the
     /// end of the file (I41), and a stale frame must neither be written
     /// back past the new end nor serve as a delta base when the page id
-    /// is allocated again. Waits for a flush pass in progress, so none is
-    /// left writing such a frame once this returns.
+    /// is allocated again. Waits for a flush pass writing the file, so none
+    /// is left writing such a frame once this returns.
     pub fn discard_from(&self, file: FileId, first: PageId) -> u64 {
-        let _no_flusher = self.flush_lock.lock();
+        let _turn = self.claim_waiting(&[file]);
         let mut dropped = 0;
         for shard in &self.shards {
             let mut s = shard.lock();
@@ -608,23 +618,116 @@ impl BufferPool {
     }
 
     /// Writes every dirty frame whose batch is durable (`flush_after ≤ upto`,
-    /// I1), in (file, page)
-    /// order with consecutive pages coalesced, fdatasyncs each file, then
-    /// marks the written versions clean. `only` restricts the pass to one
-    /// file. No lock is held while the disk works.
+    /// I1), in (file, page) order with consecutive pages coalesced,
+    /// fdatasyncs each file, then marks the written versions clean. `only`
+    /// restricts the pass to one file. No lock is held while the disk
+    /// works. A pass over every file (`only` = None) skips the files
+    /// another pass is writing right now: their frames stay dirty and keep
+    /// holding the redo LSN (I8), and the next pass takes them. A pass
+    /// over one file waits for such a pass to end first, so that on return
+    /// every durable version of it is on disk (I14, I19).
     pub fn flush(&self, upto: Lsn, only: Option<FileId>) -> FlushReport {
-        self.flush_where(upto, &|f| only.is_none_or(|o| o == f))
+        match only {
+            None => {
+                let mut mine = HashMap::new();
+                let report = self.flush_where(upto, &mut |f| {
+                    *mine.entry(f).or_insert_with(|| self.busy.lock().insert(f))
+                });
+                self.give_back(mine.into_iter().filter(|(_, m)| *m).map(|(f, _)| f));
+                report
+            }
+            Some(f) => self.flush_files(upto, &[f]),
+        }
     }
 
     /// [`BufferPool::flush`] restricted to `files` (the open-database cache
-    /// writes the databases it is about to close in one pass).
+    /// writes the databases it is about to close in one pass). Waits for
+    /// passes writing any of them.
     pub fn flush_files(&self, upto: Lsn, files: &[FileId]) -> FlushReport {
-        self.flush_where(upto, &|f| files.contains(&f))
+        let turn = self.claim_waiting(files);
+        self.flush_where(upto, &mut |f| turn.files.contains(&f))
     }
 
-    fn flush_where(&self, upto: Lsn, wanted: &dyn Fn(FileId) -> bool) -> FlushReport {
-        let _one_flusher = self.flush_lock.lock();
-        let (mut work, not_durable) = self.collect_dirty(upto, wanted);
+    /// Claims `files` for the calling pass, waiting while another pass
+    /// holds any of them. Claimed in file order, all at once, so two
+    /// waiting passes never hold one file each and wait for the other's.
+    fn claim_waiting(&self, files: &[FileId]) -> Turn<'_> {
+        let mut files = files.to_vec();
+        files.sort_unstable();
+        files.dedup();
+        let started = std::time::Instant::now();
+        let mut waited = false;
+        let mut busy = self.busy.lock();
+        while files.iter().any(|f| busy.contains(f)) {
+            waited = true;
+            self.busy_cv.wait(&mut busy);
+        }
+        busy.extend(files.iter().copied());
+        drop(busy);
+        if waited {
+            POOL_FLUSH_TURN.since(started);
+        }
+        Turn { pool: self, files }
+    }
+
+    /// Whether a flush pass is writing `file` right now.
+    pub fn is_being_flushed(&self, file: FileId) -> bool {
+        self.busy.lock().contains(&file)
+    }
+
+    fn give_back(&self, files: impl Iterator<Item = FileId>) {
+        let mut busy = self.busy.lock();
+        for f in files {
+            busy.remove(&f);
+        }
+        drop(busy);
+        self.busy_cv.notify_all();
+    }
+
+    /// Files holding dirty frames, each with the smallest rec LSN among
+    /// them, oldest first: the order in which writing them lets the redo
+    /// LSN, hence the log's tail, move forward soonest (I8).
+    pub fn dirty_files_by_age(&self) -> Vec<(FileId, Lsn)> {
+        let mut oldest: HashMap<FileId, Lsn> = HashMap::new();
+        for shard in &self.shards {
+            let s = shard.lock();
+            for (key, f) in &s.frames {
+                if f.dirty {
+                    let e = oldest.entry(key.0).or_insert(f.rec_lsn);
+                    *e = (*e).min(f.rec_lsn);
+                }
+            }
+        }
+        let mut v: Vec<_> = oldest.into_iter().collect();
+        v.sort_by_key(|(f, lsn)| (*lsn, *f));
+        v
+    }
+
+    /// Whether any frame of `file` (of `pages` pages) is dirty, pinned or
+    /// being written: closing it would need a flush first (I19).
+    pub fn has_unwritten(&self, file: FileId, pages: u32) -> bool {
+        let busy = |f: &Frame| f.dirty || f.delta_pins > 0 || f.flushing;
+        let resident: usize = self.shards.iter().map(|s| s.lock().frames.len()).sum();
+        if (pages as usize) < resident {
+            (0..pages).any(|p| {
+                let key = (file, PageId(p));
+                self.shards[shard_of(&key)]
+                    .lock()
+                    .frames
+                    .get(&key)
+                    .is_some_and(busy)
+            })
+        } else {
+            self.shards
+                .iter()
+                .any(|s| s.lock().frames.iter().any(|(k, f)| k.0 == file && busy(f)))
+        }
+    }
+
+    /// One pass over the files `mine` says belong to it (called once per
+    /// file met with a dirty frame; it may claim the file then).
+    fn flush_where(&self, upto: Lsn, mine: &mut dyn FnMut(FileId) -> bool) -> FlushReport {
+        let (mut work, not_durable) = self.collect_dirty(upto, mine);
         work.sort_by_key(|w| (w.key.0, w.key.1));
         let mut report = FlushReport {
             not_durable,
@@ -653,7 +756,11 @@ impl BufferPool {
         report
     }
 
-    fn collect_dirty(&self, upto: Lsn, wanted: &dyn Fn(FileId) -> bool) -> (Vec<FlushItem>, u64) {
+    fn collect_dirty(
+        &self,
+        upto: Lsn,
+        mine: &mut dyn FnMut(FileId) -> bool,
+    ) -> (Vec<FlushItem>, u64) {
         let mut not_durable = 0;
         let failed: Vec<FileId> = self
             .files
@@ -666,17 +773,21 @@ impl BufferPool {
         for shard in &self.shards {
             let mut s = shard.lock();
             for (key, f) in s.frames.iter_mut() {
-                // I1: only versions whose whole batch, Commit included, is durable.
-                let eligible =
-                    f.dirty && f.flush_after <= upto && wanted(key.0) && !failed.contains(&key.0);
-                if f.dirty && f.flush_after > upto {
+                if !f.dirty || failed.contains(&key.0) {
+                    continue;
+                }
+                if f.flush_after > upto {
                     // A hot page may never be durable at flush time; its
                     // next change is logged whole so its rec LSN still
                     // moves (I6).
                     not_durable += 1;
                     f.fpi_due = true;
+                    continue;
                 }
-                if eligible {
+                // I1: only versions whose whole batch, Commit included, is
+                // durable; and only files this pass holds (I52).
+                if mine(key.0) {
+                    debug_assert!(!f.flushing, "I52: a file is written by one pass at a time");
                     f.flushing = true;
                     work.push(FlushItem {
                         key: *key,
@@ -726,6 +837,13 @@ impl BufferPool {
     }
 
     fn flush_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
+        let started = std::time::Instant::now();
+        let r = self.write_file_pages(file, items);
+        POOL_FILE_FLUSH.since(started);
+        r
+    }
+
+    fn write_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
         let (handle, _) = self
             .handle_of(file)
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -788,6 +906,19 @@ impl BufferPool {
             evictions: self.evictions.load(Ordering::Relaxed),
             pages_flushed: self.flushed.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Files a pass claimed and waits for nobody else to write; given back
+/// when dropped.
+struct Turn<'p> {
+    pool: &'p BufferPool,
+    files: Vec<FileId>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.pool.give_back(self.files.iter().copied());
     }
 }
 

@@ -42,6 +42,7 @@ mod recovery;
 mod rollforward;
 mod shared;
 mod space;
+pub mod waits;
 mod writer;
 
 pub use archive::{ArchiveReport, ArchivedLog, LogRecord, RecordBody, Records};

@@ -308,17 +308,25 @@ impl Shared {
     ) -> Result<Vec<Placement>, LogError> {
         let started = Instant::now();
         let deadline = started.checked_add(self.full_wait).unwrap_or(started);
+        let mut waited = false;
         loop {
             st.lifecycle.check()?;
             if let Some(places) = self.space.place(self.oldest(st), st.end, lens, reserve) {
+                if waited {
+                    crate::waits::LOG_ROOM.since(started);
+                }
                 return Ok(places);
             }
             if self.archive_bound(st, lens, reserve) {
                 return Err(self.archive_needed(st));
             }
             if !wait || Instant::now() >= deadline {
+                if waited {
+                    crate::waits::LOG_ROOM.since(started);
+                }
                 return Err(self.full(st, started.elapsed()));
             }
+            waited = true;
             st.full_waiters += 1;
             self.wanted_cv.notify_all();
             self.space_cv.wait_until(st, deadline);
@@ -469,12 +477,15 @@ impl Shared {
                 st.end
             )));
         }
+        let started = Instant::now();
         while st.durable < lsn {
             if let Lifecycle::Failed(_) | Lifecycle::Stopped = st.lifecycle {
                 return st.lifecycle.check();
             }
             self.durable_cv.wait(&mut st);
         }
+        drop(st);
+        crate::waits::LOG_DURABLE.since(started);
         Ok(())
     }
 

@@ -354,7 +354,10 @@ impl Views {
                 .collect();
             report.notes_seen += changes.len() as u64;
             let (path, vname) = (db.path().to_string(), name.to_string());
-            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+            // Derived from committed documents: readers go on once it is
+            // installed (I52); a crash that loses it leaves the index at
+            // its older sequence, and the next update applies it again.
+            db.index_write_visible(move |tx| -> nsf::NsfResult<ViewResult<()>> {
                 Ok(apply_changes(tx, &path, &vname, changes, last))
             })??;
             since = last;
@@ -371,7 +374,9 @@ impl Views {
             return Ok(());
         }
         let (path, vname, session) = (db.path().to_string(), name.to_string(), self.session);
-        db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+        // Durable before any page it covers reaches the file (I1: those
+        // pages are installed with a later LSN), so nobody waits for it.
+        db.index_write_visible(move |tx| -> nsf::NsfResult<ViewResult<()>> {
             Ok(with_state(tx, &path, &vname, |_, st| {
                 st.dirty_session = session;
                 Ok(())

@@ -32,6 +32,33 @@ impl Database {
         r.ok_or_else(|| NsfError::Invalid("internal error: an index write left no result".into()))
     }
 
+    /// [`Self::index_write`] for derived data, answered once the
+    /// transaction is installed (visible to every reader) instead of once
+    /// it is durable: a view index's update from the change sequence, or
+    /// the mark that an unlogged index may change (I14). Losing such a
+    /// commit in a crash loses nothing acknowledged to a user — the index
+    /// is brought up to date (or rebuilt) again from the documents — and
+    /// no page it wrote reaches the file before the commit is durable
+    /// (I1). So a reader that refreshes a view never waits for the log
+    /// (I52). A failure of the transaction itself is still returned.
+    pub fn index_write_visible<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<R> + Send + 'static,
+    ) -> NsfResult<R> {
+        let out: Arc<Mutex<Option<R>>> = Arc::new(Mutex::new(None));
+        let place = out.clone();
+        self.submit_as(
+            WriteOp::Index(Box::new(move |tx| {
+                let r = f(tx)?;
+                *place.lock() = Some(r);
+                Ok(())
+            })),
+            true,
+        )?;
+        let r = out.lock().take();
+        r.ok_or_else(|| NsfError::Invalid("internal error: an index write left no result".into()))
+    }
+
     /// Runs `f` over the committed state under the shared lock (one short
     /// read, I13).
     pub fn index_read<R>(&self, f: impl FnOnce(&IndexRead<'_>) -> R) -> R {

@@ -102,6 +102,21 @@ impl Database {
         }
     }
 
+    /// Whether closing this instance would cost nothing but dropping it:
+    /// no close hook to run and no page left to write (I52: the only
+    /// closes an open may make itself).
+    pub(crate) fn closes_quietly(&self) -> bool {
+        // Unlogged, a written instance clears its open flag at close
+        // (I12): a header write and an fdatasync.
+        let flag_set = self.state.read().flags & crate::header::FLAG_UNLOGGED_OPEN != 0;
+        !flag_set
+            && self.life.close_hooks.lock().is_empty()
+            && !self
+                .core
+                .pool
+                .has_unwritten(self.core.file, self.core.high_water())
+    }
+
     /// This instance's `Arc`, for a reader that must keep it open after
     /// the call that made it returns (I19).
     pub(crate) fn pinned(&self) -> Arc<Database> {
@@ -138,7 +153,7 @@ impl Database {
     }
 
     /// The instance id of the file this instance has open.
-    pub(crate) fn instance_id(&self) -> crate::DbInstanceId {
+    pub fn instance_id(&self) -> crate::DbInstanceId {
         self.state.read().instance_id
     }
 

@@ -58,6 +58,7 @@ impl LockCounters {
 
     /// Records one write that waited from `since` until `until`.
     fn waited(&self, since: Instant, until: Instant) {
+        crate::waits::DB_WRITER_LOCK.record(until.saturating_duration_since(since));
         let micros = until.saturating_duration_since(since).as_micros();
         self.waits.fetch_add(1, Ordering::Relaxed);
         self.wait_micros
@@ -84,6 +85,10 @@ pub(super) struct Queued {
     ticket: u64,
     /// A blocking submitter's slot, to wake it to run the queue itself.
     waiter: Option<Arc<Slot>>,
+    /// Answered once installed (visible to readers), not once durable:
+    /// only for derived data that a lost commit leaves to be redone
+    /// (`Database::index_write_visible`, I52).
+    early: bool,
 }
 
 /// Where a blocking caller's result is left.
@@ -185,9 +190,20 @@ impl Database {
     /// still queued, which runs the queue in turn, so no caller is kept
     /// working for others while its own answer waits.
     pub(super) fn submit(&self, op: WriteOp) -> WriteResult {
+        self.submit_as(op, false)
+    }
+
+    /// [`Self::submit`], answered once the write is installed (`early`)
+    /// rather than once it is durable.
+    pub(super) fn submit_as(&self, op: WriteOp, early: bool) -> WriteResult {
         let slot = Arc::new(Slot::default());
         let filled = slot.clone();
         let (ticket, _) = self.enqueue(op, Box::new(move |r| filled.fill(r)), Some(slot.clone()));
+        if early {
+            if let Some(w) = self.queue.lock().iter_mut().find(|w| w.ticket == ticket) {
+                w.early = true;
+            }
+        }
         self.drain(Some(ticket), None);
         slot.wait(|| {
             self.drain(Some(ticket), None);
@@ -212,6 +228,7 @@ impl Database {
             contended_at: self.contended.load(Ordering::Relaxed),
             ticket,
             waiter,
+            early: false,
         });
         (ticket, first)
     }
@@ -290,12 +307,14 @@ impl Database {
         let contended = self.contended.load(Ordering::Relaxed);
         let mut ops = Vec::with_capacity(group.len());
         let mut dones = Vec::with_capacity(group.len());
+        let mut early = Vec::with_capacity(group.len());
         for w in group {
             if Some(w.ticket) != own && w.contended_at != contended {
                 self.locks.waited(w.queued_at, started);
             }
             ops.push(w.op);
-            dones.push(w.done);
+            dones.push(Some(w.done));
+            early.push(w.early);
         }
         let Executed {
             results,
@@ -306,11 +325,23 @@ impl Database {
             Err(e) => {
                 let copies: Vec<NsfError> = (1..dones.len()).map(|_| replicate(&e)).collect();
                 for (done, err) in dones.into_iter().zip(std::iter::once(e).chain(copies)) {
-                    done(Err(err));
+                    if let Some(done) = done {
+                        done(Err(err));
+                    }
                 }
                 return;
             }
         };
+        // Derived writes are answered now that they are installed (I52);
+        // the rest once the group is durable (I2).
+        let mut results: Vec<Option<WriteResult>> = results.into_iter().map(Some).collect();
+        for ((done, r), early) in dones.iter_mut().zip(results.iter_mut()).zip(early) {
+            if early {
+                if let (Some(done), Some(r)) = (done.take(), r.take()) {
+                    done(r);
+                }
+            }
+        }
         let changes = self.core.changes.clone();
         let finish = move |durable: Result<(), LogError>| {
             if let (Ok(()), Some(seq)) = (&durable, new_seq) {
@@ -323,6 +354,9 @@ impl Database {
                 other => other.to_string(),
             });
             for (done, r) in dones.into_iter().zip(results) {
+                let (Some(done), Some(r)) = (done, r) else {
+                    continue;
+                };
                 let r = match (&reason, r) {
                     (Some(reason), Ok(_)) => Err(NsfError::LogFailed(reason.clone())),
                     (_, r) => r,

@@ -83,6 +83,10 @@ pub enum FaultKind {
     Corrupt,
     /// The operation waits this long, then is carried out normally.
     Delay(std::time::Duration),
+    /// The operation waits until [`FaultBackend::release_holds`] is
+    /// called, then is carried out normally: a disk stalled for as long
+    /// as a test needs, with no timing in the test.
+    Hold,
 }
 
 impl FaultKind {
@@ -170,15 +174,48 @@ impl FaultState {
     }
 }
 
-type SharedState = Arc<Mutex<FaultState>>;
+/// The rules and counters, and the gate of `Hold` rules.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<FaultState>,
+    holds: Mutex<Holds>,
+    holds_cv: parking_lot::Condvar,
+}
 
-/// Fails an operation outright if a rule says so (or delays it).
+/// Operations held by `Hold` rules: how many wait now, and how many
+/// times the gate opened (a held operation goes on once it changes).
+#[derive(Default)]
+struct Holds {
+    waiting: u64,
+    released: u64,
+}
+
+type SharedState = Arc<Shared>;
+
+impl Shared {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, FaultState> {
+        self.state.lock()
+    }
+}
+
+/// Fails an operation outright if a rule says so (or delays or holds it).
 fn guard(state: &SharedState, op: FaultOp, paths: &[&Path]) -> io::Result<()> {
     let fault = state.lock().check(op, paths);
     match fault {
         None => Ok(()),
         Some(FaultKind::Delay(d)) => {
             std::thread::sleep(d);
+            Ok(())
+        }
+        Some(FaultKind::Hold) => {
+            let mut holds = state.holds.lock();
+            let generation = holds.released;
+            holds.waiting += 1;
+            state.holds_cv.notify_all();
+            while holds.released == generation {
+                state.holds_cv.wait(&mut holds);
+            }
+            holds.waiting -= 1;
             Ok(())
         }
         Some(kind) => Err(kind.error()),
@@ -207,6 +244,26 @@ impl FaultBackend {
     /// Removes every rule; the counters keep running.
     pub fn clear_rules(&self) {
         self.state.lock().rules.clear();
+    }
+
+    /// Waits until at least `n` operations are held by `Hold` rules.
+    pub fn wait_held(&self, n: u64) {
+        let mut holds = self.state.holds.lock();
+        while holds.waiting < n {
+            self.state.holds_cv.wait(&mut holds);
+        }
+    }
+
+    /// How many operations `Hold` rules hold right now.
+    pub fn held(&self) -> u64 {
+        self.state.holds.lock().waiting
+    }
+
+    /// Lets every held operation go on (those held later wait for the
+    /// next call).
+    pub fn release_holds(&self) {
+        self.state.holds.lock().released += 1;
+        self.state.holds_cv.notify_all();
     }
 
     /// How many faults fired so far.
