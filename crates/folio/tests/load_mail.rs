@@ -202,7 +202,7 @@ fn refused(dir: &Path, args: &[&str], needle: &str) {
 fn view_logging_is_its_own_run_against_servers_the_tool_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let separate = "separate runs: give one";
+    let separate = "--view-logging is a run of its own";
     refused(d, &["--view-logging", "--compare-logging"], separate);
     refused(d, &["--view-logging", "--sweep", "5,10"], separate);
     refused(
