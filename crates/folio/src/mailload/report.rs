@@ -177,17 +177,18 @@ fn pair(a: String, b: String) -> String {
     format!("{a} / {b}")
 }
 
-/// Delivered / offered in the window, and the share.
+/// Delivered / offered in the window.
 fn deliveries(run: &Value) -> String {
     let d = &run["deliveries"];
-    let share = d["delivered_share"]
-        .as_f64()
-        .map_or(String::new(), |s| format!(" ({:.0}%)", 100.0 * s));
-    format!(
-        "{} / {}{share}",
-        num(&d["delivered"], 0),
-        num(&d["offered"], 0)
-    )
+    pair(num(&d["delivered"], 0), num(&d["offered"], 0))
+}
+
+/// Delivered as a percentage of offered.
+fn delivered_percent(run: &Value) -> String {
+    match run["deliveries"]["delivered_share"].as_f64() {
+        Some(s) => format!("{:.1}%", 100.0 * s),
+        None => "–".into(),
+    }
 }
 
 /// One row per run: the figures of each run beside the others.
@@ -283,11 +284,13 @@ fn sweep_summary(sweep: &Value, runs: &[Value]) -> Table {
         &[
             "users",
             "log",
+            "ran",
             "trans/min",
             "p50 / p95 / p99 ms",
             "p99 ms: read document / read 40 entries / open Inbox",
             "router p50 / p99 ms",
             "delivered / offered",
+            "delivered %",
             "CPU % server / driver",
             "errors",
             "capacity rule",
@@ -313,9 +316,9 @@ fn sweep_summary(sweep: &Value, runs: &[Value]) -> Table {
         let op = |name: &str| num(&j["response"]["per_operation"][name]["p99_ms"], 2);
         let s = &j["server"];
         let turn = match j["turn"].as_u64() {
-            Some(1) => " (ran 1st)",
-            Some(_) => " (ran 2nd)",
-            None => "",
+            Some(1) => "1st",
+            Some(_) => "2nd",
+            None => "–",
         };
         let at_capacity = arm["capacity_users"].as_u64() == Some(users);
         let verdict = if p["met"].as_bool() == Some(true) {
@@ -335,10 +338,12 @@ fn sweep_summary(sweep: &Value, runs: &[Value]) -> Table {
         };
         t.row(vec![
             users.to_string(),
-            format!(
-                "{}{turn}",
-                arm["arm"].as_str().unwrap_or("").trim_start_matches("log ")
-            ),
+            arm["arm"]
+                .as_str()
+                .unwrap_or("")
+                .trim_start_matches("log ")
+                .to_string(),
+            turn.to_string(),
             num(&j["trans_per_min"], 0),
             format!(
                 "{} / {} / {}",
@@ -357,6 +362,7 @@ fn sweep_summary(sweep: &Value, runs: &[Value]) -> Table {
                 num(&s["router_latency_p99_ms"], 0),
             ),
             deliveries(j),
+            delivered_percent(j),
             pair(
                 num(&s["cpu_percent"], 1),
                 num(&j["driver"]["cpu_percent"], 1),
@@ -372,8 +378,10 @@ fn sweep_summary(sweep: &Value, runs: &[Value]) -> Table {
 fn capacity_table(sweep: &Value) -> Table {
     let mut t = Table::new(
         &format!(
-            "Capacity per arm: the {}",
-            sweep["rule"].as_str().unwrap_or("")
+            "Capacity per arm (p95 ≤ {} ms, router p99 ≤ {ROUTER_P99_MS} ms, delivered ≥ {:.0}% \
+             of offered, trans/min in line)",
+            sweep::P95_MS,
+            100.0 * sweep::DELIVERED_SHARE
         ),
         &[
             "arm",
