@@ -565,6 +565,10 @@ fn against_users(sweep: &Value) -> Vec<report::Chart> {
             "Trans/min against users, per arm",
             axes("trans/min", Scale::Linear),
             &line("trans_per_min"),
+        )
+        .captioned(
+            "Both arms' users offer the same load, so where both servers keep up the lines \
+             coincide and the one drawn last hides the other.",
         ),
         report::lines_over_x(
             "Router delivery p99 against users, per arm",
