@@ -79,6 +79,8 @@ fn a_small_mail_run_does_real_work_and_reports_it() {
         assert!(run["server"][k].is_number(), "{k}: {}", run["server"]);
     }
     assert!(run["server"]["delivered"].as_u64().unwrap() > 0);
+    assert!(run["deliveries"]["offered"].as_u64().unwrap() > 0);
+    assert!(run["driver"]["cpu_percent"].is_number(), "the driver's CPU");
     assert!(run["server"]["rss_bytes_at_end"].as_u64().unwrap() > 0);
     assert!(run["server"]["open_fds_at_end"].as_u64().unwrap() > 0);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -184,6 +186,95 @@ fn a_view_logging_run_compares_logged_inboxes_with_unlogged_ones() {
     assert!(delivered > 0, "mail delivered into the logged Inboxes");
 }
 
+/// `--compare-logging --sweep`: both arms at every count on fresh data,
+/// the arm that runs first alternating; each arm's points and capacity
+/// in result.json, and the page opens with the per-count summary.
+#[test]
+fn a_compared_sweep_runs_both_arms_per_count_and_reports_each_capacity() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args(["load", "mail", "--compare-logging", "--sweep", "3,5"])
+        .args(["--docs", "3", "--max-doc-kib", "2", "--attach-percent", "0"])
+        .args(["--time-scale", "900", "--seconds", "3"])
+        .args(["--connections", "2", "--mailboxes", "2"])
+        .arg("--dir")
+        .arg(tmp.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&std::fs::read_to_string(out.join("result.json")).unwrap());
+    assert_eq!(r["mode"], "compare-logging sweep");
+    let runs = r["runs"].as_array().unwrap();
+    let order: Vec<(u64, bool, u64)> = runs
+        .iter()
+        .map(|x| {
+            (
+                x["users"].as_u64().unwrap(),
+                x["logging"].as_bool().unwrap(),
+                x["turn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [(3, true, 1), (3, false, 2), (5, false, 1), (5, true, 2)],
+        "both arms per count, the first alternating"
+    );
+    for run in runs {
+        assert_eq!(run["errors"], json("{}"), "{}", run["label"]);
+        assert!(
+            run["deliveries"]["offered"].is_u64(),
+            "{}",
+            run["deliveries"]
+        );
+        assert!(run["deliveries"]["delivered"].is_u64());
+        assert!(run["driver"]["cpu_percent"].as_f64().unwrap() >= 0.0);
+        let server = run["server"].as_object().unwrap();
+        assert!(server["cpu_percent"].is_number());
+        // A number where the data directory is on a block device, null
+        // where it is not (tmpfs); never the write calls' figure.
+        assert!(server.contains_key("device_bytes_written"));
+        assert!(!server.contains_key("proc_write_bytes"));
+    }
+    let arms = r["sweep"]["arms"].as_array().unwrap();
+    assert_eq!(arms.len(), 2);
+    for (arm, logging) in arms.iter().zip([true, false]) {
+        assert_eq!(arm["logging"], logging);
+        let users: Vec<u64> = arm["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["users"].as_u64().unwrap())
+            .collect();
+        assert_eq!(users, [3, 5]);
+        assert!(arm.as_object().unwrap().contains_key("capacity_users"));
+        for p in arm["points"].as_array().unwrap() {
+            assert!(p["met"].is_boolean() && p["missed"].is_array(), "{p}");
+        }
+    }
+    assert!(r["sweep"]
+        .as_object()
+        .unwrap()
+        .contains_key("capacity_ratio_on_over_off"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("no {s:?}"));
+    assert!(
+        at("Summary per user count") < at("<table"),
+        "the summary first"
+    );
+    assert!(at("<table") < at("Capacity per arm"));
+    assert!(at("Capacity per arm") < at("Settings"));
+    assert!(at("Response time p95 against users") < at("Trans/min against users"));
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        1,
+        "the data directories are gone, the report stays"
+    );
+}
+
 /// `folio load mail ARGS` fails with one line containing `needle`.
 fn refused(dir: &Path, args: &[&str], needle: &str) {
     let o = Command::new(env!("CARGO_BIN_EXE_folio"))
@@ -202,7 +293,7 @@ fn refused(dir: &Path, args: &[&str], needle: &str) {
 fn view_logging_is_its_own_run_against_servers_the_tool_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let separate = "separate runs: give one";
+    let separate = "--view-logging is a run of its own";
     refused(d, &["--view-logging", "--compare-logging"], separate);
     refused(d, &["--view-logging", "--sweep", "5,10"], separate);
     refused(

@@ -38,7 +38,8 @@ pub struct MailArgs {
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
     /// Runs the same workload with the transaction log on and off, on
-    /// identical fresh data, side by side.
+    /// identical fresh data, side by side; with --sweep, both at every
+    /// user count (alternating which goes first) and each one's capacity.
     #[arg(long)]
     pub compare_logging: bool,
     /// Runs the same workload with view logging on every Inbox on and off
@@ -47,7 +48,9 @@ pub struct MailArgs {
     #[arg(long)]
     pub view_logging: bool,
     /// Comma-separated user counts: each at steady state, then response
-    /// and trans/min against users and the capacity.
+    /// and trans/min against users and the capacity (the highest count
+    /// with p95 ≤ 50 ms, router p99 ≤ 1 s and ≥ 95% of offered deliveries
+    /// delivered).
     #[arg(long, value_delimiter = ',')]
     pub sweep: Vec<usize>,
     /// With --server: the server's process id, to read its CPU and bytes
@@ -103,14 +106,10 @@ impl MailArgs {
         if !finite(self.iteration) || !finite(self.time_scale) || !finite(self.seconds) {
             return Err("--iteration, --time-scale and --seconds must be positive numbers".into());
         }
-        let modes = [
-            self.compare_logging,
-            self.view_logging,
-            !self.sweep.is_empty(),
-        ];
-        if modes.iter().filter(|m| **m).count() > 1 {
+        if self.view_logging && (self.compare_logging || !self.sweep.is_empty()) {
             return Err(
-                "--compare-logging, --view-logging and --sweep are separate runs: give one".into(),
+                "--view-logging is a run of its own: leave out --compare-logging and --sweep"
+                    .into(),
             );
         }
         if self.sweep.contains(&0) {

@@ -15,10 +15,13 @@
 //! The clock: users start evenly over the first iteration (ramp-up, not
 //! counted); the steady-state window is the `--seconds` after it. An
 //! operation counts when it starts inside the window; trans/min is the
-//! operations counted per minute of window.
+//! operations counted per minute of window. A message sent inside the
+//! window offers the router one delivery per recipient; those are counted
+//! too, to set beside what the router delivered in the window.
 
 use super::args::{MailArgs, MAX_RESPONSE_US};
 use super::content::{self, mail_file, user_name};
+use super::device::Device;
 use super::measure::{self, Reading};
 use super::script::{Op, SendKind, UserScript, OP_NAMES, PAGE};
 use crate::progress::Progress;
@@ -40,6 +43,8 @@ pub struct Target {
     pub password: String,
     /// The server's process id, for /proc.
     pub pid: Option<u32>,
+    /// The block device holding the server's data directory.
+    pub device: Option<Device>,
 }
 
 impl Target {
@@ -71,6 +76,9 @@ pub struct Recorder {
     /// Every second of the run (ramp-up included), all operations.
     pub per_second: Vec<Histogram<u64>>,
     pub errors: BTreeMap<String, u64>,
+    /// Deliveries offered to the router in the window: recipients of the
+    /// messages sent (and accepted) inside it.
+    pub offered_deliveries: u64,
 }
 
 impl Recorder {
@@ -81,13 +89,15 @@ impl Recorder {
             overall: histogram(),
             per_second: Vec::new(),
             errors: BTreeMap::new(),
+            offered_deliveries: 0,
         }
     }
 
-    fn record(&mut self, op: &'static str, started: Duration, us: u64, error: Option<String>) {
+    fn record(&mut self, op: &Op<Unid>, started: Duration, us: u64, error: Option<String>) {
+        let name = op.name();
         if let Some(e) = error {
             let e: String = e.chars().take(160).collect();
-            *self.errors.entry(format!("{op}: {e}")).or_default() += 1;
+            *self.errors.entry(format!("{name}: {e}")).or_default() += 1;
             return;
         }
         let us = us.clamp(1, MAX_RESPONSE_US);
@@ -98,9 +108,10 @@ impl Recorder {
         self.per_second[s].saturating_record(us);
         if started >= self.window.0 && started < self.window.1 {
             self.overall.saturating_record(us);
-            if let Some(h) = self.per_op.get_mut(op) {
+            if let Some(h) = self.per_op.get_mut(name) {
                 h.saturating_record(us);
             }
+            self.offered_deliveries += op.deliveries() as u64;
         }
     }
 }
@@ -166,7 +177,13 @@ async fn drive_async(
     loop {
         tick.tick().await;
         let t = start.elapsed();
-        let r = measure::read(&monitor, target.pid, t.as_secs_f64()).await;
+        let r = measure::read(
+            &monitor,
+            target.pid,
+            target.device.as_ref(),
+            t.as_secs_f64(),
+        )
+        .await;
         if edges.0.is_none() && t >= window.0 {
             edges.0 = Some(r.clone());
         }
@@ -248,7 +265,7 @@ impl User {
             let us = began.elapsed().as_micros() as u64;
             let failed = result.is_err();
             if let Ok(mut r) = rec.lock() {
-                r.record(op.name(), began - start, us, result.err());
+                r.record(&op, began - start, us, result.err());
             }
             if failed && matches!(op, Op::OpenDb | Op::OpenInbox | Op::ReadEntries) {
                 self.close().await;

@@ -1,31 +1,24 @@
 //! The mail workload's `result.json` and `report.html`: a summary table
-//! first (per run: trans/min, response percentiles, router latency, the
-//! server's CPU split, bytes written, fsyncs), then the logging
-//! comparison or the sweep with its capacity, the percentiles per
-//! operation, and charts: response-time distributions, response and CPU
-//! second by second with the log's checkpoints marked, and for a sweep
-//! response and trans/min against users.
+//! first — per run (trans/min, response percentiles, router latency and
+//! deliveries, the server's and the driver's CPU, bytes written to the
+//! device and by the server, fsyncs), or for a sweep per user count and
+//! arm with each arm's capacity marked — then the logging comparison or
+//! the sweep's capacity per arm, the percentiles per operation, and
+//! charts: for a sweep p95, trans/min and router p99 against users per
+//! arm first, then response-time distributions, response and CPU second
+//! by second with the log's checkpoints marked.
 
+use super::sweep::{self, ROUTER_P99_MS};
 use crate::report::{self, Axes, Marker, Page, Scale, Series, Table, Unit};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use std::path::Path;
-
-/// The p95 (ms) a user count must stay within to count as capacity.
-pub const CAPACITY_P95_MS: f64 = 50.0;
-/// How far below proportional growth trans/min may fall and still count
-/// as growing in line with users.
-pub const IN_LINE: f64 = 0.9;
 
 /// One run: its figures, and the histograms behind them.
 pub struct Run {
     pub json: Value,
     pub overall: Histogram<u64>,
     pub per_op: Vec<(String, Histogram<u64>)>,
-}
-
-fn f(v: &Value) -> Option<f64> {
-    v.as_f64()
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Value {
@@ -97,7 +90,28 @@ pub fn comparison(runs: &[Run], what: Compared) -> Value {
         ("CPU user %", &["server", "cpu_user_percent"][..], false),
         ("CPU system %", &["server", "cpu_system_percent"][..], false),
         (
-            "bytes written, data",
+            "driver CPU user + system %",
+            &["driver", "cpu_percent"][..],
+            false,
+        ),
+        (
+            "router delivery p99 ms",
+            &["server", "router_latency_p99_ms"][..],
+            true,
+        ),
+        ("deliveries offered", &["deliveries", "offered"][..], false),
+        (
+            "deliveries delivered",
+            &["deliveries", "delivered"][..],
+            false,
+        ),
+        (
+            "device bytes written (all writers)",
+            &["server", "device_bytes_written"][..],
+            false,
+        ),
+        (
+            "bytes written, data (write calls)",
             &["server", "bytes_written_data"][..],
             false,
         ),
@@ -132,35 +146,6 @@ pub fn comparison(runs: &[Run], what: Compared) -> Value {
     })
 }
 
-/// The sweep's points and its capacity: the largest user count whose p95
-/// is within [`CAPACITY_P95_MS`] and whose trans/min is at least
-/// [`IN_LINE`] of proportional to the smallest count's.
-pub fn sweep(runs: &[Run]) -> Value {
-    let points: Vec<(f64, f64, f64, f64)> = runs
-        .iter()
-        .filter_map(|r| {
-            let j = &r.json;
-            Some((
-                f(&j["users"])?,
-                f(&j["trans_per_min"])?,
-                f(&j["response"]["overall"]["p50_ms"])?,
-                f(&j["response"]["overall"]["p95_ms"])?,
-            ))
-        })
-        .collect();
-    let per_user = points.first().map(|p| p.1 / p.0).unwrap_or(0.0);
-    let capacity = points
-        .iter()
-        .filter(|(u, t, _, p95)| *p95 <= CAPACITY_P95_MS && *t >= IN_LINE * per_user * u)
-        .map(|p| p.0)
-        .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
-    json!({
-        "points": points.iter().map(|(u, t, p50, p95)| json!({"users": u, "trans_per_min": t, "p50_ms": p50, "p95_ms": p95})).collect::<Vec<_>>(),
-        "capacity_users": capacity,
-        "rule": format!("largest user count with p95 ≤ {CAPACITY_P95_MS} ms and trans/min ≥ {IN_LINE} × proportional to the smallest count"),
-    })
-}
-
 fn num(v: &Value, digits: usize) -> String {
     match v.as_f64() {
         Some(x) => format!("{x:.digits$}"),
@@ -182,18 +167,44 @@ fn kb(v: &Value) -> String {
     }
 }
 
-fn summary(runs: &[Run]) -> Table {
+fn errors(run: &Value) -> u64 {
+    run["errors"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum())
+}
+
+fn pair(a: String, b: String) -> String {
+    format!("{a} / {b}")
+}
+
+/// Delivered / offered in the window.
+fn deliveries(run: &Value) -> String {
+    let d = &run["deliveries"];
+    pair(num(&d["delivered"], 0), num(&d["offered"], 0))
+}
+
+/// Delivered as a percentage of offered.
+fn delivered_percent(run: &Value) -> String {
+    match run["deliveries"]["delivered_share"].as_f64() {
+        Some(s) => format!("{:.1}%", 100.0 * s),
+        None => "–".into(),
+    }
+}
+
+/// One row per run: the figures of each run beside the others.
+fn summary(runs: &[Run], caption: &str) -> Table {
     let mut t = Table::new(
-        "Summary (steady-state window)",
+        caption,
         &[
             "run",
             "trans/min",
-            "p50 ms",
-            "p95 ms",
-            "p99 ms",
+            "p50 / p95 / p99 ms",
             "router p50 / p99 ms",
-            "CPU user / system %",
-            "written data / log",
+            "delivered / offered",
+            "server CPU user / system %",
+            "driver CPU user / system %",
+            "device written (all writers)",
+            "server wrote data / log",
             "log KB / trans",
             "log fsyncs",
             "errors",
@@ -203,33 +214,214 @@ fn summary(runs: &[Run]) -> Table {
         let j = &r.json;
         let o = &j["response"]["overall"];
         let s = &j["server"];
-        let errors: u64 = j["errors"]
-            .as_object()
-            .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+        let c = &j["driver"];
         t.row(vec![
             j["label"].as_str().unwrap_or("").to_string(),
             num(&j["trans_per_min"], 0),
-            num(&o["p50_ms"], 2),
-            num(&o["p95_ms"], 2),
-            num(&o["p99_ms"], 2),
             format!(
-                "{} / {}",
+                "{} / {} / {}",
+                num(&o["p50_ms"], 2),
+                num(&o["p95_ms"], 2),
+                num(&o["p99_ms"], 2)
+            ),
+            pair(
                 num(&s["router_latency_p50_ms"], 0),
-                num(&s["router_latency_p99_ms"], 0)
+                num(&s["router_latency_p99_ms"], 0),
             ),
-            format!(
-                "{} / {}",
+            deliveries(j),
+            pair(
                 num(&s["cpu_user_percent"], 1),
-                num(&s["cpu_system_percent"], 1)
+                num(&s["cpu_system_percent"], 1),
             ),
-            format!(
-                "{} / {}",
-                mb(&s["bytes_written_data"]),
-                mb(&s["bytes_written_log"])
+            pair(
+                num(&c["cpu_user_percent"], 1),
+                num(&c["cpu_system_percent"], 1),
             ),
+            mb(&s["device_bytes_written"]),
+            pair(mb(&s["bytes_written_data"]), mb(&s["bytes_written_log"])),
             kb(&s["log_bytes_per_transaction"]),
             num(&s["log_fsyncs"], 0),
-            errors.to_string(),
+            errors(j).to_string(),
+        ]);
+    }
+    t
+}
+
+/// An arm's capacity in words.
+fn capacity_words(users: &Value) -> String {
+    match users.as_u64() {
+        Some(u) => format!("{u} users"),
+        None => "none of the counts".into(),
+    }
+}
+
+/// The sweep's summary, first on the page: a row per user count and arm
+/// (the log on first within a count, whichever ran first), with each
+/// point's verdict and the arm's capacity marked; the capacities and
+/// their ratio in the caption.
+fn sweep_summary(sweep: &Value, runs: &[Value]) -> Table {
+    let arms: Vec<&Value> = sweep["arms"].as_array().into_iter().flatten().collect();
+    let capacities: Vec<String> = arms
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                a["arm"].as_str().unwrap_or(""),
+                capacity_words(&a["capacity_users"])
+            )
+        })
+        .collect();
+    let ratio = match sweep["capacity_ratio_on_over_off"].as_f64() {
+        Some(r) => format!("; ratio on ÷ off {r:.2}"),
+        None if arms.len() == 2 => "; ratio on ÷ off: –".into(),
+        None => String::new(),
+    };
+    let mut t = Table::new(
+        &format!(
+            "Summary per user count (steady-state window). Capacity: {}{ratio}",
+            capacities.join(", ")
+        ),
+        &[
+            "users",
+            "log",
+            "ran",
+            "trans/min",
+            "p50 / p95 / p99 ms",
+            "p99 ms: read document / read 40 entries / open Inbox",
+            "router p50 / p99 ms",
+            "delivered / offered",
+            "delivered %",
+            "CPU % server / driver",
+            "errors",
+            "capacity rule",
+        ],
+    );
+    let mut rows: Vec<(u64, usize, &Value, &Value)> = arms
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| {
+            a["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |p| (p["users"].as_u64().unwrap_or(0), i, p, *a))
+        })
+        .collect();
+    rows.sort_by_key(|(users, arm, _, _)| (*users, *arm));
+    for (users, _, p, arm) in rows {
+        let Some(j) = p["run"].as_u64().and_then(|i| runs.get(i as usize)) else {
+            continue;
+        };
+        let o = &j["response"]["overall"];
+        let op = |name: &str| num(&j["response"]["per_operation"][name]["p99_ms"], 2);
+        let s = &j["server"];
+        let turn = match j["turn"].as_u64() {
+            Some(1) => "1st",
+            Some(_) => "2nd",
+            None => "–",
+        };
+        let at_capacity = arm["capacity_users"].as_u64() == Some(users);
+        let verdict = if p["met"].as_bool() == Some(true) {
+            if at_capacity {
+                "met ◀ capacity".to_string()
+            } else {
+                "met".to_string()
+            }
+        } else {
+            let missed: Vec<&str> = p["missed"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!("missed: {}", missed.join("; "))
+        };
+        t.row(vec![
+            users.to_string(),
+            arm["arm"]
+                .as_str()
+                .unwrap_or("")
+                .trim_start_matches("log ")
+                .to_string(),
+            turn.to_string(),
+            num(&j["trans_per_min"], 0),
+            format!(
+                "{} / {} / {}",
+                num(&o["p50_ms"], 2),
+                num(&o["p95_ms"], 2),
+                num(&o["p99_ms"], 2)
+            ),
+            format!(
+                "{} / {} / {}",
+                op("read document"),
+                op("read 40 entries"),
+                op("open Inbox")
+            ),
+            pair(
+                num(&s["router_latency_p50_ms"], 0),
+                num(&s["router_latency_p99_ms"], 0),
+            ),
+            deliveries(j),
+            delivered_percent(j),
+            pair(
+                num(&s["cpu_percent"], 1),
+                num(&j["driver"]["cpu_percent"], 1),
+            ),
+            errors(j).to_string(),
+            verdict,
+        ]);
+    }
+    t
+}
+
+/// Each arm's capacity, the counts that met the rule, and the ratio.
+fn capacity_table(sweep: &Value) -> Table {
+    let mut t = Table::new(
+        &format!(
+            "Capacity per arm (p95 ≤ {} ms, router p99 ≤ {ROUTER_P99_MS} ms, delivered ≥ {:.0}% \
+             of offered, trans/min in line)",
+            sweep::P95_MS,
+            100.0 * sweep::DELIVERED_SHARE
+        ),
+        &[
+            "arm",
+            "capacity",
+            "counts that met the rule",
+            "counts that missed it",
+        ],
+    );
+    let arms: Vec<&Value> = sweep["arms"].as_array().into_iter().flatten().collect();
+    for a in &arms {
+        let counts = |met: bool| -> String {
+            let c: Vec<String> = a["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["met"].as_bool() == Some(met))
+                .map(|p| num(&p["users"], 0))
+                .collect();
+            if c.is_empty() {
+                "–".into()
+            } else {
+                c.join(", ")
+            }
+        };
+        t.row(vec![
+            a["arm"].as_str().unwrap_or("").to_string(),
+            capacity_words(&a["capacity_users"]),
+            counts(true),
+            counts(false),
+        ]);
+    }
+    if arms.len() == 2 {
+        t.row(vec![
+            "ratio on ÷ off".into(),
+            match sweep["capacity_ratio_on_over_off"].as_f64() {
+                Some(r) => format!("{r:.2}×"),
+                None => "– (an arm has no capacity)".into(),
+            },
+            String::new(),
+            String::new(),
         ]);
     }
     t
@@ -238,11 +430,11 @@ fn summary(runs: &[Run]) -> Table {
 /// A comparison figure as the summary shows it: counts whole, CPU to a
 /// tenth, sizes in MB or KB, response times to the hundredth.
 fn comparison_cell(figure: &str, v: &Value) -> String {
-    if figure.starts_with("bytes") {
+    if figure.contains("bytes written") {
         mb(v)
     } else if figure.ends_with("per transaction") {
         format!("{} KB", kb(v))
-    } else if figure.starts_with("CPU") {
+    } else if figure.contains("CPU") {
         num(v, 1)
     } else if figure.starts_with("response") {
         num(v, 2)
@@ -270,31 +462,6 @@ fn comparison_table(c: &Value) -> Table {
             ),
         ]);
     }
-    t
-}
-
-fn sweep_table(s: &Value) -> Table {
-    let mut t = Table::new(
-        "Capacity sweep",
-        &["users", "trans/min", "p50 ms", "p95 ms"],
-    );
-    for p in s["points"].as_array().into_iter().flatten() {
-        t.row(vec![
-            num(&p["users"], 0),
-            num(&p["trans_per_min"], 0),
-            num(&p["p50_ms"], 2),
-            num(&p["p95_ms"], 2),
-        ]);
-    }
-    t.row(vec![
-        "capacity".into(),
-        match s["capacity_users"].as_f64() {
-            Some(u) => format!("{u:.0} users"),
-            None => "none of the counts".into(),
-        },
-        String::new(),
-        String::new(),
-    ]);
     t
 }
 
@@ -343,16 +510,96 @@ fn cpu_per_second(run: &Value) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A sweep's figures against users, one line per arm: p95 (with the
+/// capacity limit), trans/min, and the router's delivery p99 (with its
+/// limit). Latencies on a log scale: the arms may differ by orders.
+fn against_users(sweep: &Value) -> Vec<report::Chart> {
+    let arms: Vec<&Value> = sweep["arms"].as_array().into_iter().flatten().collect();
+    let line = |key: &str| -> Vec<Series> {
+        arms.iter()
+            .map(|a| {
+                let pts = a["points"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| Some((p["users"].as_f64()?, p[key].as_f64()?)))
+                    .collect();
+                Series::new(a["arm"].as_str().unwrap_or(""), pts)
+            })
+            .collect()
+    };
+    let users: Vec<f64> = arms
+        .iter()
+        .flat_map(|a| a["points"].as_array().into_iter().flatten())
+        .filter_map(|p| p["users"].as_f64())
+        .collect();
+    let limit = |name: String, y: f64| {
+        let lo = users.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = users.iter().copied().fold(0.0, f64::max);
+        Series::new(
+            name,
+            if users.is_empty() {
+                Vec::new()
+            } else {
+                vec![(lo, y), (hi, y)]
+            },
+        )
+    };
+    let axes = |y_label: &'static str, y: Scale| Axes {
+        x_label: "users",
+        y_label,
+        x: Scale::Linear,
+        y,
+    };
+    let mut p95 = line("p95_ms");
+    p95.push(limit(format!("limit {} ms", sweep::P95_MS), sweep::P95_MS));
+    let mut router = line("router_p99_ms");
+    router.push(limit(format!("limit {ROUTER_P99_MS} ms"), ROUTER_P99_MS));
+    vec![
+        report::lines_over_x(
+            "Response time p95 against users, per arm",
+            axes("p95, ms (log scale)", Scale::Log),
+            &p95,
+        ),
+        report::lines_over_x(
+            "Trans/min against users, per arm",
+            axes("trans/min", Scale::Linear),
+            &line("trans_per_min"),
+        )
+        .captioned(
+            "Both arms' users offer the same load, so where both servers keep up the lines \
+             coincide and the one drawn last hides the other.",
+        ),
+        report::lines_over_x(
+            "Router delivery p99 against users, per arm",
+            axes("router p99, ms (log scale)", Scale::Log),
+            &router,
+        ),
+    ]
+}
+
 /// Writes both files.
 pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
     let mut page = Page::new("Folio: mail users (load mail)");
-    page.table(summary(runs));
-    page.table(report::settings_table(result));
+    let sweep = &result["sweep"];
+    if sweep.is_null() {
+        page.table(summary(runs, "Summary (steady-state window)"));
+        page.table(report::settings_table(result));
+    } else {
+        let jsons: Vec<Value> = runs.iter().map(|r| r.json.clone()).collect();
+        page.table(sweep_summary(sweep, &jsons));
+        page.table(capacity_table(sweep));
+        page.table(report::settings_table(result));
+        page.table(summary(
+            runs,
+            "Each run (steady-state window), in the order run",
+        ));
+        for c in against_users(sweep) {
+            page.chart(c);
+        }
+    }
     if !result["comparison"].is_null() {
         page.table(comparison_table(&result["comparison"]));
-    }
-    if !result["sweep"].is_null() {
-        page.table(sweep_table(&result["sweep"]));
     }
     for r in runs {
         let rows: Vec<(&str, &Histogram<u64>)> = r
@@ -458,47 +705,31 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
             &markers,
         ));
     }
-    if !result["sweep"].is_null() {
-        let pts = |k: &str| -> Vec<(f64, f64)> {
-            result["sweep"]["points"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| Some((p["users"].as_f64()?, p[k].as_f64()?)))
-                .collect()
-        };
-        let axes = |y: &'static str| Axes {
-            x_label: "users",
-            y_label: y,
-            x: Scale::Linear,
-            y: Scale::Linear,
-        };
-        page.chart(report::lines_over_x(
-            "Response time against users",
-            axes("ms"),
-            &[
-                Series::new("p50", pts("p50_ms")),
-                Series::new("p95", pts("p95_ms")),
-            ],
-        ));
-        page.chart(report::lines_over_x(
-            "Trans/min against users",
-            axes("trans/min"),
-            &[Series::new("trans/min", pts("trans_per_min"))],
-        ));
-    }
     page.note(
         "A transaction is one request of the script (open mail file, open Inbox, read 40 entries, \
          read, update, delete, add draft, send, close). Users start evenly over the first iteration \
          (ramp-up, not counted); figures are over the steady-state window after it. Router latency \
-         is the server's router.latency_p50_ms / _p99_ms (deposit to the recipient's Inbox, since \
-         the server started). Bytes written to the log are log.bytes_written, to data files the \
-         server's write calls (/proc/PID/io wchar) less the log's bytes (replies to sockets \
-         included, a small share); fsyncs are the log's (with \
-         the log off the server does not count the syncs of data files). Checkpoints are marked \
-         when there are at most 20 in a run. All mail files are under mail/ (the mail layer names them \
-         mail/<short name>.fdb), on one file system. Meeting invitations go through the calendar \
-         (native Meeting create): the chair's Calendar entry, then one Invitation notice the router \
+         is the server's router.latency_p50_ms / _p99_ms (deposit to the recipient's Inbox), over \
+         every delivery since the server started, ramp-up included: the server keeps no window of \
+         its own. Deliveries offered are the recipients of the messages sent in the window (a \
+         meeting invitation is one notice to each invitee); delivered is the router's \
+         router.delivered counted over the window, so a backlog from the ramp-up can be delivered \
+         in it, and messages sent near the window's end are delivered after it.",
+    );
+    page.note(
+        "Server CPU is the server process's (/proc/PID/stat), driver CPU this tool's own \
+         (getrusage: the simulated users, their connections and the sampling); both in percent of \
+         one core, sharing the machine's cores. Device written is the sectors written to the block \
+         device holding the data directory (/sys/dev/block/MAJ:MIN/stat × 512 bytes) over the \
+         window: what reached the disk, by every writer on that device, not only the server. \
+         Server wrote data / log is what the server asked for: the log's log.bytes_written, and \
+         for data files its write calls (/proc/PID/io wchar) less the log's bytes, replies to \
+         sockets included (a small share) and every rewrite of a cached page counted, so it may \
+         exceed what reached the disk. Fsyncs are the log's (with the log off the server does \
+         not count the syncs of data files). Checkpoints are marked when there are at most 20 in \
+         a run. All mail files are under mail/ (the mail layer names them mail/<short \
+         name>.fdb), on one file system. Meeting invitations go through the calendar (native \
+         Meeting create): the chair's Calendar entry, then one Invitation notice the router \
          delivers to each invitee.",
     );
     report::write(out, result, &page)
@@ -517,17 +748,49 @@ mod tests {
         }
     }
 
+    fn swept(users: u64, logging: bool, turn: u64, p95: f64) -> Value {
+        json!({"users": users, "logging": logging, "turn": turn,
+               "trans_per_min": 16.0 * users as f64,
+               "response": {"overall": {"p50_ms": 1.0, "p95_ms": p95, "p99_ms": 2.0 * p95},
+                            "per_operation": {"read document": {"p99_ms": 3.0},
+                                              "read 40 entries": {"p99_ms": 4.0},
+                                              "open Inbox": {"p99_ms": 5.0}}},
+               "server": {"router_latency_p50_ms": 2.0, "router_latency_p99_ms": 20.0,
+                          "cpu_percent": 40.0},
+               "driver": {"cpu_percent": 12.5},
+               "deliveries": {"offered": 90, "delivered": 90, "delivered_share": 1.0},
+               "errors": {}})
+    }
+
     #[test]
-    fn capacity_is_the_largest_count_within_p95_and_growing_in_line() {
+    fn the_sweep_summary_has_both_arms_per_count_and_marks_each_capacity() {
         let runs = [
-            run(100, 1000.0, 5.0),
-            run(200, 1990.0, 9.0),
-            run(400, 3000.0, 20.0),
-            run(800, 7900.0, 80.0),
+            swept(100, true, 1, 4.0),
+            swept(100, false, 2, 6.0),
+            swept(200, false, 1, 70.0),
+            swept(200, true, 2, 9.0),
         ];
-        let s = sweep(&runs);
-        assert_eq!(s["capacity_users"], 200.0);
-        assert_eq!(s["points"].as_array().unwrap().len(), 4);
+        let s = sweep::result(&runs);
+        let t = sweep_summary(&s, &runs);
+        assert!(
+            t.caption
+                .ends_with("Capacity: log on 200 users, log off 100 users; ratio on ÷ off 2.00"),
+            "{}",
+            t.caption
+        );
+        let cells = |i: usize| {
+            let r = &t.rows[i];
+            (r[0].as_str(), r[1].as_str(), r[2].as_str(), r[11].as_str())
+        };
+        assert_eq!(cells(0), ("100", "on", "1st", "met"));
+        assert_eq!(cells(1), ("100", "off", "2nd", "met ◀ capacity"));
+        assert_eq!(cells(2), ("200", "on", "2nd", "met ◀ capacity"));
+        assert_eq!(cells(3), ("200", "off", "1st", "missed: p95 > 50 ms"));
+        assert_eq!(t.rows[0][5], "3.00 / 4.00 / 5.00", "the reads' p99");
+        assert_eq!(t.rows[0][7..9], ["90 / 90", "100.0%"]);
+        assert_eq!(t.rows[0][9], "40.0 / 12.5", "server and driver CPU");
+        let c = capacity_table(&s);
+        assert_eq!(c.rows.last().unwrap()[..2], ["ratio on ÷ off", "2.00×"]);
     }
 
     #[test]

@@ -78,6 +78,16 @@ impl<D> Op<D> {
             Op::Close => "close mail file",
         }
     }
+
+    /// Deliveries the operation offers the router: one per recipient of
+    /// a sent message (a meeting invitation is one notice deposited for
+    /// its invitees), none for the rest.
+    pub fn deliveries(&self) -> usize {
+        match self {
+            Op::Send { to, .. } => to.len(),
+            _ => 0,
+        }
+    }
 }
 
 /// Every operation name, in script order.
@@ -294,6 +304,7 @@ mod tests {
                 unreachable!()
             };
             assert_eq!(to.len(), 3);
+            assert_eq!(op.deliveries(), 3, "one delivery per recipient");
             assert!(!to.contains(&2), "nobody sends to themselves: {to:?}");
             let mut d = to.clone();
             d.dedup();

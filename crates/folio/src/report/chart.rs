@@ -92,6 +92,16 @@ impl Chart {
     pub fn caption(&self) -> Option<&str> {
         self.caption.as_deref()
     }
+
+    /// The chart with `text` added to its caption (after what the chart
+    /// itself says it left out).
+    pub fn captioned(mut self, text: &str) -> Chart {
+        self.caption = Some(match self.caption.take() {
+            Some(c) => format!("{c} {text}"),
+            None => text.to_string(),
+        });
+        self
+    }
 }
 
 /// Ticks of quantile iteration per halving of the distance to 100%: fine
@@ -334,6 +344,16 @@ mod tests {
             assert!(seen.has_text(t), "{t} missing: {:?}", seen.texts);
         }
         assert_eq!(c.caption(), Some("No samples: none."));
+    }
+
+    #[test]
+    fn a_caption_added_follows_what_the_chart_says_it_left_out() {
+        let (b, empty) = (hist(&[300; 50]), hist(&[]));
+        let c = percentile_curves("x", Unit::Microseconds, &[("b", &b), ("none", &empty)]);
+        let c = c.captioned("Drawn from a test.");
+        assert_eq!(c.caption(), Some("No samples: none. Drawn from a test."));
+        let plain = percentile_curves("plain", Unit::Microseconds, &[("b", &b)]);
+        assert_eq!(plain.captioned("Only this.").caption(), Some("Only this."));
     }
 
     #[test]

@@ -65,10 +65,18 @@ impl Table {
 }
 
 /// A figure as tables print it: a number, perhaps with a ratio or percent
-/// sign after it ("1.50×", "42%"), or a dash for "not measured".
+/// sign after it ("1.50×", "42%") or a short unit ("84.6 MB"), or a dash
+/// for "not measured"; or several such side by side ("0.66 / 7.47 /
+/// 17.90", "8.9 MB / –"), set alike so they do not wrap.
 fn looks_numeric(c: &str) -> bool {
-    let c = c.trim();
-    c == "–" || c.trim_end_matches(['×', '%']).parse::<f64>().is_ok()
+    c.split(" / ").all(|part| {
+        let part = part.trim();
+        let number = match part.split_once(' ') {
+            Some((n, unit)) if unit.len() <= 3 && unit.chars().all(char::is_alphabetic) => n,
+            _ => part,
+        };
+        number == "–" || number.trim_end_matches(['×', '%']).parse::<f64>().is_ok()
+    })
 }
 
 /// The run's settings and machine, one row each, from a result's
@@ -188,6 +196,32 @@ mod tests {
             ]
         );
         assert!(settings_table(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn figures_side_by_side_and_with_units_are_numbers_and_words_are_not() {
+        for n in [
+            "12",
+            "1.50×",
+            "42%",
+            "–",
+            "84.6 MB",
+            "0.66 / 7.47 / 17.90",
+            "8.9 MB / –",
+            "1209 / 1209",
+        ] {
+            assert!(looks_numeric(n), "{n}");
+        }
+        for w in [
+            "on",
+            "met ◀ capacity",
+            "100 users",
+            "1 / 2 runs",
+            "a / 1",
+            "",
+        ] {
+            assert!(!looks_numeric(w), "{w}");
+        }
     }
 
     #[test]
