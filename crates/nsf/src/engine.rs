@@ -1046,7 +1046,7 @@ fn close_idle(s: &Shared, target: usize) -> usize {
     if picked.is_empty() {
         return 0;
     }
-    let files: Vec<FileId> = picked.iter().map(|(_, db)| db.pool_file()).collect();
+    let files: Vec<(FileId, u32)> = picked.iter().map(|(_, db)| db.pool_extent()).collect();
     let keys: Vec<DbPath> = picked.into_iter().map(|(key, _)| key).collect();
     write_files(s, &files);
     // A close whose hooks commit (the views layer marking its indexes
@@ -1219,7 +1219,7 @@ fn write_out(s: &Shared, victims: &[Victim]) {
         },
         None => Lsn(u64::MAX),
     };
-    let files: Vec<_> = victims.iter().map(|v| v.db.pool_file()).collect();
+    let files: Vec<_> = victims.iter().map(|v| v.db.pool_extent()).collect();
     flush_files_upto(s, upto, &files);
     if s.log.is_none() {
         for v in victims {
@@ -1232,7 +1232,7 @@ fn write_out(s: &Shared, victims: &[Victim]) {
 
 /// Writes the durable pages of `files` (the log is made durable to its
 /// end first, so that every page of theirs may be written, I1).
-fn write_files(s: &Shared, files: &[FileId]) {
+fn write_files(s: &Shared, files: &[(FileId, u32)]) {
     let upto = match &s.log {
         Some(log) => match log.wait_durable(log.end_lsn()) {
             Ok(()) => log.durable_lsn(),
@@ -1243,8 +1243,8 @@ fn write_files(s: &Shared, files: &[FileId]) {
     flush_files_upto(s, upto, files);
 }
 
-fn flush_files_upto(s: &Shared, upto: Lsn, files: &[FileId]) {
-    let report = s.pool.flush_files(upto, files);
+fn flush_files_upto(s: &Shared, upto: Lsn, files: &[(FileId, u32)]) {
+    let report = s.pool.flush_sized(upto, files);
     for (_, name, err) in &report.failures {
         tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
     }

@@ -727,7 +727,59 @@ impl BufferPool {
     /// One pass over the files `mine` says belong to it (called once per
     /// file met with a dirty frame; it may claim the file then).
     fn flush_where(&self, upto: Lsn, mine: &mut dyn FnMut(FileId) -> bool) -> FlushReport {
-        let (mut work, not_durable) = self.collect_dirty(upto, mine);
+        let (work, not_durable) = self.collect_dirty(upto, mine);
+        self.write_collected(work, not_durable)
+    }
+
+    /// [`BufferPool::flush_files`] for files whose page counts are known:
+    /// when they hold fewer pages than the pool, their frames are looked
+    /// up page by page instead of by a sweep of every frame (a close
+    /// writes one small file out of thousands resident).
+    pub fn flush_sized(&self, upto: Lsn, files: &[(FileId, u32)]) -> FlushReport {
+        let ids: Vec<FileId> = files.iter().map(|(f, _)| *f).collect();
+        let turn = self.claim_waiting(&ids);
+        let pages: usize = files.iter().map(|(_, n)| *n as usize).sum();
+        let resident: usize = self.shards.iter().map(|s| s.lock().frames.len()).sum();
+        if pages >= resident {
+            return self.flush_where(upto, &mut |f| turn.files.contains(&f));
+        }
+        let failed: Vec<FileId> = self
+            .files
+            .read()
+            .iter()
+            .filter(|(id, f)| f.failed.is_some() && ids.contains(id))
+            .map(|(id, _)| *id)
+            .collect();
+        let (mut work, mut not_durable) = (Vec::new(), 0);
+        for (file, n) in files.iter().filter(|(f, _)| !failed.contains(f)) {
+            for p in 0..*n {
+                let key = (*file, PageId(p));
+                let mut s = self.shards[shard_of(&key)].lock();
+                let Some(f) = s.frames.get_mut(&key) else {
+                    continue;
+                };
+                if !f.dirty {
+                    continue;
+                }
+                if f.flush_after > upto {
+                    not_durable += 1;
+                    f.fpi_due = true;
+                    continue;
+                }
+                debug_assert!(!f.flushing, "I52: a file is written by one pass at a time");
+                f.flushing = true;
+                work.push(FlushItem {
+                    key,
+                    data: f.data.clone(),
+                    page_lsn: f.page_lsn,
+                    version: f.version,
+                });
+            }
+        }
+        self.write_collected(work, not_durable)
+    }
+
+    fn write_collected(&self, mut work: Vec<FlushItem>, not_durable: u64) -> FlushReport {
         work.sort_by_key(|w| (w.key.0, w.key.1));
         let mut report = FlushReport {
             not_durable,
@@ -959,6 +1011,34 @@ mod tests {
         let pool = BufferPool::new(64 * PAGE_SIZE);
         let f = pool.register(h, "a.fdb");
         (be, pool, f)
+    }
+
+    #[test]
+    fn a_sized_flush_writes_its_files_durable_pages_only() {
+        let (be, pool, f) = setup();
+        let other = be
+            .open(Path::new("/d/b.fdb"), OpenMode::CreateOrOpen)
+            .unwrap();
+        let g = pool.register(other, "b.fdb");
+        // Enough resident frames of `g` that probing `f` page by page is
+        // the cheaper way.
+        for p in 0..20 {
+            pool.install(g, PageId(p), page_with(9), at(10), false);
+        }
+        pool.install(f, PageId(1), page_with(1), at(10), false);
+        pool.install(f, PageId(2), page_with(2), at(40), false);
+        let r = pool.flush_sized(Lsn(30), &[(f, 3)]);
+        assert_eq!(r.pages_written, 1, "page 2's batch is not durable (I1)");
+        assert_eq!(r.not_durable, 1);
+        assert_eq!(pool.stats().dirty_pages, 21, "g's frames were not touched");
+        assert!(!pool.is_being_flushed(f), "the file was given back");
+        let mut on_disk = vec![0u8; PAGE_SIZE];
+        let h = be.open(Path::new("/d/a.fdb"), OpenMode::Existing).unwrap();
+        read_exact_at(h.as_ref(), &mut on_disk, PageId(1).offset()).unwrap();
+        assert_eq!(on_disk[crate::page::PAGE_HEADER], 1);
+        let r = pool.flush_sized(Lsn(100), &[(f, 3), (g, 20)]);
+        assert_eq!(r.pages_written, 21);
+        assert_eq!(pool.stats().dirty_pages, 0);
     }
 
     #[test]

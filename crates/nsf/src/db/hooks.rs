@@ -106,10 +106,10 @@ impl Database {
             return Ok(()); // unlogged mode writes pages at commit (I12)
         };
         log.wait_durable(log.end_lsn())?;
-        let r = self
-            .core
-            .pool
-            .flush(log.durable_lsn(), Some(self.core.file));
+        let r = self.core.pool.flush_sized(
+            log.durable_lsn(),
+            &[(self.core.file, self.core.high_water())],
+        );
         if let Some((_, _, reason)) = r.failures.into_iter().next() {
             return Err(NsfError::DatabaseFailed {
                 path: self.core.path.clone(),

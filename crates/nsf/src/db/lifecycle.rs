@@ -162,6 +162,11 @@ impl Database {
         self.core.file
     }
 
+    /// The pool's name for this instance's file and its page count.
+    pub(crate) fn pool_extent(&self) -> (FileId, u32) {
+        (self.core.file, self.core.high_water())
+    }
+
     /// Compares the catalog's entry with this instance and corrects it.
     pub(crate) fn refresh_catalog(&self) {
         let _one = self.life.acl_change.lock();
