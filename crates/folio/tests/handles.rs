@@ -1,7 +1,7 @@
 //! End to end: the real `folio serve` with a small open-database cache,
 //! and 20,000 native handles held open at once, one per database (the
 //! mail server's case: every connected user holds a mail file open). A
-//! handle does not pin its instance (design.md I52): the server's
+//! handle does not pin its instance (design.md I54): the server's
 //! descriptors stay within what `max_open_databases` allows, not what
 //! the handles number, and every handle still reads and writes its
 //! database afterwards, the cache opening it again when it had closed it.

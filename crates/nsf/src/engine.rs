@@ -717,7 +717,7 @@ impl Engine {
             // opens would walk them again for nothing, so they leave it to
             // the closer until `batch` more instances are open.
             //
-            // Only instances that close with no I/O (I52); if those are
+            // Only instances that close with no I/O (I54); if those are
             // too few and the cache has reached its ceiling (I19: twice
             // the limit and a batch), the closer has fallen behind, and
             // the open closes a batch itself, writes included:
@@ -1021,7 +1021,7 @@ fn closer_pass(s: &Shared) -> bool {
 
 /// Closes idle instances that have nothing to write and no close hook,
 /// least recently used first, until at most `target` are left: no disk
-/// I/O and no wait for the log, so an open may do it (I52). Returns how
+/// I/O and no wait for the log, so an open may do it (I54). Returns how
 /// many closed.
 fn close_quiet(s: &Shared, target: usize) -> usize {
     let Some(_one) = s.closing.try_lock() else {
@@ -1039,7 +1039,7 @@ fn close_quiet(s: &Shared, target: usize) -> usize {
 /// still open and anyone may take them up again; then each is closed on
 /// its own, so a path is `Closing` (and an open of it waits, I18) only
 /// while its own close hooks run and what they wrote is written, not
-/// while a whole batch is (I52).
+/// while a whole batch is (I54).
 fn close_idle(s: &Shared, target: usize) -> usize {
     let _one = s.closing.lock();
     let picked = idle_beyond(s, target, false);
@@ -1173,7 +1173,7 @@ fn idle_beyond(s: &Shared, target: usize, quiet: bool) -> Vec<(DbPath, Arc<Datab
                 db.closes_quietly()
             } else {
                 // One a flush pass is writing right now is left for the
-                // next round rather than waited for (I52).
+                // next round rather than waited for (I54).
                 !s.pool.is_being_flushed(db.pool_file())
             }
         })

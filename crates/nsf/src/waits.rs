@@ -1,7 +1,7 @@
 //! The engine's wait points (`storage::waits` says why they exist): the
 //! open-database cache and the checkpointer. None of them may lie on a
 //! read's path for longer than an open by someone else of the same file
-//! takes (I52).
+//! takes (I54).
 
 use storage::waits::WaitPoint;
 
@@ -9,7 +9,7 @@ use storage::waits::WaitPoint;
 /// and waited for it.
 pub static DB_SLOT: WaitPoint = WaitPoint::new("db.slot");
 /// An open that closed idle databases itself (the cache at twice its
-/// limit): only instances with nothing to write, so no disk I/O (I52).
+/// limit): only instances with nothing to write, so no disk I/O (I54).
 pub static DB_CLOSE_INLINE: WaitPoint = WaitPoint::new("db.close_inline");
 /// An open that found the cache at its ceiling (I19) with too few
 /// instances closable without I/O, and closed a batch itself, writes

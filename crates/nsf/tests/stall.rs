@@ -1,4 +1,4 @@
-//! I52: no reader waits for log I/O, a checkpoint or a flush, and a
+//! I54: no reader waits for log I/O, a checkpoint or a flush, and a
 //! writer waits only for its own group's fsync. A database file's sync is
 //! held by the fault backend (a disk stalled for as long as the test
 //! needs, `FaultKind::Hold`) while a checkpoint or the open-database
@@ -174,7 +174,7 @@ fn opens_past_the_cache_limit_never_wait_for_a_stalled_close() {
 }
 
 /// Unlogged, an instance that wrote must clear its open flag when it
-/// closes (I12): the closes an open makes itself (I52) never take one,
+/// closes (I12): the closes an open makes itself (I54) never take one,
 /// so none is left looking as if the server had crashed.
 #[test]
 fn unlogged_closes_past_the_limit_leave_every_file_clean() {

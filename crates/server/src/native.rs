@@ -248,7 +248,7 @@ impl Handles {
 }
 
 /// A database a connection opened. The handle does not keep the instance
-/// open (I52): with thousands of users each holding a mail file open,
+/// open (I54): with thousands of users each holding a mail file open,
 /// descriptors and memory are bounded by `max_open_databases`, not by
 /// handles. While the instance is open (used by anyone, or kept by the
 /// cache) the handle reaches it directly; once the cache has closed it,
@@ -762,7 +762,7 @@ impl Conn {
             (Ok(held), Ok(write)) => match held.live() {
                 Some(database) => self.service.write_then(caller, &database, write, done),
                 // Closed by the cache since: opened again where blocking
-                // is allowed, then queued as usual (I52).
+                // is allowed, then queued as usual (I54).
                 None => {
                     let (service, caller) = (self.service.clone(), caller.clone());
                     tokio::task::spawn_blocking(move || match held.reach(&service, &caller) {

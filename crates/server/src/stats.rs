@@ -531,7 +531,7 @@ fn engine_gauges(out: &mut Vec<Statistic>, engine: &Engine) {
     count("attachstore.stored", a.stored);
     count("attachstore.dedup_hits", a.dedup_hits);
     count("attachstore.reclaimed", a.reclaimed);
-    // Where threads waited (design.md I52): every wait point of the
+    // Where threads waited (design.md I54): every wait point of the
     // layers below, `wait.<name>.count|us|max_us|p99_us`.
     let points = storage::waits::all()
         .into_iter()

@@ -191,7 +191,7 @@ pub struct BufferPool {
     misses: AtomicU64,
     evictions: AtomicU64,
     flushed: AtomicU64,
-    /// Files a flush pass is writing right now (I52): each file belongs
+    /// Files a flush pass is writing right now (I54): each file belongs
     /// to one pass at a time, so two passes never race on mark-clean, and
     /// passes over different files run side by side.
     busy: Mutex<HashSet<FileId>>,
@@ -766,7 +766,7 @@ impl BufferPool {
                     f.fpi_due = true;
                     continue;
                 }
-                debug_assert!(!f.flushing, "I52: a file is written by one pass at a time");
+                debug_assert!(!f.flushing, "I54: a file is written by one pass at a time");
                 f.flushing = true;
                 work.push(FlushItem {
                     key,
@@ -837,9 +837,9 @@ impl BufferPool {
                     continue;
                 }
                 // I1: only versions whose whole batch, Commit included, is
-                // durable; and only files this pass holds (I52).
+                // durable; and only files this pass holds (I54).
                 if mine(key.0) {
-                    debug_assert!(!f.flushing, "I52: a file is written by one pass at a time");
+                    debug_assert!(!f.flushing, "I54: a file is written by one pass at a time");
                     f.flushing = true;
                     work.push(FlushItem {
                         key: *key,

@@ -7,7 +7,7 @@
 //! its wait points as statics (`storage::waits`, `translog::waits`,
 //! `nsf::waits`) and times every wait on them; the server publishes them
 //! in `show stats` as `wait.<name>.*`, so an administrator sees which wait
-//! lies on the request path and how long it lasts (design.md I52).
+//! lies on the request path and how long it lasts (design.md I54).
 //!
 //! The points are process-wide: one server runs per process. Recording
 //! costs four relaxed atomic adds and a compare-exchange loop for the
@@ -114,7 +114,7 @@ impl WaitPoint {
 }
 
 /// A flush pass waiting for another to end: only `discard_from` (compact
-/// cutting a file's end) still waits for one (I52).
+/// cutting a file's end) still waits for one (I54).
 pub static POOL_FLUSH_TURN: WaitPoint = WaitPoint::new("pool.flush_turn");
 /// Writing and syncing one file of a flush pass (not a wait of any
 /// request: the flusher's own time per file).

@@ -1,7 +1,7 @@
 //! The log's wait points (`storage::waits` says why they exist): a
 //! committer waiting for its group's fsync, and an append waiting for the
 //! checkpointer to free space. Only the first may lie on a write's path in
-//! normal running (I52); the second means checkpoints fell behind.
+//! normal running (I54); the second means checkpoints fell behind.
 
 use storage::waits::WaitPoint;
 

@@ -355,7 +355,7 @@ impl Views {
             report.notes_seen += changes.len() as u64;
             let (path, vname) = (db.path().to_string(), name.to_string());
             // Derived from committed documents: readers go on once it is
-            // installed (I52); a crash that loses it leaves the index at
+            // installed (I54); a crash that loses it leaves the index at
             // its older sequence, and the next update applies it again.
             db.index_write_visible(move |tx| -> nsf::NsfResult<ViewResult<()>> {
                 Ok(apply_changes(tx, &path, &vname, changes, last))

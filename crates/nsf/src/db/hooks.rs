@@ -40,7 +40,7 @@ impl Database {
     /// is brought up to date (or rebuilt) again from the documents — and
     /// no page it wrote reaches the file before the commit is durable
     /// (I1). So a reader that refreshes a view never waits for the log
-    /// (I52). A failure of the transaction itself is still returned.
+    /// (I54). A failure of the transaction itself is still returned.
     pub fn index_write_visible<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut IndexTxn<'_, '_>) -> NsfResult<R> + Send + 'static,

@@ -103,7 +103,7 @@ impl Database {
     }
 
     /// Whether closing this instance would cost nothing but dropping it:
-    /// no close hook to run and no page left to write (I52: the only
+    /// no close hook to run and no page left to write (I54: the only
     /// closes an open may make itself).
     pub(crate) fn closes_quietly(&self) -> bool {
         // Unlogged, a written instance clears its open flag at close

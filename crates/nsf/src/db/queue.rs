@@ -87,7 +87,7 @@ pub(super) struct Queued {
     waiter: Option<Arc<Slot>>,
     /// Answered once installed (visible to readers), not once durable:
     /// only for derived data that a lost commit leaves to be redone
-    /// (`Database::index_write_visible`, I52).
+    /// (`Database::index_write_visible`, I54).
     early: bool,
 }
 
@@ -332,7 +332,7 @@ impl Database {
                 return;
             }
         };
-        // Derived writes are answered now that they are installed (I52);
+        // Derived writes are answered now that they are installed (I54);
         // the rest once the group is durable (I2).
         let mut results: Vec<Option<WriteResult>> = results.into_iter().map(Some).collect();
         for ((done, r), early) in dones.iter_mut().zip(results.iter_mut()).zip(early) {
