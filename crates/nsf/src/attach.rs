@@ -13,7 +13,7 @@
 //!
 //! Content that fits in one blob page (all content kept in blob pages
 //! today: anything from [`crate::STORE_MIN`] up goes to the attachment
-//! store) is the exception, I50: its page is written through the page
+//! store) is the exception, I52: its page is written through the page
 //! cache, not synced, and logged as a page of the transaction that
 //! references it ([`log_small_blob`]), like any page. A backup's
 //! roll-forward then brings it back (the log is what restores a change
@@ -170,7 +170,7 @@ impl<'a> BlobWriter<'a> {
         let (len, offset) = (npages * PAGE_SIZE, first.offset());
         let core = self.core;
         if self.fits_one_page() {
-            // I50: logged by the commit that references it; not synced.
+            // I52: logged by the commit that references it; not synced.
             write_all_at(core.handle.as_ref(), &chunk[..len], offset)
                 .map_err(|e| core.fail("attachment write", e))?;
             return Ok(chunk);
@@ -194,14 +194,14 @@ impl<'a> BlobWriter<'a> {
     }
 
     /// Whether the content written so far is one page at most: then it
-    /// is logged with its reference (I50), not synced (I7).
+    /// is logged with its reference (I52), not synced (I7).
     fn fits_one_page(&self) -> bool {
         self.pages <= 1 && logged_content(self.size)
     }
 
     /// I7: the content is durable before anything references it (with
     /// a write-back limit every chunk was synced as it was written);
-    /// content of one page is made durable by the commit's log (I50).
+    /// content of one page is made durable by the commit's log (I52).
     pub fn finish(&self) -> NsfResult<AttachmentRef> {
         if self.core.writeback.limit() == 0 && !self.fits_one_page() {
             self.core
@@ -238,13 +238,13 @@ pub fn read_full(src: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Whether content of `size` bytes is kept in one blob page whose image
-/// the referencing commit logs (I50), rather than synced unlogged (I7).
+/// the referencing commit logs (I52), rather than synced unlogged (I7).
 fn logged_content(size: u64) -> bool {
     size <= BLOB_DATA as u64
 }
 
 /// Stages the blob page of content that [`BlobWriter`] wrote unsynced
-/// (one page, I50) as a logged page of `txn`, the transaction that makes
+/// (one page, I52) as a logged page of `txn`, the transaction that makes
 /// `a` referenced: its image goes to the log with the reference, so
 /// restart recovery and a backup's roll-forward bring the content back
 /// with the document. Nothing for content in the attachment store or in

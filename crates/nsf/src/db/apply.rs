@@ -123,7 +123,7 @@ impl Database {
                 {
                     attach::free_blob(txn, &old)?;
                 }
-                // I50: small content is logged with its reference.
+                // I52: small content is logged with its reference.
                 attach::log_small_blob(txn, &blob)?;
                 note.set_item(Item {
                     name: item_name,

@@ -11,7 +11,7 @@
 //!              document may keep it)
 //!   used       content a note of this batch stored
 //!   finish     frees available − used, in the same transaction, and
-//!              logs the one-page content of used (I50)
+//!              logs the one-page content of used (I52)
 //! ```
 //!
 //! A note may only store content that is available and not yet used, so
@@ -88,7 +88,7 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
     }
 
     /// Frees the content no stored note took, and logs the content of
-    /// one page that stored notes took (I50; content a replaced version
+    /// one page that stored notes took (I52; content a replaced version
     /// held was logged by its own commit, and logging it again is
     /// harmless).
     pub(super) fn finish(self) -> NsfResult<()> {
