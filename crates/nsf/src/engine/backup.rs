@@ -122,10 +122,10 @@ impl Engine {
             manifest: &manifest,
             until: opts.until,
         };
-        // A time before the backup is refused for every database before
-        // any is touched.
-        for entry in &chosen {
-            check_until(&ctx, &entry.path)?;
+        // A time before the backup is refused (for all of its databases
+        // alike) before any is touched.
+        if let Some(first) = chosen.first() {
+            check_until(&ctx, &first.path)?;
         }
         let mut reports = Vec::new();
         for entry in &chosen {
