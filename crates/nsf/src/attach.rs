@@ -11,6 +11,21 @@
 //! Reserved pages are referenced by no committed state until that commit,
 //! so a crash mid-stream leaves at worst unreferenced pages, never damage.
 //!
+//! Content that fits in one blob page (all content kept in blob pages
+//! today: anything from [`crate::STORE_MIN`] up goes to the attachment
+//! store) is the exception, I52: its page is written through the page
+//! cache, not synced, and logged as a page of the transaction that
+//! references it ([`log_small_blob`]), like any page. A backup's
+//! roll-forward then brings it back (the log is what restores a change
+//! made after a backup began, §3.6), and the commit saves the fdatasync
+//! the synced path costs; the log carries at most one page (under 4 KiB
+//! of content, a sparse image) per small attachment.
+//!
+//! ```text
+//!   content ≤ one page:  write page (cache) ─▶ commit logs its image ─▶ flusher (I1)
+//!   larger content:      write chunks (direct) ─▶ fdatasync ─▶ commit references it (I7)
+//! ```
+//!
 //! Blob page body layout (after the common page header):
 //! ```text
 //!   0 blob id u64   8 index in blob u32   12 bytes used u32   16 data (8152 bytes)
@@ -35,12 +50,14 @@ use crate::{AttachmentRef, NsfError, NsfResult};
 use std::any::Any;
 use std::io::{self, Read};
 use std::sync::Arc;
-use storage::backend::{read_exact_at, AlignedBuf};
+use storage::backend::{read_exact_at, write_all_at, AlignedBuf};
 use storage::page::{
     get_u32, get_u64, init_in_place, put_u32, put_u64, seal_in_place, PAGE_BODY, PAGE_HEADER,
 };
 use storage::pool::{BufferPool, FileId};
-use storage::{FileHandle, Lsn, PageBuf, PageId, PageKind, PageStoreMut, PAGE_SIZE};
+use storage::{
+    FileHandle, Lsn, PageBuf, PageId, PageKind, PageStore, PageStoreMut, PageWrite, PAGE_SIZE,
+};
 
 const BLOB_HDR: usize = 16;
 /// Content bytes per blob page.
@@ -152,6 +169,12 @@ impl<'a> BlobWriter<'a> {
         self.pages += npages as u32;
         let (len, offset) = (npages * PAGE_SIZE, first.offset());
         let core = self.core;
+        if self.fits_one_page() {
+            // I52: logged by the commit that references it; not synced.
+            write_all_at(core.handle.as_ref(), &chunk[..len], offset)
+                .map_err(|e| core.fail("attachment write", e))?;
+            return Ok(chunk);
+        }
         if core.writeback.limit() == 0 {
             core.handle
                 .write_bulk_at(&chunk[..len], offset)
@@ -170,10 +193,17 @@ impl<'a> BlobWriter<'a> {
         }
     }
 
+    /// Whether the content written so far is one page at most: then it
+    /// is logged with its reference (I52), not synced (I7).
+    fn fits_one_page(&self) -> bool {
+        self.pages <= 1 && logged_content(self.size)
+    }
+
     /// I7: the content is durable before anything references it (with
-    /// a write-back limit every chunk was synced as it was written).
+    /// a write-back limit every chunk was synced as it was written);
+    /// content of one page is made durable by the commit's log (I52).
     pub fn finish(&self) -> NsfResult<AttachmentRef> {
-        if self.core.writeback.limit() == 0 {
+        if self.core.writeback.limit() == 0 && !self.fits_one_page() {
             self.core
                 .handle
                 .sync_data()
@@ -205,6 +235,45 @@ pub fn read_full(src: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Whether content of `size` bytes is kept in one blob page whose image
+/// the referencing commit logs (I52), rather than synced unlogged (I7).
+fn logged_content(size: u64) -> bool {
+    size <= BLOB_DATA as u64
+}
+
+/// Stages the blob page of content that [`BlobWriter`] wrote unsynced
+/// (one page, I52) as a logged page of `txn`, the transaction that makes
+/// `a` referenced: its image goes to the log with the reference, so
+/// restart recovery and a backup's roll-forward bring the content back
+/// with the document. Nothing for content in the attachment store or in
+/// synced multi-page runs (I7, I37). The page is read back (from the OS
+/// cache: it was just written) and checked to be this content's.
+pub(crate) fn log_small_blob(txn: &mut Txn<'_>, a: &AttachmentRef) -> NsfResult<()> {
+    if a.stored.is_some() || !logged_content(a.size) {
+        return Ok(());
+    }
+    for (first, count) in &a.extents {
+        for p in *first..first + count {
+            let id = PageId(p);
+            let page = txn.read(id)?;
+            let b = page.body();
+            if page.kind() != Some(PageKind::Blob) || get_u64(b, 0) != a.blob_id {
+                return Err(storage::StorageError::Corrupt {
+                    file: txn.core().path.clone(),
+                    page: id,
+                    reason: format!(
+                        "blob page of attachment {:?} does not hold its content (blob id {:016x})",
+                        a.name, a.blob_id
+                    ),
+                }
+                .into());
+            }
+            txn.write(id, (*page).clone());
+        }
+    }
+    Ok(())
 }
 
 /// Returns an attachment's pages to the free list (inside a transaction).

@@ -3,7 +3,7 @@
 
 use client::blocking::Client;
 use client::ClientOptions;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -80,6 +80,8 @@ pub struct Server {
     pub http: String,
     /// The SMTP address, when `smtp_listen` is on.
     pub smtp: Option<String>,
+    /// What the server wrote to stderr so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Server {
@@ -155,16 +157,23 @@ impl Server {
         };
         let (native, http) = (after("on native "), after("http "));
         let smtp = line.contains(", smtp ").then(|| after(", smtp "));
-        // Keep draining stderr so the server never blocks on a full pipe.
+        // Keep draining stderr so the server never blocks on a full pipe;
+        // what it logs is kept for `log`.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(before));
+        let kept = log.clone();
         std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = err.read_to_string(&mut sink);
+            let mut line = String::new();
+            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
         });
         Server {
             child,
             native,
             http,
             smtp,
+            log,
         }
     }
 
@@ -216,6 +225,11 @@ impl Server {
             String::from_utf8_lossy(&o.stderr)
         );
         json(&String::from_utf8(o.stdout).unwrap())
+    }
+
+    /// What the server has logged (its stderr) so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     /// The server's process id.

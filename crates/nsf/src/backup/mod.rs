@@ -10,6 +10,6 @@ mod restore;
 mod take;
 
 pub use manifest::{BackedUpDb, BackupManifest, BackupReport};
-pub(crate) use restore::{restore_one, RestoreCtx};
+pub(crate) use restore::{check_until, restore_one, RestoreCtx};
 pub use restore::{RestoreOptions, RestoreReport};
 pub(crate) use take::{take_backup, TakeCtx};

@@ -13,10 +13,18 @@
 //! instance wrote after the restore point (in place, or at its own path
 //! for `--to`) must never touch it, and a later restart's redo skips the
 //! retired pair. Pages are resealed with LSN 0 as fixup does, so the file
-//! is new to whatever log it meets next. A crash at any step leaves the
-//! old file (or none) and a stale `.fdb-restore`, or the old file marked
-//! "restore was interrupted", or the restored file: running the restore
-//! again finishes it.
+//! is new to whatever log it meets next. A refused or failed restore
+//! removes its `.fdb-restore` file and leaves the target as it was. A
+//! crash at any step leaves the old file (or none) and a stale
+//! `.fdb-restore`, or the old file marked "restore was interrupted", or
+//! the restored file: running the restore again finishes it (it
+//! overwrites the stale file).
+//!
+//! `--until T` is refused when T lies before the backup's start time
+//! ([`check_until`]), and when a commit of the database later than T lies
+//! before the backup's end LSN (the copy may hold it, [`check_reached`]).
+//! A T inside the backup run is accepted otherwise: the copy then holds
+//! no commit later than T, and the roll-forward stops before the first.
 
 use super::manifest::{BackedUpDb, BackupManifest, FILES_DIR};
 use crate::header::DbHeader;
@@ -78,15 +86,66 @@ pub(crate) struct RestoreCtx<'a> {
     pub until: Option<Timestamp>,
 }
 
+/// Refuses a `--until` before the backup started, before anything is
+/// copied: the copy may hold any commit up to the backup's end, and
+/// commits from before its start are not in the log range it rolls
+/// forward over, so a time before the start cannot be told apart from
+/// the state the copy holds. From the start on, a commit stamped later
+/// than the time lies at or past the start LSN (the start checkpoint was
+/// taken before the start time was noted, and a commit is stamped before
+/// it is appended), so the roll-forward sees it: [`check_reached`]
+/// refuses the restore if it lies before the end, and stops there if not.
+pub(crate) fn check_until(ctx: &RestoreCtx<'_>, path: &str) -> NsfResult<()> {
+    let Some(until) = ctx.until else {
+        return Ok(());
+    };
+    let started = Timestamp(ctx.manifest.started_micros);
+    if until >= started {
+        return Ok(());
+    }
+    Err(NsfError::RestoreUnreachable {
+        path: path.to_string(),
+        wanted: wanted(ctx.until),
+        reason: format!(
+            "the backup started at {} (and finished at {}); it may already hold changes made \
+             after --until, so it cannot restore to a time before its start: choose a time at \
+             or after {}, or an older backup",
+            started.to_rfc3339(),
+            Timestamp(ctx.manifest.finished_micros).to_rfc3339(),
+            started.to_rfc3339()
+        ),
+    })
+}
+
 /// Restores `entry` to `target` (a checked path, claimed by the caller).
+/// A refusal or failure leaves no `<target>-restore` file behind (a
+/// crash may; the next run overwrites it).
 pub(crate) fn restore_one(
     ctx: &RestoreCtx<'_>,
     entry: &BackedUpDb,
     target: &str,
 ) -> NsfResult<RestoreReport> {
-    let be = ctx.backend.as_ref();
     let full = ctx.data_dir.join(target);
     let temp = PathBuf::from(format!("{}-restore", full.display()));
+    let restored = restore_via(ctx, entry, target, &full, &temp);
+    let be = ctx.backend.as_ref();
+    if restored.is_err() && be.exists(&temp) {
+        if let Err(e) = be.remove_file(&temp) {
+            tracing::warn!(file = %temp.display(), error = %e, "could not remove the unfinished restore's file");
+        }
+    }
+    restored
+}
+
+/// [`restore_one`]'s steps, through `temp`.
+fn restore_via(
+    ctx: &RestoreCtx<'_>,
+    entry: &BackedUpDb,
+    target: &str,
+    full: &Path,
+    temp: &Path,
+) -> NsfResult<RestoreReport> {
+    let be = ctx.backend.as_ref();
     let io = |p: &Path| {
         let p = p.display().to_string();
         move |e| NsfError::Io { path: p, source: e }
@@ -109,7 +168,7 @@ pub(crate) fn restore_one(
     if let Some(dir) = temp.parent() {
         be.create_dir_all(dir).map_err(io(dir))?;
     }
-    let file = copy_in(ctx, entry, &temp)?;
+    let file = copy_in(ctx, entry, temp)?;
     let header = read_header(file.as_ref(), target)?;
     if header.instance_id != instance {
         return Err(NsfError::InstanceMismatch {
@@ -136,10 +195,10 @@ pub(crate) fn restore_one(
     let new_instance = new_instance_id(instance, header.instance_id);
     // The header as rolled forward, not as backed up.
     let header = read_header(file.as_ref(), target)?;
-    reseal(file.as_ref(), target, header, new_instance).map_err(io(&temp))?;
+    reseal(file.as_ref(), target, header, new_instance).map_err(io(temp))?;
     let stopped = describe_stop(&rolled.stop);
     drop(file);
-    swap_in(ctx, target, &full, &temp, instance)?;
+    swap_in(ctx, target, full, temp, instance)?;
     Ok(RestoreReport {
         path: target.to_string(),
         from_instance: instance,

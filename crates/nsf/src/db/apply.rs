@@ -123,6 +123,8 @@ impl Database {
                 {
                     attach::free_blob(txn, &old)?;
                 }
+                // I52: small content is logged with its reference.
+                attach::log_small_blob(txn, &blob)?;
                 note.set_item(Item {
                     name: item_name,
                     value: ItemValue::Attachment(blob),

@@ -10,7 +10,8 @@
 //!              version a put replaces (not freed at once: a conflict
 //!              document may keep it)
 //!   used       content a note of this batch stored
-//!   finish     frees available − used, in the same transaction
+//!   finish     frees available − used, in the same transaction, and
+//!              logs the one-page content of used (I52)
 //! ```
 //!
 //! A note may only store content that is available and not yet used, so
@@ -86,10 +87,15 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
         self.apply(note, version, &content.revisions)
     }
 
-    /// Frees the content no stored note took.
+    /// Frees the content no stored note took, and logs the content of
+    /// one page that stored notes took (I52; content a replaced version
+    /// held was logged by its own commit, and logging it again is
+    /// harmless).
     pub(super) fn finish(self) -> NsfResult<()> {
         for (id, blob) in &self.available {
-            if !self.used.contains(id) {
+            if self.used.contains(id) {
+                attach::log_small_blob(self.txn, blob)?;
+            } else {
                 attach::free_blob(self.txn, blob)?;
             }
         }

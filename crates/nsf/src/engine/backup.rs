@@ -3,7 +3,7 @@
 //! list) is gathered here; the work is in `crate::backup`.
 
 use super::{close_if_idle, Engine, Lookup};
-use crate::backup::{restore_one, take_backup, RestoreCtx, TakeCtx};
+use crate::backup::{check_until, restore_one, take_backup, RestoreCtx, TakeCtx};
 use crate::dbpath::DbPath;
 use crate::store::STORE_DIR;
 use crate::Database;
@@ -122,6 +122,11 @@ impl Engine {
             manifest: &manifest,
             until: opts.until,
         };
+        // A time before the backup is refused (for all of its databases
+        // alike) before any is touched.
+        if let Some(first) = chosen.first() {
+            check_until(&ctx, &first.path)?;
+        }
         let mut reports = Vec::new();
         for entry in &chosen {
             let target = DbPath::parse(opts.to.as_deref().unwrap_or(&entry.path))?;

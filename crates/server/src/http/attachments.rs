@@ -2,6 +2,20 @@
 //! upload's body is forwarded chunk by chunk to the job storing it, a
 //! download is read a chunk at a time into the response body; a removal
 //! is one update that drops the attachment.
+//!
+//! A download never answers 200 for content it cannot read whole:
+//!
+//! ```text
+//!  open + read the first 256 KiB ──fails──▶ 500, JSON error, server log names db, document, object
+//!        │ (content that fits: its crc32c checked too)
+//!        ▼
+//!  200 + Content-Length ─▶ chunk … chunk ──a read fails──▶ connection aborted
+//!                                         (fewer bytes than Content-Length;
+//!                                          the last chunk is sent only once
+//!                                          the whole content's crc32c matched)
+//! ```
+//!
+//! Verifying larger content whole before answering would read it twice.
 
 use super::answer::{bad, json_response, ok, Answer, ApiError};
 use super::extract::{body_failed, content_length, discard_rest, open_db, Call, Svc};
@@ -90,20 +104,54 @@ pub(super) async fn get_attachment(State(s): Svc, c: Call) -> Answer {
     let (tx, rx) = mpsc::channel(DOWNLOAD_QUEUE);
     stream_job(&s, &c, Op::GetAttachment, tx, move |s, caller, out| {
         let db = open_db(s, caller, &path)?;
-        let mut r = s.open_attachment(caller, &db, unid, &name)?;
+        let unreadable = |what: &str, e: &dyn std::fmt::Display| {
+            tracing::error!(db = %path, unid = %unid, attachment = %name, object = %what, error = %e,
+                "an attachment cannot be read");
+            ServerError::Internal(format!(
+                "{path}: document {unid}: attachment {name:?} ({what}) cannot be read: {e}"
+            ))
+        };
+        let mut r = s
+            .open_attachment(caller, &db, unid, &name)
+            .map_err(|e| match e {
+                ServerError::Internal(_) => unreadable("its content", &e),
+                e => e,
+            })?;
         let a = r.attachment().clone();
-        out.start(a.mime.clone(), Some(a.size))?;
+        let what = content_name(&a);
+        // The first chunk is read, and checked, before the answer starts:
+        // content that fits in it (its crc32c included, checked by the
+        // read that ends it) fails as an error answer, never as a 200.
         let mut buf = vec![0u8; DOWNLOAD_CHUNK];
-        loop {
-            let n = nsf::read_full(&mut r, &mut buf)
-                .map_err(|e| ServerError::Internal(format!("reading attachment {name:?}: {e}")))?;
-            if n == 0 {
-                return Ok(());
-            }
+        let mut n = nsf::read_full(&mut r, &mut buf).map_err(|e| unreadable(&what, &e))?;
+        out.start(a.mime.clone(), Some(a.size))?;
+        while n > 0 {
             out.data(Bytes::copy_from_slice(&buf[..n]))?;
+            // A later chunk that fails aborts the connection (`late`):
+            // the client has fewer bytes than `Content-Length`, and the
+            // last bytes are never sent before the whole content's
+            // crc32c matched.
+            n = nsf::read_full(&mut r, &mut buf).map_err(|e| unreadable(&what, &e))?;
         }
+        Ok(())
     });
     streamed(rx, |e| Err(std::io::Error::other(e.to_string()))).await
+}
+
+/// Where an attachment's content is, for the server log: its attachment
+/// store object, or its blob pages.
+fn content_name(a: &nsf::AttachmentRef) -> String {
+    match &a.stored {
+        Some(c) => format!("attachment store object {}", c.hash),
+        None => {
+            let runs: Vec<String> = a
+                .extents
+                .iter()
+                .map(|(first, count)| format!("{first}..{}", first + count))
+                .collect();
+            format!("blob pages {}", runs.join(","))
+        }
+    }
 }
 
 /// `DELETE /db/{db}/docs/{unid}/attachments/{name}[?seq=N]`: removes the
