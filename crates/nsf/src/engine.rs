@@ -956,24 +956,35 @@ fn stop_background(s: &Shared, thread: Option<JoinHandle<()>>) {
     }
 }
 
+/// The background work: the checkpointer on this thread, the closer on
+/// one of its own. They are apart because a close may wait for the log
+/// (a close hook commits, I14) and only a checkpoint frees room in a full
+/// log: on one thread, a close waiting for room would wait for itself,
+/// and every open waiting for the closer with it.
 fn background_loop(s: &Shared) {
-    let mut last = Instant::now();
-    let mut behind = false;
-    loop {
-        {
-            let mut stop = s.stop.lock();
-            if *stop {
-                return;
-            }
-            // A closer that is behind goes on at once; a checkpoint the
-            // log asks for still comes first in every pass.
-            if !behind {
-                s.wake.wait_for(&mut stop, Duration::from_millis(100));
-            }
-            if *stop {
-                return;
-            }
+    std::thread::scope(|scope| {
+        let closer = std::thread::Builder::new()
+            .name("folio-closer".into())
+            .spawn_scoped(scope, || closer_loop(s));
+        if let Err(e) = closer {
+            tracing::error!(error = %e, "cannot start the closer thread; idle databases close only at the cache's ceiling");
         }
+        checkpoint_loop(s);
+    });
+}
+
+/// Sleeps up to 100 ms (not at all if `at_once`); false once stopped.
+fn pause(s: &Shared, at_once: bool) -> bool {
+    let mut stop = s.stop.lock();
+    if !*stop && !at_once {
+        s.wake.wait_for(&mut stop, Duration::from_millis(100));
+    }
+    !*stop
+}
+
+fn checkpoint_loop(s: &Shared) {
+    let mut last = Instant::now();
+    while pause(s, false) {
         let wanted = s.log.as_ref().is_some_and(|l| l.checkpoint_wanted());
         let (_, pressure) = s.pool.dirty_pressure();
         if wanted || pressure || last.elapsed() >= s.cfg.flush_interval {
@@ -985,6 +996,13 @@ fn background_loop(s: &Shared) {
             }
             last = Instant::now();
         }
+    }
+}
+
+/// A closer that is behind goes on at once.
+fn closer_loop(s: &Shared) {
+    let mut behind = false;
+    while pause(s, behind) {
         behind = closer_pass(s);
     }
 }
