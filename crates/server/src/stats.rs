@@ -486,6 +486,13 @@ fn router_stats(out: &mut Vec<Statistic>, s: &mail::StatsSnapshot) {
     put("latency_p99_ms", StatValue::Gauge(s.latency_p99_ms));
     put("ndr", StatValue::Count(s.ndr));
     put("delay_notices", StatValue::Count(s.delay_notices));
+    put("passes", StatValue::Count(s.passes));
+    for (phase, ms) in &s.phase_ms {
+        put(&format!("pass_ms.{phase}"), StatValue::Count(*ms));
+    }
+    for (step, ms) in &s.step_ms {
+        put(&format!("delivery_ms.{step}"), StatValue::Count(*ms));
+    }
 }
 
 /// Buffer pool, log and lock figures straight from the engine.

@@ -21,7 +21,7 @@ use super::notices::{delay_items, delay_unid, foreign, ndr_items, ndr_unid};
 use super::pending;
 use super::schedule::RouterConfig;
 use super::state::Routing;
-use super::stats::RouterStats;
+use super::stats::{Phase, RouterStats};
 use crate::directory::{Directory, Person, Resolved};
 use crate::mailfile::open_mail_file;
 use crate::template::INBOX;
@@ -29,6 +29,7 @@ use crate::{MailError, MailResult};
 use nsf::{Clock, Database, DbPath, Engine, NsfError, Timestamp, Unid};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 use views::Views;
 
 /// Most deposits one pass takes from each box (a pass that leaves more
@@ -87,6 +88,7 @@ impl Router {
     /// a deposit that cannot be handled is left for a later pass.
     pub fn pass(&self, engine: &Engine, views: &Views) -> MailResult<Pass> {
         let now = self.clock.now();
+        let mut t = Instant::now();
         let mut report = Pass::default();
         let mut work: Vec<(Arc<Database>, Routing)> = Vec::new();
         for path in pending::boxes(engine)? {
@@ -99,6 +101,7 @@ impl Router {
                 Err(_) => report.more = true,
             }
         }
+        t = self.stats.phase(Phase::Scan, t);
         if work.is_empty() {
             // Nothing to route: the directory is not even opened (a server
             // without mail makes no names.fdb).
@@ -148,9 +151,10 @@ impl Router {
                 }
             }
         }
+        t = self.stats.phase(Phase::Resolve, t);
         for (file, group) in &jobs {
             let person = &people[file];
-            let filed = batch::deliver(engine, views, person, group, &work, now);
+            let filed = batch::deliver(engine, views, person, group, &work, now, &self.stats);
             for (job, f) in group.iter().zip(filed) {
                 let r = &mut work[job.routing].1;
                 match (job.copy, f) {
@@ -165,6 +169,7 @@ impl Router {
                 }
             }
         }
+        t = self.stats.phase(Phase::Deliver, t);
         for (w, (_, r)) in work.iter_mut().enumerate() {
             if r.waited(now) < self.config.expire() {
                 continue;
@@ -199,9 +204,11 @@ impl Router {
         for (_, r) in work.iter_mut() {
             self.maybe_delay_notice(engine, views, &directory, r, now);
         }
+        t = self.stats.phase(Phase::Notices, t);
         let mut reasons: Vec<String> = Vec::new();
         let mut waiting = 0u64;
         let recorded = record(&work);
+        self.stats.phase(Phase::Record, t);
         for ((_, r), recorded) in work.iter().zip(recorded) {
             if !recorded {
                 // The copies are filed; a pass after the first backoff

@@ -2,12 +2,82 @@
 //! (deposit → the copy in the recipient's Inbox), deliveries per second
 //! over the last minute, and what the last pass found waiting and why.
 //! Times come from the router's clock, so tests can read exact rates.
+//!
+//! Where passes spend their time is kept too, in wall-clock milliseconds
+//! summed over passes: per phase of a pass ([`Phase`]), and inside the
+//! mail files per step of a delivery ([`Step`], summed over whoever
+//! delivers, so steps run side by side add up to more than the phase).
+//! These say what bounds the router (reading boxes, the directory, or
+//! waiting for the mail files' commits) from `show stats` alone.
 
 use hdrhistogram::Histogram;
 use nsf::Timestamp;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The phases of a pass (pass.rs), in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Reading the boxes' pending deposits.
+    Scan,
+    /// Resolving recipients through the directory.
+    Resolve,
+    /// Filing the copies in the mail files.
+    Deliver,
+    /// NDRs and delay notices.
+    Notices,
+    /// Recording the deposits' states in their boxes.
+    Record,
+}
+
+impl Phase {
+    const ALL: [Phase; 5] = [
+        Phase::Scan,
+        Phase::Resolve,
+        Phase::Deliver,
+        Phase::Notices,
+        Phase::Record,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Scan => "scan",
+            Phase::Resolve => "resolve",
+            Phase::Deliver => "deliver",
+            Phase::Notices => "notices",
+            Phase::Record => "record",
+        }
+    }
+}
+
+/// The steps of one mail file's delivery (batch.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Opening the mail file.
+    Open,
+    /// Looking for copies already there and filing the new ones (one
+    /// logged commit, waited for).
+    Copies,
+    /// Adding the copies to the Inbox (one logged commit, waited for).
+    Inbox,
+    /// Applying meeting notices to the calendar.
+    Calendar,
+}
+
+impl Step {
+    const ALL: [Step; 4] = [Step::Open, Step::Copies, Step::Inbox, Step::Calendar];
+
+    fn name(self) -> &'static str {
+        match self {
+            Step::Open => "open",
+            Step::Copies => "copies",
+            Step::Inbox => "inbox",
+            Step::Calendar => "calendar",
+        }
+    }
+}
 
 /// What the router reports (see [`RouterStats::snapshot`]).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,6 +96,11 @@ pub struct StatsSnapshot {
     pub ndr: u64,
     pub delay_notices: u64,
     pub passes: u64,
+    /// Milliseconds spent per phase of a pass, summed over passes.
+    pub phase_ms: Vec<(&'static str, u64)>,
+    /// Milliseconds spent per step of delivering into a mail file,
+    /// summed over deliveries (those run side by side add up).
+    pub step_ms: Vec<(&'static str, u64)>,
 }
 
 /// Shared between the router and whoever reports (the server's stats).
@@ -34,6 +109,8 @@ pub struct RouterStats {
     ndr: AtomicU64,
     delay_notices: AtomicU64,
     passes: AtomicU64,
+    phase_us: [AtomicU64; Phase::ALL.len()],
+    step_us: [AtomicU64; Step::ALL.len()],
     latency_ms: Mutex<Histogram<u64>>,
     /// (second, deliveries in it), the last 60 seconds.
     per_second: Mutex<VecDeque<(i64, u64)>>,
@@ -47,6 +124,8 @@ impl Default for RouterStats {
             ndr: AtomicU64::new(0),
             delay_notices: AtomicU64::new(0),
             passes: AtomicU64::new(0),
+            phase_us: Default::default(),
+            step_us: Default::default(),
             latency_ms: Mutex::new(
                 Histogram::new_with_bounds(1, 30 * 86_400_000, 3).expect("valid histogram bounds"),
             ),
@@ -74,6 +153,23 @@ impl RouterStats {
         while q.front().is_some_and(|(s, _)| *s <= sec - 60) {
             q.pop_front();
         }
+    }
+
+    /// Counts the time since `start` to `phase`, and returns now (the
+    /// start of the next phase).
+    pub(crate) fn phase(&self, phase: Phase, start: Instant) -> Instant {
+        let now = Instant::now();
+        let us = now.duration_since(start).as_micros() as u64;
+        self.phase_us[phase as usize].fetch_add(us, Ordering::Relaxed);
+        now
+    }
+
+    /// Counts the time since `start` to `step`, and returns now.
+    pub(crate) fn step(&self, step: Step, start: Instant) -> Instant {
+        let now = Instant::now();
+        let us = now.duration_since(start).as_micros() as u64;
+        self.step_us[step as usize].fetch_add(us, Ordering::Relaxed);
+        now
     }
 
     pub(crate) fn ndr(&self) {
@@ -127,6 +223,14 @@ impl RouterStats {
             ndr: self.ndr.load(Ordering::Relaxed),
             delay_notices: self.delay_notices.load(Ordering::Relaxed),
             passes: self.passes.load(Ordering::Relaxed),
+            phase_ms: Phase::ALL
+                .iter()
+                .map(|&p| (p.name(), self.phase_us[p as usize].load(Ordering::Relaxed) / 1000))
+                .collect(),
+            step_ms: Step::ALL
+                .iter()
+                .map(|&s| (s.name(), self.step_us[s as usize].load(Ordering::Relaxed) / 1000))
+                .collect(),
         }
     }
 }
