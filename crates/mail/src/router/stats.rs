@@ -9,6 +9,11 @@
 //! delivers, so steps run side by side add up to more than the phase).
 //! These say what bounds the router (reading boxes, the directory, or
 //! waiting for the mail files' commits) from `show stats` alone.
+//!
+//! And how far behind it is: the deposits pending in the boxes when the
+//! last pass began (the queue), the age of the oldest, the copies and
+//! mail files being delivered right now, and how many passes found more
+//! than a pass takes (back-pressure: the router runs the next at once).
 
 use hdrhistogram::Histogram;
 use nsf::Timestamp;
@@ -96,6 +101,16 @@ pub struct StatsSnapshot {
     pub ndr: u64,
     pub delay_notices: u64,
     pub passes: u64,
+    /// Deposits pending in the boxes when the last pass began.
+    pub queue_depth: u64,
+    /// Age of the oldest deposit the last pass took, in milliseconds.
+    pub oldest_pending_ms: u64,
+    /// Copies being filed into mail files now.
+    pub in_flight: u64,
+    /// Mail files being delivered into now (workers busy).
+    pub workers_busy: u64,
+    /// Passes that left deposits for the next (it ran at once).
+    pub passes_behind: u64,
     /// Milliseconds spent per phase of a pass, summed over passes.
     pub phase_ms: Vec<(&'static str, u64)>,
     /// Milliseconds spent per step of delivering into a mail file,
@@ -109,6 +124,10 @@ pub struct RouterStats {
     ndr: AtomicU64,
     delay_notices: AtomicU64,
     passes: AtomicU64,
+    passes_behind: AtomicU64,
+    queue: Mutex<(u64, u64)>,
+    in_flight: AtomicU64,
+    workers_busy: AtomicU64,
     phase_us: [AtomicU64; Phase::ALL.len()],
     step_us: [AtomicU64; Step::ALL.len()],
     latency_ms: Mutex<Histogram<u64>>,
@@ -124,6 +143,10 @@ impl Default for RouterStats {
             ndr: AtomicU64::new(0),
             delay_notices: AtomicU64::new(0),
             passes: AtomicU64::new(0),
+            passes_behind: AtomicU64::new(0),
+            queue: Mutex::new((0, 0)),
+            in_flight: AtomicU64::new(0),
+            workers_busy: AtomicU64::new(0),
             phase_us: Default::default(),
             step_us: Default::default(),
             latency_ms: Mutex::new(
@@ -172,6 +195,27 @@ impl RouterStats {
         now
     }
 
+    /// What a pass found at its start: `pending` deposits in the boxes,
+    /// the oldest it took `oldest_ms` old, and whether it leaves some
+    /// for the next pass.
+    pub(crate) fn queue(&self, pending: u64, oldest_ms: u64, behind: bool) {
+        *self.queue.lock() = (pending, oldest_ms);
+        if behind {
+            self.passes_behind.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts `copies` in flight and one worker busy until the guard is
+    /// dropped.
+    pub(crate) fn start_delivery(&self, copies: usize) -> InFlight<'_> {
+        self.in_flight.fetch_add(copies as u64, Ordering::Relaxed);
+        self.workers_busy.fetch_add(1, Ordering::Relaxed);
+        InFlight {
+            stats: self,
+            copies: copies as u64,
+        }
+    }
+
     pub(crate) fn ndr(&self) {
         self.ndr.fetch_add(1, Ordering::Relaxed);
     }
@@ -212,6 +256,7 @@ impl RouterStats {
             .map(|(_, n)| n)
             .sum();
         let (waiting, reasons) = self.waiting.lock().clone();
+        let (queue_depth, oldest_pending_ms) = *self.queue.lock();
         StatsSnapshot {
             waiting,
             retrying: reasons.values().sum(),
@@ -223,14 +268,44 @@ impl RouterStats {
             ndr: self.ndr.load(Ordering::Relaxed),
             delay_notices: self.delay_notices.load(Ordering::Relaxed),
             passes: self.passes.load(Ordering::Relaxed),
+            queue_depth,
+            oldest_pending_ms,
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            workers_busy: self.workers_busy.load(Ordering::Relaxed),
+            passes_behind: self.passes_behind.load(Ordering::Relaxed),
             phase_ms: Phase::ALL
                 .iter()
-                .map(|&p| (p.name(), self.phase_us[p as usize].load(Ordering::Relaxed) / 1000))
+                .map(|&p| {
+                    (
+                        p.name(),
+                        self.phase_us[p as usize].load(Ordering::Relaxed) / 1000,
+                    )
+                })
                 .collect(),
             step_ms: Step::ALL
                 .iter()
-                .map(|&s| (s.name(), self.step_us[s as usize].load(Ordering::Relaxed) / 1000))
+                .map(|&s| {
+                    (
+                        s.name(),
+                        self.step_us[s as usize].load(Ordering::Relaxed) / 1000,
+                    )
+                })
                 .collect(),
         }
+    }
+}
+
+/// One mail file's delivery in flight (see [`RouterStats::start_delivery`]).
+pub(crate) struct InFlight<'a> {
+    stats: &'a RouterStats,
+    copies: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.stats
+            .in_flight
+            .fetch_sub(self.copies, Ordering::Relaxed);
+        self.stats.workers_busy.fetch_sub(1, Ordering::Relaxed);
     }
 }
