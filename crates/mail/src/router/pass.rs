@@ -5,7 +5,8 @@
 //!   for each due recipient: resolve through (Names)
 //!      person ─▶ job for their mail file        unknown/ambiguous ─▶ to fail
 //!   + the sender's copy as a job for the sender's mail file
-//!   per mail file, up to router.workers files at once (workers.rs):
+//!   per mail file, up to router.workers files at once (workers.rs), for
+//!   at most deliver_for (files not reached stay due for the next pass):
 //!      batch.rs files the jobs (one transaction) ─▶ filed / wait
 //!   expired waits ─▶ to fail;  waited past delay_notice ─▶ delay notice
 //!   to fail ─▶ NDR filed in the sender's mail file ─▶ marked failed
@@ -42,6 +43,9 @@ use views::Views;
 /// the workers busy on a few hundred mail files each pass, a smaller one
 /// would not deliver more per second.
 const PER_PASS: usize = 500;
+
+/// The deposits a pass took, each with its box.
+type Work = Vec<(Arc<Database>, Routing)>;
 
 /// What one pass did and what it left.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -174,18 +178,23 @@ impl Router {
             clock: &*self.clock,
             stats: &self.stats,
         };
-        let done = workers::deliver_all(&shared, &files, self.config.workers());
-        let outcomes: Vec<(Job, Filed, Timestamp)> = files
-            .iter()
-            .zip(done)
-            .flat_map(|(f, d)| {
-                let at = d.at;
+        let until = Instant::now() + self.config.deliver_for();
+        let done = workers::deliver_all(&shared, &files, self.config.workers(), until);
+        let mut outcomes: Vec<(Job, Filed, Timestamp)> = Vec::new();
+        for (f, d) in files.iter().zip(done) {
+            // A file the workers did not reach in time: its recipients
+            // stay pending and due, for the next pass.
+            let Some(d) = d else {
+                report.more = true;
+                continue;
+            };
+            outcomes.extend(
                 f.jobs
                     .iter()
                     .zip(d.filed)
-                    .map(move |(j, filed)| (*j, filed, at))
-            })
-            .collect();
+                    .map(|(j, filed)| (*j, filed, d.at)),
+            );
+        }
         for (job, f, at) in outcomes {
             let r = &mut work[job.routing].1;
             match (job.copy, f) {
@@ -272,12 +281,7 @@ impl Router {
     /// among the boxes (`pending::shares`) and interleaved box by box, so
     /// the oldest of every box come first. Also how many all the boxes
     /// hold. A box that cannot be read is left for a later pass.
-    fn take(
-        &self,
-        engine: &Engine,
-        views: &Views,
-        report: &mut Pass,
-    ) -> MailResult<(Vec<(Arc<Database>, Routing)>, u64)> {
+    fn take(&self, engine: &Engine, views: &Views, report: &mut Pass) -> MailResult<(Work, u64)> {
         let mut queues = Vec::new();
         for path in pending::boxes(engine)? {
             match pending::queue(engine, views, &path) {

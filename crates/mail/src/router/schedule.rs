@@ -12,7 +12,11 @@
 //! `router.workers` (default 16) bounds how many mail files a pass
 //! delivers into at once (`workers.rs`): enough that the copies of many
 //! mail files share each fsync of the log, few enough that the router
-//! cannot take every thread of a small machine.
+//! cannot take every thread of a small machine. A pass hands mail files
+//! to them for at most `deliver_for` (250 ms; what it did not reach
+//! waits for the next pass, at once), since its deliveries count only
+//! once it records them: this bounds how long a filed copy waits for its
+//! record however slowly mail files open or commit.
 
 use crate::{MailError, MailResult};
 use std::time::Duration;
@@ -38,6 +42,7 @@ pub struct RouterConfig {
     delay_notice_hours: u32,
     expire_hours: u32,
     workers: u32,
+    deliver_for: Duration,
 }
 
 impl RouterConfig {
@@ -48,6 +53,7 @@ impl RouterConfig {
     pub const DEFAULT_WORKERS: u32 = 16;
     /// Most mail files delivered into at once.
     pub const MAX_WORKERS: u32 = 256;
+    pub const DEFAULT_DELIVER_FOR: Duration = Duration::from_millis(250);
 
     /// Both at least 1 hour and at most 30 days, the delay notice before
     /// the expiry.
@@ -74,6 +80,7 @@ impl RouterConfig {
             delay_notice_hours,
             expire_hours,
             workers: Self::DEFAULT_WORKERS,
+            deliver_for: Self::DEFAULT_DELIVER_FOR,
         })
     }
 
@@ -95,6 +102,21 @@ impl RouterConfig {
         self.workers as usize
     }
 
+    /// These settings handing mail files to the workers for `d` in a
+    /// pass (each worker still takes one, so a pass of zero delivers into
+    /// `workers` files: tests use it to cut passes short exactly).
+    pub fn with_deliver_for(self, d: Duration) -> RouterConfig {
+        RouterConfig {
+            deliver_for: d,
+            ..self
+        }
+    }
+
+    /// How long a pass hands mail files to its workers.
+    pub fn deliver_for(&self) -> Duration {
+        self.deliver_for
+    }
+
     /// How long a message waits before its sender gets a delay notice.
     pub fn delay_notice(&self) -> Duration {
         Duration::from_secs(u64::from(self.delay_notice_hours) * 3600)
@@ -112,6 +134,7 @@ impl Default for RouterConfig {
             delay_notice_hours: Self::DEFAULT_DELAY_NOTICE_HOURS,
             expire_hours: Self::DEFAULT_EXPIRE_HOURS,
             workers: Self::DEFAULT_WORKERS,
+            deliver_for: Self::DEFAULT_DELIVER_FOR,
         }
     }
 }

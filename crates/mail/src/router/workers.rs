@@ -16,6 +16,11 @@
 //!   every worker done (a scope) ◀───────────────────────────────────────┘
 //! ```
 //!
+//! A pass hands out files only for a bounded time (`until`): its
+//! deliveries are recorded when it ends, so however slowly mail files
+//! open or commit, a pass ends soon and records what it filed; the files
+//! it did not reach stay pending, due, for the next pass at once.
+//!
 //! Nothing is recorded here: the pass records a deposit only after every
 //! worker is done, so each copy is durable (and in the Inbox) before its
 //! box document says so, whichever worker filed it (I33 (4)). A worker
@@ -30,6 +35,7 @@ use nsf::{Clock, Database, Engine, Timestamp};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use views::Views;
 
 /// The copies for one mail file, delivered by one worker.
@@ -54,22 +60,29 @@ pub(crate) struct Shared<'a> {
     pub stats: &'a RouterStats,
 }
 
-/// Delivers every entry of `files` with at most `workers` at once, in
-/// the order given as far as workers are free; returns each file's
+/// Delivers entries of `files` with at most `workers` at once, in the
+/// order given as far as workers are free, until every one is delivered
+/// or `until` has passed: a file not yet taken then is left (None), its
+/// copies untouched for the next pass. Each worker takes its first file
+/// whatever the time, so every pass makes progress. Returns each file's
 /// outcome, in the order of `files`.
 pub(crate) fn deliver_all(
     shared: &Shared<'_>,
     files: &[FileJobs<'_>],
     workers: usize,
-) -> Vec<FileDone> {
+    until: Instant,
+) -> Vec<Option<FileDone>> {
     let next = AtomicUsize::new(0);
     let done: Vec<Mutex<Option<FileDone>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    let threads = workers.clamp(1, files.len().max(1));
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= threads && Instant::now() >= until {
+            return;
+        }
         let Some(f) = files.get(i) else { return };
         *done[i].lock() = Some(deliver_one(shared, f));
     };
-    let threads = workers.clamp(1, files.len().max(1));
     if threads == 1 {
         work();
     } else {
@@ -79,18 +92,7 @@ pub(crate) fn deliver_all(
             }
         });
     }
-    done.into_iter()
-        .zip(files)
-        .map(|(d, f)| {
-            d.into_inner().unwrap_or_else(|| FileDone {
-                filed: vec![
-                    Filed::Wait("internal error: a mail file was not delivered".into());
-                    f.jobs.len()
-                ],
-                at: shared.now,
-            })
-        })
-        .collect()
+    done.into_iter().map(Mutex::into_inner).collect()
 }
 
 /// One mail file's delivery, counted in flight while it runs.
