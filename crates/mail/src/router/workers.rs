@@ -6,7 +6,10 @@
 //! mail file after another, a pass costs (mail files) × (fsync latency),
 //! however idle the disk. Delivered side by side, the commits of many
 //! mail files reach the log together and share its group-commit fsyncs,
-//! so a pass costs about (mail files / workers) fsyncs.
+//! so a pass costs about (mail files / workers) fsyncs. (Opening a mail
+//! file is the other cost, and where the engine serializes opens — its
+//! open-database cache over its limit closes idle files inline — the
+//! workers wait there instead: `router.delivery_ms.open` shows it.)
 //!
 //! ```text
 //!   files, oldest deposit first ──▶ next (an atomic index)
