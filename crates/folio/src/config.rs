@@ -119,6 +119,8 @@ pub struct RouterSection {
     pub delay_notice_hours: Option<u32>,
     /// Hours a message waits before a recipient is given up (NDR).
     pub expire_hours: Option<u32>,
+    /// Most mail files the router delivers into at once.
+    pub workers: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -408,6 +410,7 @@ impl FileConfig {
             r.expire_hours
                 .unwrap_or(mail::RouterConfig::DEFAULT_EXPIRE_HOURS),
         )
+        .and_then(|c| c.with_workers(r.workers.unwrap_or(mail::RouterConfig::DEFAULT_WORKERS)))
         .map_err(|e| e.to_string())
     }
 }
@@ -885,6 +888,16 @@ mod tests {
         assert!(e.contains("router.delay_notice_hours"), "{e}");
         let e = parse("[router]\nexpire = 2").unwrap_err();
         assert!(e.contains("expire"), "{e}");
+        let c = parse("[router]\nworkers = 4")
+            .unwrap()
+            .router_config()
+            .unwrap();
+        assert_eq!(c.workers(), 4);
+        let e = parse("[router]\nworkers = 0")
+            .unwrap()
+            .router_config()
+            .unwrap_err();
+        assert!(e.contains("router.workers"), "{e}");
     }
 
     #[test]

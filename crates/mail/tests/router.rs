@@ -3,7 +3,10 @@
 //! into one transaction per mail file; a mail file that cannot take mail
 //! retried on the backoff schedule with the delay notice and the NDR at
 //! the right times (a manual clock); and a crash at every sync point of a
-//! pass, after which a rerun leaves exactly one copy of everything.
+//! pass, after which a rerun leaves exactly one copy of everything. Also
+//! with several workers delivering side by side (each copy once, a crash
+//! among them too), and a long queue in one box that must not hold up
+//! the others.
 
 use mail::{
     create_mail_file, create_user, deposit, item, open_box, Address, DeliveryState, Directory,
@@ -129,8 +132,10 @@ fn states(engine: &Engine, views: &Views) -> Vec<(String, Vec<DeliveryState>)> {
     out
 }
 
+/// A router whose passes never run out of time (a slow machine must not
+/// change what one pass does; cutting passes short is tested on its own).
 fn router(clock: &Arc<ManualClock>) -> Router {
-    Router::new(RouterConfig::default(), clock.clone())
+    router_with(clock, RouterConfig::DEFAULT_WORKERS)
 }
 
 fn clock() -> Arc<ManualClock> {
@@ -368,7 +373,9 @@ fn a_crash_at_any_point_of_a_pass_loses_and_repeats_nothing() {
     let disk = Arc::new(CrashBackend::new());
     let (engine, views) = crash_setup(disk.clone());
     let start = disk.sync_count();
-    let r = router(&clock());
+    // One mail file after another, so each sync point falls at the same
+    // write in every run (the workers' case is tested below).
+    let r = router_with(&clock(), 1);
     r.pass(&engine, &views).unwrap();
     let syncs = disk.sync_count() - start;
     check_exactly_once(&engine, &views);
@@ -399,4 +406,218 @@ fn a_crash_at_any_point_of_a_pass_loses_and_repeats_nothing() {
         crashed + 2 >= syncs,
         "{crashed} of {syncs} sync points crashed"
     );
+}
+
+fn router_with(clock: &Arc<ManualClock>, workers: u32) -> Router {
+    let config = RouterConfig::default()
+        .with_workers(workers)
+        .unwrap()
+        .with_deliver_for(Duration::from_secs(3600));
+    Router::new(config, clock.clone())
+}
+
+/// `n` people, each sending one message ("from i") to the next three.
+fn ring_setup(backend: Arc<dyn Backend>, n: usize) -> (Engine, Views) {
+    let (engine, views) = open(backend);
+    let people: Vec<Person> = (0..n)
+        .map(|i| user(&engine, &views, &format!("Person{i:02}"), &[]))
+        .collect();
+    for (i, p) in people.iter().enumerate() {
+        let to: Vec<String> = (1..=3)
+            .map(|d| format!("person{:02}", (i + d) % n))
+            .collect();
+        let to: Vec<&str> = to.iter().map(String::as_str).collect();
+        send(&engine, &views, p, &format!("from {i:02}"), &to, &[]);
+    }
+    (engine, views)
+}
+
+/// Each of the ring's `n` people has exactly the three messages of the
+/// three before, once each, and their own in Sent; nothing is pending.
+fn check_ring(engine: &Engine, views: &Views, n: usize) {
+    let dir = Directory::open(engine, views).unwrap();
+    for j in 0..n {
+        let p = dir.person(&format!("person{j:02}")).unwrap();
+        let mut want: Vec<String> = (1..=3)
+            .map(|d| format!("from {:02}", (j + n - d) % n))
+            .collect();
+        want.sort();
+        assert_eq!(inbox(engine, views, &p), want, "{}", p.full_name);
+        let db = engine.open_database(p.mail_file.as_str()).unwrap();
+        assert_eq!(entries(views, &db, "Sent").len(), 1, "{}", p.full_name);
+    }
+    for (s, st) in states(engine, views) {
+        assert!(
+            st.iter().all(|s| *s == DeliveryState::Delivered),
+            "{s}: {st:?}"
+        );
+    }
+}
+
+#[test]
+fn deliveries_to_many_mail_files_side_by_side_file_each_copy_once() {
+    let n = 24;
+    let (engine, views) = ring_setup(Arc::new(MemBackend::new()), n);
+    let clock = clock();
+    let r = router_with(&clock, 8);
+    let pass = r.pass(&engine, &views).unwrap();
+    assert_eq!((pass.delivered, pass.failed, pass.more), (3 * n, 0, false));
+    check_ring(&engine, &views, n);
+    assert_eq!(r.pass(&engine, &views).unwrap().delivered, 0);
+    let stats = r.stats().snapshot(clock.now());
+    assert_eq!(stats.delivered, 3 * n as u64);
+    // The first pass found every deposit queued; nothing is in flight
+    // once a pass is over.
+    assert_eq!(
+        (stats.queue_depth, stats.in_flight, stats.workers_busy),
+        (0, 0, 0)
+    );
+    assert_eq!(stats.passes_behind, 0);
+}
+
+#[test]
+fn a_pass_out_of_time_leaves_the_mail_files_it_did_not_reach_due() {
+    let n = 12;
+    let (engine, views) = ring_setup(Arc::new(MemBackend::new()), n);
+    let clock = clock();
+    // No time at all: each of the two workers takes one mail file.
+    let config = RouterConfig::default()
+        .with_workers(2)
+        .unwrap()
+        .with_deliver_for(Duration::ZERO);
+    let r = Router::new(config, clock.clone());
+    let first = r.pass(&engine, &views).unwrap();
+    assert!(first.more, "{first:?}");
+    assert!(first.delivered > 0 && first.delivered <= 2 * 3, "{first:?}");
+    // Nothing it did not reach counts as an attempt: no backoff, due now.
+    assert_eq!(first.retrying, 0, "{first:?}");
+    assert!(first.next_due.is_none_or(|t| t <= clock.now()), "{first:?}");
+    let mut delivered = first.delivered;
+    for _ in 0..(4 * n) {
+        let p = r.pass(&engine, &views).unwrap();
+        delivered += p.delivered;
+        if !p.more {
+            break;
+        }
+    }
+    assert_eq!(delivered, 3 * n);
+    check_ring(&engine, &views, n);
+}
+
+#[test]
+fn a_crash_while_workers_deliver_loses_and_repeats_nothing() {
+    let n = 8;
+    let r = router_with(&clock(), 4);
+    let disk = Arc::new(CrashBackend::new());
+    let (engine, views) = ring_setup(disk.clone(), n);
+    let start = disk.sync_count();
+    r.pass(&engine, &views).unwrap();
+    let syncs = disk.sync_count() - start;
+    check_ring(&engine, &views, n);
+    drop((engine, views));
+
+    // Copies of several mail files commit side by side, so where each
+    // sync point falls differs from run to run; every crash must still
+    // leave a state the next pass completes exactly once.
+    let (mut crashed, mut filed_unrecorded) = (0, 0);
+    for k in 1..=syncs {
+        let disk = Arc::new(CrashBackend::new());
+        let (engine, views) = ring_setup(disk.clone(), n);
+        disk.arm_crash(disk.sync_count() + k, CrashMode::DropUnsynced);
+        let _ = r.pass(&engine, &views);
+        let Some(image) = disk.crashed_image() else {
+            disk.arm_crash(u64::MAX, CrashMode::DropUnsynced);
+            continue;
+        };
+        crashed += 1;
+        drop((engine, views));
+        let (engine, views) = open(Arc::new(image));
+        filed_unrecorded += copies_not_recorded(&engine, &views);
+        while r.pass(&engine, &views).unwrap().more {}
+        check_ring(&engine, &views, n);
+        engine.close().unwrap();
+    }
+    assert!(
+        crashed > syncs / 2,
+        "{crashed} of {syncs} sync points crashed"
+    );
+    assert!(
+        filed_unrecorded > 0,
+        "no crash fell between a durable copy and its record"
+    );
+}
+
+/// Copies in a mail file whose recipient the box still has pending.
+fn copies_not_recorded(engine: &Engine, views: &Views) -> usize {
+    let dir = Directory::open(engine, views).unwrap();
+    let db = open_box(engine, views, &mail::box_path(0, 1)).unwrap();
+    let mut found = 0;
+    db.for_each_note(|n| {
+        let Ok(d) = mail::read_deposit(&db, n.oid.unid) else {
+            return Ok(());
+        };
+        for delivery in &d.deliveries {
+            if delivery.state != DeliveryState::Pending {
+                continue;
+            }
+            let p = dir.person(&delivery.recipient.to_string()).unwrap();
+            let file = engine.open_database(p.mail_file.as_str()).unwrap();
+            if file.get(mail::copy_unid(d.unid, &p.mail_file)).is_ok() {
+                found += 1;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    found
+}
+
+#[test]
+fn a_long_queue_in_one_box_does_not_hold_up_the_others() {
+    let (engine, views) = open(Arc::new(MemBackend::new()));
+    let alice = user(&engine, &views, "Alice", &[]);
+    let bob = user(&engine, &views, "Bob", &[]);
+    let carol = user(&engine, &views, "Carol", &[]);
+    // 600 messages queue in mail.box (one box), then three more go to
+    // mail1/mail2.box (two boxes) behind them.
+    let flood = 600;
+    for i in 0..flood {
+        send(&engine, &views, &alice, &format!("m{i:03}"), &["bob"], &[]);
+    }
+    let two = MailConfig::new(2, 1 << 20).unwrap();
+    for s in ["late 1", "late 2", "late 3"] {
+        let mut h = Header::new(s, "Hello.");
+        h.send_to = vec![Address::parse("carol").unwrap()];
+        deposit(
+            &engine,
+            &views,
+            &two,
+            &alice,
+            Message::Memo(Memo { header: h }),
+            &mut [],
+        )
+        .unwrap();
+    }
+    let clock = clock();
+    let r = router(&clock);
+    let first = r.pass(&engine, &views).unwrap();
+    // One pass is bounded and takes from every box: the late messages
+    // are delivered at once, the long queue only in part.
+    assert_eq!(
+        inbox(&engine, &views, &carol),
+        ["late 1", "late 2", "late 3"]
+    );
+    assert!(first.more, "{first:?}");
+    assert!(first.delivered < flood, "{first:?}");
+    let stats = r.stats().snapshot(clock.now());
+    assert_eq!(stats.queue_depth, flood as u64 + 3);
+    assert_eq!(stats.passes_behind, 1);
+    let mut passes = 1;
+    while r.pass(&engine, &views).unwrap().more {
+        passes += 1;
+        assert!(passes < 10, "the queue does not drain");
+    }
+    let want: Vec<String> = (0..flood).map(|i| format!("m{i:03}")).collect();
+    assert_eq!(inbox(&engine, &views, &bob), want);
+    assert_eq!(r.stats().snapshot(clock.now()).delivered, flood as u64 + 3);
 }

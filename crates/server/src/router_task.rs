@@ -15,7 +15,8 @@
 //! too, and the pass after finds nothing due and writes nothing. A failed
 //! pass (the directory cannot be read) is logged and tried again after
 //! RESCAN; a stop is honoured between passes (a pass is bounded: at most
-//! 2,000 deposits a box).
+//! 500 deposits from all the boxes, delivered by at most `router.workers`
+//! threads of its own, all joined before the pass returns).
 
 use crate::stats::Stats;
 use crate::tasks::{Task, TaskContext, TaskResult};

@@ -486,6 +486,21 @@ fn router_stats(out: &mut Vec<Statistic>, s: &mail::StatsSnapshot) {
     put("latency_p99_ms", StatValue::Gauge(s.latency_p99_ms));
     put("ndr", StatValue::Count(s.ndr));
     put("delay_notices", StatValue::Count(s.delay_notices));
+    put("passes", StatValue::Count(s.passes));
+    put("queue_depth", StatValue::Gauge(s.queue_depth as f64));
+    put(
+        "oldest_pending_ms",
+        StatValue::Gauge(s.oldest_pending_ms as f64),
+    );
+    put("in_flight", StatValue::Gauge(s.in_flight as f64));
+    put("workers_busy", StatValue::Gauge(s.workers_busy as f64));
+    put("passes_behind", StatValue::Count(s.passes_behind));
+    for (phase, ms) in &s.phase_ms {
+        put(&format!("pass_ms.{phase}"), StatValue::Count(*ms));
+    }
+    for (step, ms) in &s.step_ms {
+        put(&format!("delivery_ms.{step}"), StatValue::Count(*ms));
+    }
 }
 
 /// Buffer pool, log and lock figures straight from the engine.

@@ -18,6 +18,7 @@
 
 use super::notices::{copy_items, copy_unid, foreign, sent_items, sent_unid};
 use super::state::Routing;
+use super::stats::{RouterStats, Step};
 use crate::directory::Person;
 use crate::mailfile::open_mail_file;
 use crate::template::INBOX;
@@ -25,6 +26,7 @@ use nsf::{
     Database, Engine, ForeignAttachment, ForeignContent, ForeignNote, NsfError, Timestamp, Unid,
 };
 use std::sync::Arc;
+use std::time::Instant;
 use views::Views;
 
 /// Which copy of a message a job files.
@@ -60,8 +62,12 @@ pub(crate) fn deliver(
     jobs: &[Job],
     work: &[(Arc<Database>, Routing)],
     now: Timestamp,
+    stats: &RouterStats,
 ) -> Vec<Filed> {
-    let db = match open_mail_file(engine, views, person) {
+    let t = Instant::now();
+    let opened = open_mail_file(engine, views, person);
+    let t = stats.step(Step::Open, t);
+    let db = match opened {
         Ok(db) => db,
         Err(e) => {
             return vec![Filed::Wait(format!("mail file {}: {e}", person.mail_file)); jobs.len()]
@@ -105,6 +111,7 @@ pub(crate) fn deliver(
             Err(e) => out[j] = Some(Filed::Wait(format!("mail file {}: {e}", person.mail_file))),
         }
     }
+    let t = stats.step(Step::Copies, t);
     if !to_inbox.is_empty() {
         let unids: Vec<Unid> = to_inbox.iter().map(|&(_, u)| u).collect();
         let filed = match views.folder_add(&db, INBOX, &unids) {
@@ -115,6 +122,7 @@ pub(crate) fn deliver(
             out[j] = Some(filed.clone());
         }
     }
+    let t = stats.step(Step::Inbox, t);
     let mut out: Vec<Filed> = out
         .into_iter()
         .map(|f| f.unwrap_or_else(|| Filed::Wait("internal error: a job had no outcome".into())))
@@ -130,6 +138,7 @@ pub(crate) fn deliver(
             *filed = Filed::Wait(format!("calendar of {}: {e}", person.mail_file));
         }
     }
+    stats.step(Step::Calendar, t);
     out
 }
 

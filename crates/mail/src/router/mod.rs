@@ -1,8 +1,9 @@
 //! The router: delivers what senders deposited in the mail boxes, each
 //! recipient exactly once across crashes (design.md §12, I32, I33).
 //!
-//! Synchronous over nsf and views, with no thread, sleep or poll of its
-//! own: whoever drives it (the server's `router` task) calls
+//! Synchronous over nsf and views, with no sleep or poll of its own and
+//! no thread that outlives a pass (a pass delivers into several mail
+//! files at once on scoped threads, `workers.rs`): whoever drives it (the server's `router` task) calls
 //! [`Router::pass`] when a mail box changed or the earliest retry is due,
 //! and the pass says when that is.
 //!
@@ -13,7 +14,8 @@
 //!   batch.rs     one mail file's copies: one batch of foreign writes, Inbox
 //!   notices.rs   deterministic ids; the sender's copy, NDRs, delay notices
 //!   stats.rs     what `show stats` reports of the router
-//!   pass.rs      one pass: resolve, deliver by mail file, record, notify
+//!   workers.rs   many mail files delivered into at once, bounded
+//!   pass.rs      one pass: take fairly, resolve, deliver, notify, record
 //! ```
 
 mod batch;
@@ -23,6 +25,7 @@ mod pending;
 mod schedule;
 mod state;
 mod stats;
+mod workers;
 
 pub use notices::copy_unid;
 pub(crate) use notices::{derive as derive_unid, foreign};

@@ -1,10 +1,13 @@
 //! One pass of the router over every mail box.
 //!
 //! ```text
-//!   scan boxes ─▶ for each due recipient: resolve through (Names)
+//!   take ≤ PER_PASS deposits, shared fairly among the boxes, interleaved
+//!   for each due recipient: resolve through (Names)
 //!      person ─▶ job for their mail file        unknown/ambiguous ─▶ to fail
 //!   + the sender's copy as a job for the sender's mail file
-//!   per mail file: batch.rs files the jobs (one transaction) ─▶ filed / wait
+//!   per mail file, up to router.workers files at once (workers.rs), for
+//!   at most deliver_for (files not reached stay due for the next pass):
+//!      batch.rs files the jobs (one transaction) ─▶ filed / wait
 //!   expired waits ─▶ to fail;  waited past delay_notice ─▶ delay notice
 //!   to fail ─▶ NDR filed in the sender's mail file ─▶ marked failed
 //!   each changed deposit ─▶ one update of its box document, the
@@ -12,16 +15,18 @@
 //! ```
 //!
 //! The order is I33's: a copy, an NDR or a notice is durable (and a
-//! copy in the Inbox) before the box document records it, so a crash
+//! copy in the Inbox) before the box document records it — the boxes
+//! are written only after every worker is done — so a crash
 //! between any two writes leaves the recipient pending, and the next pass
 //! finds the copy by its UNID and writes nothing twice.
 
-use super::batch::{self, Copy, Filed, Job};
+use super::batch::{Copy, Filed, Job};
 use super::notices::{delay_items, delay_unid, foreign, ndr_items, ndr_unid};
 use super::pending;
 use super::schedule::RouterConfig;
 use super::state::Routing;
-use super::stats::RouterStats;
+use super::stats::{Phase, RouterStats};
+use super::workers::{self, FileJobs, Shared};
 use crate::directory::{Directory, Person, Resolved};
 use crate::mailfile::open_mail_file;
 use crate::template::INBOX;
@@ -29,11 +34,18 @@ use crate::{MailError, MailResult};
 use nsf::{Clock, Database, DbPath, Engine, NsfError, Timestamp, Unid};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 use views::Views;
 
-/// Most deposits one pass takes from each box (a pass that leaves more
-/// says so, and its driver runs another at once).
-const PER_BOX: usize = 2_000;
+/// Most deposits one pass takes, from all the boxes together (a pass
+/// that leaves more says so, and its driver runs another at once). Its
+/// deliveries are recorded when it ends, so a pass is kept short; with
+/// the workers busy on a few hundred mail files each pass, a smaller one
+/// would not deliver more per second.
+const PER_PASS: usize = 500;
+
+/// The deposits a pass took, each with its box.
+type Work = Vec<(Arc<Database>, Routing)>;
 
 /// What one pass did and what it left.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -87,18 +99,16 @@ impl Router {
     /// a deposit that cannot be handled is left for a later pass.
     pub fn pass(&self, engine: &Engine, views: &Views) -> MailResult<Pass> {
         let now = self.clock.now();
+        let mut t = Instant::now();
         let mut report = Pass::default();
-        let mut work: Vec<(Arc<Database>, Routing)> = Vec::new();
-        for path in pending::boxes(engine)? {
-            match pending::scan(engine, views, &path, PER_BOX) {
-                Ok(s) => {
-                    report.damaged += s.damaged;
-                    report.more |= s.more;
-                    work.extend(s.work.into_iter().map(|r| (s.db.clone(), r)));
-                }
-                Err(_) => report.more = true,
-            }
-        }
+        let (mut work, pending) = self.take(engine, views, &mut report)?;
+        let oldest = work.iter().map(|(_, r)| r.waited(now)).max();
+        self.stats.queue(
+            pending,
+            oldest.map_or(0, |d| d.as_millis() as u64),
+            report.more,
+        );
+        t = self.stats.phase(Phase::Scan, t);
         if work.is_empty() {
             // Nothing to route: the directory is not even opened (a server
             // without mail makes no names.fdb).
@@ -148,23 +158,57 @@ impl Router {
                 }
             }
         }
-        for (file, group) in &jobs {
-            let person = &people[file];
-            let filed = batch::deliver(engine, views, person, group, &work, now);
-            for (job, f) in group.iter().zip(filed) {
-                let r = &mut work[job.routing].1;
-                match (job.copy, f) {
-                    (Copy::Recipient(i), Filed::Done) => {
-                        r.delivered(i);
-                        report.delivered += 1;
-                        self.stats.delivered(now.0 - r.deposited().0, now);
-                    }
-                    (Copy::Recipient(i), Filed::Wait(why)) => r.retry(i, why, now),
-                    (Copy::Sender, Filed::Done) => r.sender_filed(),
-                    (Copy::Sender, Filed::Wait(_)) => r.sender_retry(now),
+        t = self.stats.phase(Phase::Resolve, t);
+        // The mail files whose oldest copy is oldest go to the workers
+        // first (the work is in deposit order per box, boxes interleaved).
+        let mut files: Vec<(&DbPath, &Vec<Job>)> = jobs.iter().collect();
+        files.sort_by_key(|(_, group)| group.iter().map(|j| j.routing).min());
+        let files: Vec<FileJobs<'_>> = files
+            .into_iter()
+            .map(|(file, group)| FileJobs {
+                person: &people[file],
+                jobs: group,
+            })
+            .collect();
+        let shared = Shared {
+            engine,
+            views,
+            work: &work,
+            now,
+            clock: &*self.clock,
+            stats: &self.stats,
+        };
+        let until = Instant::now() + self.config.deliver_for();
+        let done = workers::deliver_all(&shared, &files, self.config.workers(), until);
+        let mut outcomes: Vec<(Job, Filed, Timestamp)> = Vec::new();
+        for (f, d) in files.iter().zip(done) {
+            // A file the workers did not reach in time: its recipients
+            // stay pending and due, for the next pass.
+            let Some(d) = d else {
+                report.more = true;
+                continue;
+            };
+            outcomes.extend(
+                f.jobs
+                    .iter()
+                    .zip(d.filed)
+                    .map(|(j, filed)| (*j, filed, d.at)),
+            );
+        }
+        for (job, f, at) in outcomes {
+            let r = &mut work[job.routing].1;
+            match (job.copy, f) {
+                (Copy::Recipient(i), Filed::Done) => {
+                    r.delivered(i);
+                    report.delivered += 1;
+                    self.stats.delivered(at.0 - r.deposited().0, at);
                 }
+                (Copy::Recipient(i), Filed::Wait(why)) => r.retry(i, why, now),
+                (Copy::Sender, Filed::Done) => r.sender_filed(),
+                (Copy::Sender, Filed::Wait(_)) => r.sender_retry(now),
             }
         }
+        t = self.stats.phase(Phase::Deliver, t);
         for (w, (_, r)) in work.iter_mut().enumerate() {
             if r.waited(now) < self.config.expire() {
                 continue;
@@ -199,9 +243,11 @@ impl Router {
         for (_, r) in work.iter_mut() {
             self.maybe_delay_notice(engine, views, &directory, r, now);
         }
+        t = self.stats.phase(Phase::Notices, t);
         let mut reasons: Vec<String> = Vec::new();
         let mut waiting = 0u64;
         let recorded = record(&work);
+        self.stats.phase(Phase::Record, t);
         for ((_, r), recorded) in work.iter().zip(recorded) {
             if !recorded {
                 // The copies are filed; a pass after the first backoff
@@ -229,6 +275,49 @@ impl Router {
         self.stats
             .pass_done(waiting, reasons.iter().map(String::as_str));
         Ok(report)
+    }
+
+    /// The deposits this pass takes: at most [`PER_PASS`], shared fairly
+    /// among the boxes (`pending::shares`) and interleaved box by box, so
+    /// the oldest of every box come first. Also how many all the boxes
+    /// hold. A box that cannot be read is left for a later pass.
+    fn take(&self, engine: &Engine, views: &Views, report: &mut Pass) -> MailResult<(Work, u64)> {
+        let mut queues = Vec::new();
+        for path in pending::boxes(engine)? {
+            match pending::queue(engine, views, &path) {
+                Ok(q) => queues.push(q),
+                Err(_) => report.more = true,
+            }
+        }
+        let counts: Vec<u64> = queues.iter().map(|q| q.pending).collect();
+        let total = counts.iter().sum();
+        let mut taken: Vec<std::vec::IntoIter<Routing>> = Vec::new();
+        let mut dbs = Vec::new();
+        for (q, share) in queues.iter().zip(pending::shares(&counts, PER_PASS)) {
+            if share == 0 {
+                report.more |= q.pending > 0;
+                continue;
+            }
+            match pending::scan(q, share) {
+                Ok(s) => {
+                    report.damaged += s.damaged;
+                    report.more |= s.more;
+                    taken.push(s.work.into_iter());
+                    dbs.push(q.db.clone());
+                }
+                Err(_) => report.more = true,
+            }
+        }
+        let mut work = Vec::new();
+        loop {
+            let before = work.len();
+            for (deposits, db) in taken.iter_mut().zip(&dbs) {
+                work.extend(deposits.next().map(|r| (db.clone(), r)));
+            }
+            if work.len() == before {
+                return Ok((work, total));
+            }
+        }
     }
 
     /// Files one NDR for `failures` of `r` in the sender's mail file, or
