@@ -82,7 +82,9 @@ fn twenty_thousand_handles_hold_no_more_descriptors_than_the_cache_allows() {
     // by the cache long ago and open again.
     for i in (0..DATABASES).step_by(997).chain([0, DATABASES - 1]) {
         let c = &clients[i / PER_CONNECTION];
-        let d = c.read_document(handles[i], DocRef::Unid(protocol::Unid(unids[i].0))).unwrap();
+        let d = c
+            .read_document(handles[i], DocRef::Unid(protocol::Unid(unids[i].0)))
+            .unwrap();
         let v: serde_json::Value = serde_json::from_str(&d.json).unwrap();
         assert_eq!(v["N"], serde_json::json!(i as f64), "{}", name(i));
     }
