@@ -1108,11 +1108,14 @@ fn close_one(s: &Shared, key: &DbPath) -> bool {
             _ => return false,
         }
         match dbs.slots.insert(key.clone(), Slot::Closing) {
-            Some(Slot::Open { db, file, .. }) => Victim {
-                key: key.clone(),
-                db,
-                file,
-            },
+            Some(Slot::Open { db, file, .. }) => {
+                db.set_closing(true);
+                Victim {
+                    key: key.clone(),
+                    db,
+                    file,
+                }
+            }
             _ => return false,
         }
     };
@@ -1158,6 +1161,7 @@ fn release_victims(s: &Shared, victims: Vec<Victim>) -> usize {
         dbs.closed += 1;
     }
     for Victim { key, db, file } in kept {
+        db.set_closing(false);
         let used = dbs.tick();
         dbs.slots.insert(key, Slot::Open { db, used, file });
     }
@@ -1221,7 +1225,10 @@ fn take_quiet(s: &Shared, target: usize) -> Vec<Victim> {
         .filter_map(|key| match dbs.slots.get(&key) {
             Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {
                 match dbs.slots.insert(key.clone(), Slot::Closing) {
-                    Some(Slot::Open { db, file, .. }) => Some(Victim { key, db, file }),
+                    Some(Slot::Open { db, file, .. }) => {
+                        db.set_closing(true);
+                        Some(Victim { key, db, file })
+                    }
                     _ => None,
                 }
             }

@@ -274,9 +274,11 @@ impl HeldDb {
         }
     }
 
-    /// The instance if it is open now, with no I/O and no wait.
+    /// The instance if it is open now, with no I/O and no wait; not one
+    /// the cache is closing (I19: nobody takes that up; the cache opens
+    /// the path again once it is closed).
     fn live(&self) -> Option<Arc<Database>> {
-        self.live.upgrade()
+        self.live.upgrade().filter(|db| !db.is_closing())
     }
 
     /// The instance, opened again through the cache if it was closed.

@@ -45,6 +45,9 @@ pub(crate) struct Life {
     acl_change: Mutex<()>,
     extensions: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
     close_hooks: Mutex<Vec<CloseHook>>,
+    /// The cache is closing this instance (its slot is `Closing`): a
+    /// weak reference must not take it up (I19, I54).
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl Life {
@@ -56,6 +59,7 @@ impl Life {
             acl_change: Mutex::new(()),
             extensions: Mutex::default(),
             close_hooks: Mutex::default(),
+            closing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -115,6 +119,20 @@ impl Database {
                 .core
                 .pool
                 .has_unwritten(self.core.file, self.core.high_water())
+    }
+
+    /// Whether the cache is closing this instance. Whoever holds only a
+    /// weak reference to it (a native handle, I54) and upgraded it must
+    /// let go and open the path through the cache, which waits for the
+    /// close: nobody may take up an instance being closed (I19).
+    pub fn is_closing(&self) -> bool {
+        self.life.closing.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_closing(&self, closing: bool) {
+        self.life
+            .closing
+            .store(closing, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// This instance's `Arc`, for a reader that must keep it open after
