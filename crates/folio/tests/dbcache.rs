@@ -146,9 +146,11 @@ fn kill_during_churn_through_a_small_cache_loses_no_acknowledged_write() {
     let acked = acked.into_inner().unwrap();
     assert!(acked.dbs.len() >= 120, "only {} databases", acked.dbs.len());
     // Each database is one descriptor (none of these has attachments);
-    // four HTTP connections, and the closer may run a batch behind.
+    // four HTTP connections, and the closer may run a batch behind. I19's
+    // ceiling is four times the limit: below it an open closes only
+    // instances with nothing to write (I54), and these were just written.
     assert!(
-        most_fds <= baseline + 2 * LIMIT + 12,
+        most_fds <= baseline + 4 * LIMIT + 12,
         "I19: {most_fds} descriptors with {baseline} at start and a limit of {LIMIT}"
     );
 

@@ -70,9 +70,10 @@ fn twenty_thousand_handles_hold_no_more_descriptors_than_the_cache_allows() {
         }
     }
     most = most.max(open_fds(pid));
-    // The cache holds at most twice its limit plus a batch (I19), and the
-    // two connections' sockets and the server's own files come on top.
-    let allowed = idle + 2 * LIMIT + LIMIT / 16 + 8;
+    // The cache holds at most four times its limit plus a batch (I19),
+    // and the two connections' sockets and the server's own files come
+    // on top: bounded by the setting, whatever the handles number.
+    let allowed = idle + 4 * LIMIT + LIMIT / 16 + 8;
     assert!(
         most <= allowed,
         "{most} descriptors with {DATABASES} handles held (idle {idle}, allowed {allowed})"

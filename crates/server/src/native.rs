@@ -287,7 +287,17 @@ impl HeldDb {
         if let Some(db) = self.live() {
             return Ok(db);
         }
-        let (db, _) = service.open_database(caller, &self.path)?;
+        let (db, _) = service
+            .open_database(caller, &self.path)
+            .map_err(|e| match e {
+                // What the handle opened is gone: deleted (I42), or no longer
+                // the caller's to see. Either way the handle is dead.
+                ServerError::NotFound(_) => ServerError::NotFound(format!(
+                "database handle {}: {} was deleted or is no longer reachable since it was opened",
+                self.handle.0, self.path
+            )),
+                other => other,
+            })?;
         if db.instance_id() != self.instance {
             return Err(ServerError::NotFound(format!(
                 "database handle {} is stale: {} was replaced since it was opened \
