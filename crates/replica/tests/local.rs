@@ -326,13 +326,14 @@ fn an_interrupted_pull_resumes_without_sending_again() {
         batch_notes: 5,
         ..LocalOptions::default()
     };
-    // Attachment content is synced as it is staged: the 12th sync on the
-    // target fails, in the middle of the pull.
+    // Small attachment content is written to the target as it is staged
+    // (and logged with its commit, I52): the 12th write to the target
+    // fails, in the middle of the pull.
     disk.add_rule(FaultRule {
         path_contains: Some("dst.fdb".into()),
         nth: 12,
         sticky: true,
-        ..FaultRule::new(FaultOp::Sync, FaultKind::Eio)
+        ..FaultRule::new(FaultOp::Write, FaultKind::Eio)
     });
     let cut = pull(&a, &b, &opts).unwrap_err();
     let written = cut.report.pull.stored;
