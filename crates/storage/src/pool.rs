@@ -266,7 +266,7 @@ impl BufferPool {
     /// page ids when that is cheaper than a sweep of every frame. The
     /// caller guarantees that no transaction of the file runs meanwhile.
     pub fn release_file(&self, file: FileId, pages: u32) -> Result<u64, u64> {
-        let resident: usize = self.shards.iter().map(|s| s.lock().frames.len()).sum();
+        let resident = self.resident_frames();
         let (mut dropped, mut dirty) = (0u64, 0u64);
         let mut take = |s: &mut Shard, key: &Key| match s.frames.get(key) {
             Some(f) if f.dirty || f.delta_pins > 0 || f.flushing => dirty += 1,
@@ -670,6 +670,12 @@ impl BufferPool {
         Turn { pool: self, files }
     }
 
+    /// Frames resident now: a file of fewer pages is looked up page by
+    /// page rather than by a sweep of every frame.
+    fn resident_frames(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().frames.len()).sum()
+    }
+
     /// Whether a flush pass is writing `file` right now.
     pub fn is_being_flushed(&self, file: FileId) -> bool {
         self.busy.lock().contains(&file)
@@ -684,30 +690,11 @@ impl BufferPool {
         self.busy_cv.notify_all();
     }
 
-    /// Files holding dirty frames, each with the smallest rec LSN among
-    /// them, oldest first: the order in which writing them lets the redo
-    /// LSN, hence the log's tail, move forward soonest (I8).
-    pub fn dirty_files_by_age(&self) -> Vec<(FileId, Lsn)> {
-        let mut oldest: HashMap<FileId, Lsn> = HashMap::new();
-        for shard in &self.shards {
-            let s = shard.lock();
-            for (key, f) in &s.frames {
-                if f.dirty {
-                    let e = oldest.entry(key.0).or_insert(f.rec_lsn);
-                    *e = (*e).min(f.rec_lsn);
-                }
-            }
-        }
-        let mut v: Vec<_> = oldest.into_iter().collect();
-        v.sort_by_key(|(f, lsn)| (*lsn, *f));
-        v
-    }
-
     /// Whether any frame of `file` (of `pages` pages) is dirty, pinned or
     /// being written: closing it would need a flush first (I19).
     pub fn has_unwritten(&self, file: FileId, pages: u32) -> bool {
         let busy = |f: &Frame| f.dirty || f.delta_pins > 0 || f.flushing;
-        let resident: usize = self.shards.iter().map(|s| s.lock().frames.len()).sum();
+        let resident = self.resident_frames();
         if (pages as usize) < resident {
             (0..pages).any(|p| {
                 let key = (file, PageId(p));
@@ -739,7 +726,7 @@ impl BufferPool {
         let ids: Vec<FileId> = files.iter().map(|(f, _)| *f).collect();
         let turn = self.claim_waiting(&ids);
         let pages: usize = files.iter().map(|(_, n)| *n as usize).sum();
-        let resident: usize = self.shards.iter().map(|s| s.lock().frames.len()).sum();
+        let resident = self.resident_frames();
         if pages >= resident {
             return self.flush_where(upto, &mut |f| turn.files.contains(&f));
         }
@@ -755,25 +742,9 @@ impl BufferPool {
             for p in 0..*n {
                 let key = (*file, PageId(p));
                 let mut s = self.shards[shard_of(&key)].lock();
-                let Some(f) = s.frames.get_mut(&key) else {
-                    continue;
-                };
-                if !f.dirty {
-                    continue;
+                if let Some(f) = s.frames.get_mut(&key) {
+                    take_for_flush(key, f, upto, &mut |_| true, &mut work, &mut not_durable);
                 }
-                if f.flush_after > upto {
-                    not_durable += 1;
-                    f.fpi_due = true;
-                    continue;
-                }
-                debug_assert!(!f.flushing, "I54: a file is written by one pass at a time");
-                f.flushing = true;
-                work.push(FlushItem {
-                    key,
-                    data: f.data.clone(),
-                    page_lsn: f.page_lsn,
-                    version: f.version,
-                });
             }
         }
         self.write_collected(work, not_durable)
@@ -825,28 +796,8 @@ impl BufferPool {
         for shard in &self.shards {
             let mut s = shard.lock();
             for (key, f) in s.frames.iter_mut() {
-                if !f.dirty || failed.contains(&key.0) {
-                    continue;
-                }
-                if f.flush_after > upto {
-                    // A hot page may never be durable at flush time; its
-                    // next change is logged whole so its rec LSN still
-                    // moves (I6).
-                    not_durable += 1;
-                    f.fpi_due = true;
-                    continue;
-                }
-                // I1: only versions whose whole batch, Commit included, is
-                // durable; and only files this pass holds (I54).
-                if mine(key.0) {
-                    debug_assert!(!f.flushing, "I54: a file is written by one pass at a time");
-                    f.flushing = true;
-                    work.push(FlushItem {
-                        key: *key,
-                        data: f.data.clone(),
-                        page_lsn: f.page_lsn,
-                        version: f.version,
-                    });
+                if !failed.contains(&key.0) {
+                    take_for_flush(*key, f, upto, mine, &mut work, &mut not_durable);
                 }
             }
         }
@@ -958,6 +909,38 @@ impl BufferPool {
             evictions: self.evictions.load(Ordering::Relaxed),
             pages_flushed: self.flushed.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// One frame's part in a flush pass: a dirty version whose whole batch,
+/// Commit included, is durable (I1), of a file this pass holds (I54), is
+/// marked in flight and taken; a dirty one not yet durable is counted and
+/// its next change logged whole, so a hot page's rec LSN still moves (I6).
+fn take_for_flush(
+    key: Key,
+    f: &mut Frame,
+    upto: Lsn,
+    mine: &mut dyn FnMut(FileId) -> bool,
+    work: &mut Vec<FlushItem>,
+    not_durable: &mut u64,
+) {
+    if !f.dirty {
+        return;
+    }
+    if f.flush_after > upto {
+        *not_durable += 1;
+        f.fpi_due = true;
+        return;
+    }
+    if mine(key.0) {
+        debug_assert!(!f.flushing, "I54: a file is written by one pass at a time");
+        f.flushing = true;
+        work.push(FlushItem {
+            key,
+            data: f.data.clone(),
+            page_lsn: f.page_lsn,
+            version: f.version,
+        });
     }
 }
 
