@@ -236,6 +236,27 @@ impl OpenDbs {
         self.clock += 1;
         self.clock
     }
+
+    /// Marks `key` `Closing` and hands its instance over if it is open
+    /// and idle (the cache holds the only `Arc`): from now on nobody can
+    /// take it up, through the cache or a weak reference (I19, I54).
+    fn take_if_idle(&mut self, key: &DbPath) -> Option<Victim> {
+        match self.slots.get(key) {
+            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {}
+            _ => return None,
+        }
+        match self.slots.insert(key.clone(), Slot::Closing) {
+            Some(Slot::Open { db, file, .. }) => {
+                db.set_closing(true);
+                Some(Victim {
+                    key: key.clone(),
+                    db,
+                    file,
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// One path's place in the cache (module docs, I18, I19).
@@ -1101,23 +1122,8 @@ const CLOSERS: usize = 8;
 /// Closes the instance of `key` if it is open and idle: hooks, writes,
 /// release (I19). The caller holds `closing`. Returns whether it closed.
 fn close_one(s: &Shared, key: &DbPath) -> bool {
-    let victim = {
-        let mut dbs = s.dbs.lock();
-        match dbs.slots.get(key) {
-            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {}
-            _ => return false,
-        }
-        match dbs.slots.insert(key.clone(), Slot::Closing) {
-            Some(Slot::Open { db, file, .. }) => {
-                db.set_closing(true);
-                Victim {
-                    key: key.clone(),
-                    db,
-                    file,
-                }
-            }
-            _ => return false,
-        }
+    let Some(victim) = s.dbs.lock().take_if_idle(key) else {
+        return false;
     };
     victim.db.run_close_hooks();
     write_out(s, std::slice::from_ref(&victim));
@@ -1221,19 +1227,8 @@ fn take_quiet(s: &Shared, target: usize) -> Vec<Victim> {
         .map(|(key, _)| key)
         .collect();
     let mut dbs = s.dbs.lock();
-    keys.into_iter()
-        .filter_map(|key| match dbs.slots.get(&key) {
-            Some(Slot::Open { db, .. }) if Arc::strong_count(db) == 1 => {
-                match dbs.slots.insert(key.clone(), Slot::Closing) {
-                    Some(Slot::Open { db, file, .. }) => {
-                        db.set_closing(true);
-                        Some(Victim { key, db, file })
-                    }
-                    _ => None,
-                }
-            }
-            _ => None,
-        })
+    keys.iter()
+        .filter_map(|key| dbs.take_if_idle(key))
         .collect()
 }
 
@@ -1242,16 +1237,7 @@ fn take_quiet(s: &Shared, target: usize) -> Vec<Victim> {
 /// theirs may be written (I1); unlogged, their open flags are cleared
 /// (I12).
 fn write_out(s: &Shared, victims: &[Victim]) {
-    let upto = match &s.log {
-        Some(log) => match log.wait_durable(log.end_lsn()) {
-            Ok(()) => log.durable_lsn(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot close databases: the log is not durable");
-                return;
-            }
-        },
-        None => Lsn(u64::MAX),
-    };
+    let Some(upto) = durable_end(s) else { return };
     let files: Vec<_> = victims.iter().map(|v| v.db.pool_extent()).collect();
     flush_files_upto(s, upto, &files);
     if s.log.is_none() {
@@ -1266,14 +1252,24 @@ fn write_out(s: &Shared, victims: &[Victim]) {
 /// Writes the durable pages of `files` (the log is made durable to its
 /// end first, so that every page of theirs may be written, I1).
 fn write_files(s: &Shared, files: &[(FileId, u32)]) {
-    let upto = match &s.log {
+    if let Some(upto) = durable_end(s) {
+        flush_files_upto(s, upto, files);
+    }
+}
+
+/// Makes the log durable to its end and returns how far pages may be
+/// written (I1): everything, unlogged; none if the log failed.
+fn durable_end(s: &Shared) -> Option<Lsn> {
+    match &s.log {
         Some(log) => match log.wait_durable(log.end_lsn()) {
-            Ok(()) => log.durable_lsn(),
-            Err(_) => return,
+            Ok(()) => Some(log.durable_lsn()),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot close databases: the log is not durable");
+                None
+            }
         },
-        None => Lsn(u64::MAX),
-    };
-    flush_files_upto(s, upto, files);
+        None => Some(Lsn(u64::MAX)),
+    }
 }
 
 fn flush_files_upto(s: &Shared, upto: Lsn, files: &[(FileId, u32)]) {
