@@ -1,19 +1,17 @@
-//! Descriptors for the server the tool starts: enough for every user's
-//! mail file to be open at once.
+//! Descriptors for the server the tool starts: enough for the open-database
+//! cache at its ceiling, whatever the number of users.
 //!
 //! A mail user keeps their mail file open from the first step of the
-//! script to the last, that is for nearly the whole iteration (15/16 of
-//! it in a sending iteration, 9/10 otherwise), and an open client handle
-//! pins the database instance in the server's cache (design.md I19: only
-//! idle instances are closed). So at steady state the server holds about
-//! one open file per user, beside the mail boxes, the connections and the
-//! log; with fewer users than that the cache's idle instances may reach
-//! twice `max_open_databases` while its closer catches up. With 20,000
-//! users that is at the usual 20,000-descriptor limit, and past it the
-//! server fails opens with "too many open files".
+//! script to the last, but a client handle does not pin the database
+//! instance (design.md I54: a handle holds a weak reference and reopens
+//! through the cache when its instance was closed). So the server's
+//! descriptors are bounded by the cache, not by the users: at most
+//! `max_open_databases` instances at rest, and up to four times that
+//! (I19's ceiling) while the closer catches up, beside the mail boxes,
+//! the connections and the log.
 //!
 //! ```text
-//!   needed = max(users, 2 × max_open_databases) + mail boxes
+//!   needed = 4 × max_open_databases + mail boxes
 //!          + connections + RESERVE (log extents, directory, listeners, …)
 //! ```
 //!
@@ -21,22 +19,21 @@
 //! (`server::descriptors`), and a child inherits its parent's limits; so
 //! the tool raises its own limits to `needed` before it starts the server
 //! (the hard one only where the process is allowed to). Where the system
-//! will not, the run goes on with a warning naming the figures: not every
-//! user has their file open at the same moment, and the server's open
-//! descriptors are sampled through the run (`open_fds` in `result.json`),
-//! so a run that hit the limit shows it, as errors, rather than being
-//! refused on an upper bound.
+//! will not, the run goes on with a warning naming the figures; the
+//! server's open descriptors are sampled through the run (`open_fds` in
+//! `result.json`), so a run that hit the limit shows it, as errors.
 
 /// Descriptors kept beyond the mail files and connections: the log's
 /// extents, the directory, listeners and the server's own files.
 pub const RESERVE: u64 = 512;
 
-/// The descriptors a server needs for `users` users.
-pub fn needed(users: usize, mailboxes: u32, max_open_databases: usize, connections: usize) -> u64 {
-    (users as u64).max(2 * max_open_databases as u64)
-        + u64::from(mailboxes)
-        + connections as u64
-        + RESERVE
+/// The open-database cache's ceiling as a multiple of its limit (I19).
+pub const CEILING: u64 = 4;
+
+/// The descriptors a server needs with this cache limit, mail boxes and
+/// connections; the number of users does not count (I54).
+pub fn needed(mailboxes: u32, max_open_databases: usize, connections: usize) -> u64 {
+    CEILING * max_open_databases as u64 + u64::from(mailboxes) + connections as u64 + RESERVE
 }
 
 /// The `RLIMIT_NOFILE` limits to set for `needed` descriptors given the
@@ -73,8 +70,8 @@ pub fn ensure(needed: u64) -> Result<Option<String>, String> {
         return Ok(None);
     }
     Ok(Some(format!(
-        "warning: the server may need up to {needed} file descriptors (one per user's open mail \
-         file, plus connections and log) but the limit is {} (hard {}) and raising it failed: \
+        "warning: the server may need up to {needed} file descriptors (the open-database \
+         cache at its ceiling, plus mail boxes, connections and log) but the limit is {} (hard {}) and raising it failed: \
          {}; running anyway (its open descriptors are sampled)",
         rl.rlim_cur,
         rl.rlim_max,
@@ -87,14 +84,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_user_counts_beside_the_cache_and_connections() {
-        assert_eq!(needed(20_000, 10, 1_000, 64), 20_000 + 10 + 64 + RESERVE);
-        assert_eq!(needed(100, 10, 1_000, 64), 2_000 + 10 + 64 + RESERVE);
-        assert_eq!(
-            needed(2_000, 1, 1, 1) + 1_000,
-            needed(3_000, 1, 1, 1),
-            "one per user"
-        );
+    fn the_cache_ceiling_counts_beside_boxes_and_connections() {
+        assert_eq!(needed(10, 1_000, 64), 4_000 + 10 + 64 + RESERVE);
+        assert_eq!(needed(1, 64, 1), 256 + 1 + 1 + RESERVE);
     }
 
     #[test]

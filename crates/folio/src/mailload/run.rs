@@ -175,9 +175,7 @@ fn local(a: &MailArgs, base: &Path, p: Plan, progress: &Progress) -> Result<Run,
     let (users, logging, label) = (p.users, p.logging, p.label());
     let data = base.join(p.dir_name());
     let max_open = nsf::EngineConfig::new(&data).max_open_databases;
-    if let Some(warning) =
-        limits::ensure(limits::needed(users, a.mailboxes, max_open, a.connections))?
-    {
+    if let Some(warning) = limits::ensure(limits::needed(a.mailboxes, max_open, a.connections))? {
         progress.line(&format!("{label}: {warning}"));
     }
     progress.step(&format!("{label}: preparing {users} mail files"));
