@@ -22,7 +22,6 @@
 use crate::MailResult;
 use nsf::{Acl, Database, Engine, NsfError};
 use parking_lot::Mutex;
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use views::{ViewDef, Views};
@@ -98,11 +97,7 @@ fn complete(views: &Views, db: &Arc<Database>, spec: &SystemDb) -> MailResult<()
     if db.acl()?.is_none() {
         db.set_acl(&spec.acl)?;
     }
-    let have: HashSet<String> = views
-        .list(db)?
-        .into_iter()
-        .map(|(name, _)| name.to_lowercase())
-        .collect();
+    let have = views.names(db)?;
     for def in (spec.design)() {
         if !have.contains(&def.name.to_lowercase()) {
             views.create(db, def)?;

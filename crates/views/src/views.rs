@@ -198,6 +198,14 @@ impl Views {
         Ok(out)
     }
 
+    /// The names of the views and folders of `db` as the catalog keys them
+    /// (lower case), without reading or compiling any definition: what a
+    /// check for missing views needs, on every first open of a database.
+    pub fn names(&self, db: &Database) -> ViewResult<HashSet<String>> {
+        let entries = db.index_read(|r| catalog::list(r, r.design_root()))?;
+        Ok(entries.into_iter().map(|(name, _)| name).collect())
+    }
+
     /// The parsed definition of a view, cached.
     pub(crate) fn compiled(&self, db: &Database, st: &ViewState) -> ViewResult<Arc<Compiled>> {
         let ext = DbViews::of(db);

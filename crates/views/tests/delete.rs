@@ -109,6 +109,11 @@ fn used_pages(db: &Database) -> u64 {
 
 fn is_gone(views: &Views, db: &Arc<Database>, name: &str) -> bool {
     let listed = views.list(db).unwrap().iter().any(|(n, _)| n == name);
+    assert_eq!(
+        views.names(db).unwrap().contains(&name.to_lowercase()),
+        listed,
+        "names and list agree on {name}"
+    );
     let opened = views.open(db, name);
     match opened {
         Err(ViewError::NoSuchView { .. }) => !listed,
