@@ -372,36 +372,35 @@ fn decode_ranges(p: &[u8], errors: &RangeErrors) -> Result<(PageId, Vec<DeltaRan
 }
 
 /// A full page image as a [`Body::PageSparse`] when that is shorter (I46):
-/// its non-zero bytes as ranges, zero runs of at least [`MIN_ZERO_RUN`]
-/// left out (a shorter run costs less to keep than a range header).
+/// its non-zero bytes as ranges, the zero runs that cover at least one
+/// aligned 8-byte word left out (a shorter run costs less to keep than a
+/// range header). The page is read a word at a time: this runs for every
+/// full image a commit logs, and a byte-at-a-time scan was 5% of a logged
+/// mail server's CPU.
 pub(crate) fn sparse_image(page: PageId, image: &[u8; PAGE_SIZE]) -> Option<Body<'static>> {
+    const WORD: usize = 8;
+    let zero = |w: usize| image[w * WORD..(w + 1) * WORD] == [0u8; WORD];
+    let words = PAGE_SIZE / WORD;
     let mut ranges = Vec::new();
-    let mut at = 0;
-    while at < PAGE_SIZE {
-        let Some(start) = image[at..].iter().position(|b| *b != 0).map(|i| at + i) else {
-            break;
-        };
-        let mut end = start;
-        loop {
-            let next_zero = image[end..]
-                .iter()
-                .position(|b| *b == 0)
-                .map_or(PAGE_SIZE, |i| end + i);
-            let next_data = image[next_zero..]
-                .iter()
-                .position(|b| *b != 0)
-                .map_or(PAGE_SIZE, |i| next_zero + i);
-            end = next_zero;
-            if next_data == PAGE_SIZE || next_data - next_zero >= MIN_ZERO_RUN {
-                break;
-            }
-            end = next_data;
+    let mut w = 0;
+    while w < words {
+        if zero(w) {
+            w += 1;
+            continue;
         }
+        let first = w;
+        while w < words && !zero(w) {
+            w += 1;
+        }
+        // Trim the zero bytes at either end of the run of non-zero words.
+        let run = &image[first * WORD..w * WORD];
+        let lead = run.iter().position(|b| *b != 0).unwrap_or(0);
+        let trail = run.iter().rev().position(|b| *b != 0).unwrap_or(0);
+        let (start, end) = (first * WORD + lead, w * WORD - trail);
         ranges.push(DeltaRange {
             offset: start as u16,
             bytes: image[start..end].to_vec(),
         });
-        at = end;
     }
     let body = Body::PageSparse {
         page,
@@ -409,9 +408,6 @@ pub(crate) fn sparse_image(page: PageId, image: &[u8; PAGE_SIZE]) -> Option<Body
     };
     (body.encoded_len() < (RECORD_HEADER + 4 + PAGE_SIZE) as u64).then_some(body)
 }
-
-/// The shortest zero run a sparse image leaves out.
-const MIN_ZERO_RUN: usize = 8;
 
 /// The page a sparse record rebuilds: zeroes with its ranges copied in
 /// (decoding has checked that every range lies within the page).
