@@ -120,9 +120,15 @@ pub static POOL_FLUSH_TURN: WaitPoint = WaitPoint::new("pool.flush_turn");
 /// request: the flusher's own time per file).
 pub static POOL_FILE_FLUSH: WaitPoint = WaitPoint::new("pool.file_flush");
 
+/// One fdatasync of any file on the real file system (a data file, a log
+/// extent, an attachment object): its count is every sync the process
+/// made, so two configurations are compared by the syncs they cost, not
+/// only by the log's.
+pub static FILE_SYNC: WaitPoint = WaitPoint::new("file.sync");
+
 /// The storage layer's wait points.
-pub fn all() -> [&'static WaitPoint; 2] {
-    [&POOL_FLUSH_TURN, &POOL_FILE_FLUSH]
+pub fn all() -> [&'static WaitPoint; 3] {
+    [&POOL_FLUSH_TURN, &POOL_FILE_FLUSH, &FILE_SYNC]
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@
 //! by `/proc/diskstats`). The buffer pool's flushed pages
 //! (`pool.pages_flushed` × the page size) are kept in the result; they
 //! match with the log on but miss the pages an unlogged commit forces.
-//! Fsyncs are the log's (`log.fsyncs`); with the log off the server does
-//! not count the syncs of data files, and the report says so. The
+//! Fsyncs are counted twice: the log's (`log.fsyncs`), and every
+//! fdatasync of any file the server made (`wait.file.sync.count`, data
+//! files and log alike), so both arms are compared by the syncs they cost. The
 //! server's resident memory (`VmRSS` of `/proc/PID/status`) and open
 //! descriptors (`/proc/PID/fd`) are read too: with every user's mail file
 //! open they are what grows with the user count.
@@ -44,6 +45,7 @@ pub struct Reading {
     pub pages_flushed: Option<u64>,
     pub log_bytes: Option<u64>,
     pub log_fsyncs: Option<u64>,
+    pub file_syncs: Option<u64>,
     pub log_checkpoints: Option<u64>,
     pub delivered: Option<u64>,
     pub waiting: Option<u64>,
@@ -98,6 +100,7 @@ pub async fn read(client: &Client, pid: Option<u32>, device: Option<&Device>, t_
         r.log_bytes = count("log.bytes_written");
         r.pages_flushed = count("pool.pages_flushed");
         r.log_fsyncs = count("log.fsyncs");
+        r.file_syncs = count("wait.file.sync.count");
         r.log_checkpoints = count("log.checkpoints");
         r.delivered = count("router.delivered");
         r.waiting = count("router.waiting");
@@ -180,6 +183,7 @@ pub fn between(a: &Reading, b: &Reading) -> serde_json::Value {
         "proc_wchar": wchar,
         "pool_flushed_bytes": du(a.pages_flushed, b.pages_flushed).map(|p| p * page),
         "log_fsyncs": du(a.log_fsyncs, b.log_fsyncs),
+        "file_syncs": du(a.file_syncs, b.file_syncs),
         "log_checkpoints": du(a.log_checkpoints, b.log_checkpoints),
         "delivered": du(a.delivered, b.delivered),
         "router_waiting_at_end": b.waiting,

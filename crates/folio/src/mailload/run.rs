@@ -91,7 +91,23 @@ fn settings(a: &MailArgs, args: &Args) -> Value {
         "connections": a.connections,
         "server": args.server.clone().unwrap_or_else(|| "started by the tool (loopback)".into()),
         "seed": a.seed,
+        "settings from the environment": env_overrides(),
     })
+}
+
+/// The `FOLIO__*` settings in this process's environment: a server the
+/// tool starts inherits them, in both arms alike, so the report names them.
+fn env_overrides() -> String {
+    let mut vars: Vec<String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with(crate::config::ENV_PREFIX))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    vars.sort();
+    if vars.is_empty() {
+        "none (defaults)".into()
+    } else {
+        vars.join(" ")
+    }
 }
 
 /// The local runs, in the order they run.
