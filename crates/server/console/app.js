@@ -72,6 +72,15 @@
     return (Math.round(v * 100) / 100).toLocaleString('en');
   }
 
+  // An axis label: short (1.2k, 10M, 0.001).
+  function fmtAxis(v) {
+    if (v === 0) return '0';
+    if (Math.abs(v) >= 1000) {
+      return new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 }).format(v);
+    }
+    return String(Number(v.toPrecision(3)));
+  }
+
   function fmtBytes(v) {
     if (v === null || v === undefined || !isFinite(v)) return '–';
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -168,20 +177,24 @@
   // ---- dashboard -------------------------------------------------------------------
 
   // Each chart: a title, the unit of its y axis, and its series (a key of
-  // the history's columns, or a function of one sample index).
+  // the history's columns, or a function of one sample index). `log`: a
+  // log scale when the values span more than two decades; `max`: a fixed
+  // top of the axis (percentages).
   const CHARTS = [
-    { title: 'Transactions', unit: 'per minute', series: [['transactions/min', 'trans_per_min']] },
-    { title: 'Response time', unit: 'ms', op: true, series: [] },
-    { title: 'Log writes', unit: 'bytes/s', bytes: true, series: [['written', 'log_bytes_per_s']] },
-    { title: 'Log fsyncs and commits', unit: 'per second',
+    { title: 'Transactions', unit: 'per minute', log: true,
+      series: [['transactions/min', 'trans_per_min']] },
+    { title: 'Response time', unit: 'ms', log: true, op: true, series: [] },
+    { title: 'Log writes', unit: 'bytes/s', log: true, bytes: true,
+      series: [['written', 'log_bytes_per_s']] },
+    { title: 'Log fsyncs and commits', unit: 'per second', log: true,
       series: [['fsyncs/s', 'log_fsyncs_per_s'], ['commits/s', 'log_commits_per_s']] },
     { title: 'Checkpoint age', unit: 'seconds', series: [['age', 'checkpoint_age_s']] },
-    { title: 'Log space used', unit: '% of capacity', state: 'log_state',
+    { title: 'Log space used', unit: '% of capacity', state: 'log_state', max: 100,
       series: [['used', (h, i) => pct(h.log_capacity_used[i])]] },
-    { title: 'Buffer pool hit rate', unit: '% of lookups',
+    { title: 'Buffer pool hit rate', unit: '% of lookups', max: 100,
       series: [['hit rate', (h, i) => pct(h.pool_hit_rate[i])]] },
     { title: 'Dirty pages', unit: 'pages', series: [['dirty', 'pool_dirty_pages']] },
-    { title: 'Open databases and descriptors', unit: 'count',
+    { title: 'Open databases and descriptors', unit: 'count', log: true,
       series: [['databases open', 'db_open'], ['open limit', 'db_open_limit'],
         ['descriptors', 'descriptors_open']] },
     { title: 'Connections', unit: 'connections',
@@ -192,7 +205,7 @@
       series: [['p50', 'router_latency_p50_ms'], ['p99', 'router_latency_p99_ms']] },
     { title: 'Replication', unit: 'runs since start',
       series: [['runs', 'replication_runs'], ['failures', 'replication_failures']] },
-    { title: 'Lock waits', unit: 'per second', series: [['waits/s', 'lock_waits_per_s']] },
+    { title: 'Lock waits', unit: 'per second', log: true, series: [['waits/s', 'lock_waits_per_s']] },
   ];
 
   function pct(v) { return v === null || v === undefined ? null : v * 100; }
@@ -225,13 +238,16 @@
       const chosen = opSel.value;
       if (opSel.options.length !== ops.length) {
         opSel.replaceChildren(...ops.map((o) => el('option', { value: o }, o)));
-        const busiest = ops.slice().sort((a, b) => sum(h.ops[b].count) - sum(h.ops[a].count))[0];
-        opSel.value = ops.includes(chosen) ? chosen : (busiest || '');
       }
+      // Until someone picks one, the operation with most requests lately.
+      const recent = (o) => sum(h.ops[o].count.slice(-minutes * 60));
+      const busiest = ops.slice().sort((a, b) => recent(b) - recent(a))[0];
+      opSel.value = opPicked && ops.includes(chosen) ? chosen : (busiest || '');
       for (const card of cards) drawCard(card, h, minutes, opSel.value);
     };
+    let opPicked = false;
     windowSel.addEventListener('change', redraw);
-    opSel.addEventListener('change', redraw);
+    opSel.addEventListener('change', () => { opPicked = true; redraw(); });
     window.addEventListener('resize', redraw);
 
     const load = async () => {
@@ -301,9 +317,14 @@
   function drawCard(card, h, minutes, op) {
     const series = seriesOf(card, h, op);
     const t1 = h.t.length ? h.t[h.t.length - 1] : Date.now();
-    const t0 = t1 - minutes * 60 * 1000;
+    // The window chosen, or less while the server has less history (a
+    // minute at least), so a young server's samples are not squeezed
+    // into the right edge.
+    const first = h.t.length ? h.t[0] : t1;
+    const t0 = Math.max(t1 - minutes * 60 * 1000, Math.min(first, t1 - 60 * 1000));
     const format = card.c.bytes ? (v) => fmtBytes(v) + '/s' : fmtNumber;
-    const log = drawChart(card.canvas, h.t, series, t0, t1, card.c.unit, format);
+    const axis = card.c.bytes ? format : fmtAxis;
+    const log = drawChart(card.canvas, h.t, series, t0, t1, card.c, axis);
     const items = series.map(([name, values], i) => {
       const last = values.length ? values[values.length - 1] : null;
       return el('span', {}, el('span', { class: 'swatch c' + i }), name + ': ' + format(last));
@@ -320,9 +341,11 @@
 
   const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
 
-  // Draws series over [t0, t1] with labelled axes; a log scale when the
-  // values span more than two decades. Returns whether it used one.
-  function drawChart(canvas, times, series, t0, t1, unit, format) {
+  // Draws series over [t0, t1] with labelled axes; a log scale (for charts
+  // that allow one) when the values span more than two decades, showing at
+  // most four. Returns whether it used one.
+  function drawChart(canvas, times, series, t0, t1, chart, format) {
+    const unit = chart.unit;
     const ratio = window.devicePixelRatio || 1;
     const w = canvas.clientWidth || 400;
     const hgt = canvas.clientHeight || 200;
@@ -331,7 +354,7 @@
     const g = canvas.getContext('2d');
     g.setTransform(ratio, 0, 0, ratio, 0, 0);
     g.clearRect(0, 0, w, hgt);
-    const left = 64, right = 8, top = 8, bottom = 34;
+    const left = 80, right = 8, top = 8, bottom = 34;
     const pw = w - left - right, ph = hgt - top - bottom;
     const visible = [];
     for (const [, values] of series) {
@@ -341,8 +364,8 @@
     }
     const max = visible.length ? Math.max(...visible) : 1;
     const positive = visible.filter((v) => v > 0);
-    const minPos = positive.length ? Math.min(...positive) : 1;
-    const log = positive.length > 1 && max / minPos > 100;
+    const minPos = Math.max(positive.length ? Math.min(...positive) : 1, max / 1e4);
+    const log = !!chart.log && positive.length > 1 && max / minPos > 100;
     let lo, hi, ticks;
     if (log) {
       lo = Math.pow(10, Math.floor(Math.log10(minPos)));
@@ -352,7 +375,7 @@
       for (let v = lo; v <= hi * 1.0001; v *= 10) ticks.push(v);
     } else {
       lo = 0;
-      hi = niceCeil(max > 0 ? max * 1.1 : 1);
+      hi = chart.max || niceCeil(max > 0 ? max * 1.1 : 1);
       ticks = [0, hi / 4, hi / 2, (3 * hi) / 4, hi];
     }
     const y = (v) => {
@@ -377,16 +400,20 @@
     g.textAlign = 'center';
     g.textBaseline = 'top';
     const span = t1 - t0;
-    const step = span <= 5 * 60000 ? 60000 : span <= 15 * 60000 ? 3 * 60000 : 10 * 60000;
+    const step = span <= 2 * 60000 ? 15000 : span <= 5 * 60000 ? 60000
+      : span <= 15 * 60000 ? 3 * 60000 : 10 * 60000;
+    const two = (n) => String(n).padStart(2, '0');
     for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
       const xx = Math.round(x(t)) + 0.5;
       g.beginPath(); g.moveTo(xx, top); g.lineTo(xx, top + ph); g.stroke();
       const d = new Date(t);
-      g.fillText(String(d.getHours()).padStart(2, '0') + ':' + String(d.getMinutes()).padStart(2, '0'), xx, top + ph + 3);
+      const label = two(d.getHours()) + ':' + two(d.getMinutes()) +
+        (step < 60000 ? ':' + two(d.getSeconds()) : '');
+      g.fillText(label, xx, top + ph + 3);
     }
     g.fillText('time (local)', left + pw / 2, top + ph + 18);
     g.save();
-    g.translate(10, top + ph / 2);
+    g.translate(9, top + ph / 2);
     g.rotate(-Math.PI / 2);
     g.textBaseline = 'middle';
     g.fillText(unit + (log ? ' (log)' : ''), 0, 0);
