@@ -52,6 +52,11 @@ pub struct FileConfig {
     /// Bytes per second a request body must average past
     /// `http_body_timeout_secs` (0 = none: the whole body within it).
     pub http_body_min_rate: Option<Size>,
+    /// Users besides administrators who may read `GET /metrics` and
+    /// `GET /_stats/history`.
+    pub http_metrics_users: Option<Vec<String>>,
+    /// Serve the administrator's console at `/_console/` (default true).
+    pub console: Option<bool>,
     /// Native protocol address.
     pub listen: Option<String>,
     /// HTTP API address, or "off".
@@ -444,6 +449,18 @@ impl FileConfig {
             s.http.max_connections = n;
         }
         self.apply_timeouts(&mut s)?;
+        if let Some(users) = &self.http_metrics_users {
+            if let Some(u) = users.iter().find(|u| u.trim().is_empty()) {
+                return Err(setting(
+                    "http_metrics_users",
+                    format!("{u:?} is not a user name"),
+                ));
+            }
+            s.http.metrics_users = users.clone();
+        }
+        if let Some(on) = self.console {
+            s.http.console = on;
+        }
         if let Some(a) = &self.listen {
             s.listen = socket_addr("listen", a)?;
         }
@@ -949,6 +966,29 @@ mod tests {
         assert!(parse("[tls]\nself_sined = true")
             .unwrap_err()
             .contains("self_sined"));
+    }
+
+    #[test]
+    fn metrics_readers() {
+        let s = parse("http_metrics_users = [\"prom\"]")
+            .unwrap()
+            .server_settings(Path::new("/d"))
+            .unwrap();
+        assert_eq!(s.http.metrics_users, vec!["prom".to_string()]);
+        let e = parse("http_metrics_users = [\" \"]")
+            .unwrap()
+            .server_settings(Path::new("/d"))
+            .unwrap_err();
+        assert!(e.contains("http_metrics_users"), "{e}");
+        assert!(parse("http_metrics_user = [\"prom\"]")
+            .unwrap_err()
+            .contains("http_metrics_user"));
+        assert!(parse("http_metrics_users = \"prom\"").is_err());
+        let on = parse("").unwrap().server_settings(Path::new("/d")).unwrap();
+        assert!(on.http.console);
+        let off = parse("console = false").unwrap();
+        assert!(!off.server_settings(Path::new("/d")).unwrap().http.console);
+        assert!(parse("console = \"no\"").unwrap_err().contains("console"));
     }
 
     #[test]

@@ -847,6 +847,28 @@ fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// The CSRF token of a session (the console's cookie sessions): derived
+/// from the session token, so the server keeps nothing more, and one-way,
+/// so it does not reveal the session token to script that reads it.
+pub fn csrf_token(session_token: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"folio-csrf\0");
+    h.update(session_token.as_bytes());
+    to_hex(&h.finalize()[..16])
+}
+
+/// Whether `given` is the CSRF token of `session_token`, compared in
+/// time that does not depend on where they differ.
+pub fn csrf_matches(session_token: &str, given: &str) -> bool {
+    let want = csrf_token(session_token);
+    want.len() == given.len()
+        && want
+            .bytes()
+            .zip(given.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -80,6 +80,11 @@ pub struct HttpSettings {
     pub body_min_rate: u64,
     /// Time an answer may wait for the client to read any of it.
     pub stall_timeout: Duration,
+    /// Users besides administrators who may read `GET /metrics` and
+    /// `GET /_stats/history` (`http_metrics_users`).
+    pub metrics_users: Vec<String>,
+    /// Serve the console at `/_console/` (`console`).
+    pub console: bool,
 }
 
 impl Default for HttpSettings {
@@ -91,6 +96,8 @@ impl Default for HttpSettings {
             body_timeout: Duration::from_secs(30),
             body_min_rate: 1 << 10,
             stall_timeout: Duration::from_secs(60),
+            metrics_users: Vec::new(),
+            console: true,
         }
     }
 }
@@ -105,7 +112,7 @@ pub async fn serve(
     settings: HttpSettings,
     mut life: watch::Receiver<Lifecycle>,
 ) {
-    let app = crate::http::router(service.clone());
+    let app = crate::http::router(service.clone(), &settings, tls.is_some());
     let stats = service.stats().clone();
     let refusal = match tls {
         // A TLS client could not read a plain answer: it is just closed.

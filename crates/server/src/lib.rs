@@ -12,6 +12,8 @@
 //!   smtp/      inbound SMTP: listener, connection driver of
 //!              mail::smtp::Session, deposits into mail boxes
 //!   stats.rs   per-operation response-time histograms and counters
+//!   metrics.rs those figures in the Prometheus text format (`GET /metrics`)
+//!   history.rs the last hour of them, a sample a second (`GET /_stats/history`)
 //!   host.rs    the Host: engine, views, users, stats and background tasks,
 //!              built once, closed once (checkpoint whoever holds the engine)
 //!   tasks.rs   background tasks: lifecycle, registry, start/stop order
@@ -32,11 +34,13 @@ pub mod auth;
 mod descriptors;
 mod error;
 mod guard;
+pub mod history;
 mod host;
 pub mod http;
 mod http_conn;
 pub mod json;
 mod listener;
+pub mod metrics;
 pub mod native;
 mod router_task;
 mod run;

@@ -18,8 +18,13 @@
 //! ```
 //!
 //! The ticker is the server's first background task ([`Ticker`], named
-//! `stats`), so its state shows in the statistics it keeps.
+//! `stats`), so its state shows in the statistics it keeps. Each tick
+//! also adds a second to the [`History`] (`history.rs`): for that, every
+//! operation has a second, coarser histogram of the current second next
+//! to its lifetime one, recorded under the same lock and swapped out by
+//! the ticker.
 
+use crate::history::{self, History, LogState, OpSecond, Reading};
 use crate::tasks::{Task, TaskBoard, TaskContext, TaskResult};
 use futures_util::future::BoxFuture;
 use hdrhistogram::Histogram;
@@ -123,10 +128,26 @@ pub trait StatsSource: Send + Sync {
     fn statistics(&self, out: &mut Vec<Statistic>);
 }
 
+/// One operation's response times: since start, and in the current
+/// second (for the history).
+struct OpTimes {
+    total: Histogram<u64>,
+    second: Histogram<u32>,
+}
+
+/// A histogram of one second's response times: 2 significant digits are
+/// plenty for a chart, and keep it near 10 KiB.
+fn second_histogram() -> Histogram<u32> {
+    Histogram::new_with_bounds(1, 60_000_000, 2).expect("valid histogram bounds")
+}
+
 /// Counters and histograms shared by every connection (see module docs).
 pub struct Stats {
     started: Instant,
-    histograms: Vec<Mutex<Histogram<u64>>>,
+    histograms: Vec<Mutex<OpTimes>>,
+    /// Emptied second histograms, swapped with the full ones at each tick.
+    spares: Mutex<Vec<Histogram<u32>>>,
+    history: History,
     transactions: AtomicU64,
     errors: AtomicU64,
     connections: AtomicU64,
@@ -159,14 +180,18 @@ impl Stats {
     /// Empty statistics.
     pub fn new() -> Stats {
         let hist = || {
-            Mutex::new(
-                Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
-            )
+            Mutex::new(OpTimes {
+                total: Histogram::new_with_bounds(1, 60_000_000, 3)
+                    .expect("valid histogram bounds"),
+                second: second_histogram(),
+            })
         };
         let now = Instant::now();
         Stats {
             started: now,
             histograms: Op::ALL.iter().map(|_| hist()).collect(),
+            spares: Mutex::new(Op::ALL.iter().map(|_| second_histogram()).collect()),
+            history: History::new(),
             transactions: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             connections: AtomicU64::new(0),
@@ -198,7 +223,11 @@ impl Stats {
     /// Records one completed transaction of kind `op` that took `elapsed`.
     pub fn record(&self, op: Op, elapsed: Duration, ok: bool) {
         let us = (elapsed.as_micros() as u64).clamp(1, 60_000_000);
-        self.histograms[op as usize].lock().saturating_record(us);
+        {
+            let mut h = self.histograms[op as usize].lock();
+            h.total.saturating_record(us);
+            h.second.saturating_record(us);
+        }
         self.transactions.fetch_add(1, Ordering::Relaxed);
         if !ok {
             self.errors.fetch_add(1, Ordering::Relaxed);
@@ -276,11 +305,97 @@ impl Stats {
                 *last = (s.checkpoints, s.at);
             }
         }
-        let mut q = self.samples.lock();
-        if q.len() == WINDOW {
-            q.pop_front();
+        {
+            let mut q = self.samples.lock();
+            if q.len() == WINDOW {
+                q.pop_front();
+            }
+            q.push_back(s);
         }
-        q.push_back(s);
+        let reading = self.reading(engine, &s);
+        self.history.push(reading, self.take_second());
+    }
+
+    /// The last hour, a sample a second.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Every operation's figures of the second just ended: its histogram
+    /// is swapped for an empty spare under the lock (no copy, no
+    /// allocation), read, emptied and kept as the next spare.
+    fn take_second(&self) -> [OpSecond; Op::ALL.len()] {
+        let mut out = [OpSecond::default(); Op::ALL.len()];
+        let mut spares = self.spares.lock();
+        for (i, spare) in spares.iter_mut().enumerate() {
+            std::mem::swap(&mut self.histograms[i].lock().second, spare);
+            out[i] = OpSecond::of(spare);
+            spare.reset();
+        }
+        out
+    }
+
+    /// What the history samples, read now (`s` is this tick's counters).
+    fn reading(&self, engine: &Engine, s: &Sample) -> Reading {
+        let log = engine.log_info();
+        let pool = engine.pool_stats();
+        let cache = engine.cache_stats();
+        let router = self.router.get().map(|r| r.stats().snapshot(r.now()));
+        let (replication_runs, replication_failures) = self.replication_totals();
+        Reading {
+            at: s.at,
+            transactions: s.transactions,
+            log_commits: s.commits,
+            log_fsyncs: s.fsyncs,
+            log_bytes: s.log_bytes,
+            log_used_bytes: log.as_ref().map_or(0, |l| l.bytes_in_use),
+            log_capacity_bytes: log.as_ref().map_or(0, |l| l.capacity),
+            log_state: match &log {
+                None => LogState::Disabled,
+                Some(l) if l.failed.is_some() => LogState::Failed,
+                Some(l) if l.archive_needed => LogState::Full,
+                Some(_) => LogState::Ok,
+            },
+            checkpoint_age_s: self.last_checkpoint.lock().1.elapsed().as_secs_f64(),
+            pool_hits: pool.hits,
+            pool_misses: pool.misses,
+            pool_dirty_pages: pool.dirty_pages,
+            pool_resident_bytes: pool.resident_pages * storage::PAGE_SIZE as u64,
+            lock_waits: engine.lock_stats().waits,
+            db_open: cache.open,
+            db_open_limit: cache.limit,
+            descriptors: history::open_descriptors(),
+            native_connections: self.connections.load(Ordering::Relaxed),
+            http_connections: self.http_connections.load(Ordering::Relaxed),
+            router_queue_depth: router.as_ref().map_or(0, |r| r.queue_depth),
+            router_retrying: router.as_ref().map_or(0, |r| r.retrying),
+            router_delivered: router.as_ref().map_or(0, |r| r.delivered),
+            router_latency_p50_ms: router.as_ref().map_or(0.0, |r| r.latency_p50_ms),
+            router_latency_p99_ms: router.as_ref().map_or(0.0, |r| r.latency_p99_ms),
+            replication_runs,
+            replication_failures,
+        }
+    }
+
+    /// Scheduled replication runs and failures, summed over the entries
+    /// (`replication.<entry>.runs|errors` of the added sources).
+    fn replication_totals(&self) -> (u64, u64) {
+        let mut figures = Vec::new();
+        for source in self.sources.lock().clone() {
+            source.statistics(&mut figures);
+        }
+        let mut totals = (0, 0);
+        for st in figures
+            .iter()
+            .filter(|s| s.name.starts_with("replication."))
+        {
+            match (st.name.rsplit('.').next(), &st.value) {
+                (Some("runs"), StatValue::Count(n)) => totals.0 += n,
+                (Some("errors"), StatValue::Count(n)) => totals.1 += n,
+                _ => {}
+            }
+        }
+        totals
     }
 
     /// Every statistic, named `group.name`, for `folio show stats`.
@@ -405,9 +520,20 @@ impl Stats {
         );
     }
 
+    /// Every operation's response times since start, in report order.
+    pub fn response_histograms(&self) -> Vec<(Op, ResponseHistogram)> {
+        Op::ALL
+            .iter()
+            .map(|&op| {
+                let h = self.histograms[op as usize].lock().total.clone();
+                (op, ResponseHistogram::new(h))
+            })
+            .collect()
+    }
+
     fn response_times(&self, out: &mut Vec<Statistic>) {
         for op in Op::ALL {
-            let h = self.histograms[op as usize].lock().clone();
+            let h = self.histograms[op as usize].lock().total.clone();
             if h.is_empty() {
                 continue;
             }
@@ -427,6 +553,45 @@ impl Stats {
                 value: StatValue::Gauge(h.max() as f64 / 1000.0),
             });
         }
+    }
+}
+
+/// One operation's response times since start, as `GET /metrics`
+/// exports them (a copy of the HDR histogram).
+pub struct ResponseHistogram {
+    histogram: Histogram<u64>,
+    /// Requests recorded.
+    pub count: u64,
+    /// Their total time, in seconds.
+    pub sum_seconds: f64,
+}
+
+impl ResponseHistogram {
+    fn new(histogram: Histogram<u64>) -> ResponseHistogram {
+        let count = histogram.len();
+        let sum_seconds = histogram.mean() * count as f64 / 1e6;
+        ResponseHistogram {
+            histogram,
+            count,
+            sum_seconds,
+        }
+    }
+
+    /// How many requests fall in each bucket: the first holds those up to
+    /// `bounds_s[0]` seconds, the next those above it up to `bounds_s[1]`,
+    /// and so on; requests above the last bound are in none. A value is
+    /// placed by the lowest value the histogram cannot tell it from
+    /// (3 significant digits).
+    pub fn bucket_counts(&self, bounds_s: &[f64]) -> Vec<u64> {
+        let bounds_us: Vec<u64> = bounds_s.iter().map(|b| (b * 1e6).round() as u64).collect();
+        let mut counts = vec![0; bounds_us.len()];
+        for v in self.histogram.iter_recorded() {
+            let us = self.histogram.lowest_equivalent(v.value_iterated_to());
+            if let Some(i) = bounds_us.iter().position(|&b| us <= b) {
+                counts[i] += v.count_at_value();
+            }
+        }
+        counts
     }
 }
 

@@ -1,14 +1,22 @@
-//! The server and its administration: who am I, sign-in, statistics,
-//! a database's ACL and the caller's own access.
+//! The server and its administration: who am I, sign-in (a token, or
+//! the console's session cookie), sign-out, statistics, a database's ACL
+//! and the caller's own access.
+//!
+//! The console signs in with `POST /_session?cookie=true`: the session
+//! token goes into a cookie script cannot read (`HttpOnly`) and no other
+//! site's request carries (`SameSite=Strict`), and the answer gives the
+//! page the session's CSRF token instead, which every change made with
+//! the cookie must carry (`X-Folio-CSRF`, checked in `extract.rs`).
 
-use super::answer::{bad, json_text, ok, Answer};
+use super::answer::{bad, json_text, ok, with_header, Answer};
 use super::extract::{
     body_text, only_keys, parse_object, read_body, string_field, Call, Credentials, Svc,
+    SESSION_COOKIE,
 };
 use crate::stats::Op;
 use axum::body::Body;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{Extension, State};
+use axum::http::{header, StatusCode};
 use serde_json::{json, Map, Value as Json};
 
 pub(super) async fn root(State(s): Svc, c: Call) -> Answer {
@@ -23,8 +31,18 @@ pub(super) async fn root(State(s): Svc, c: Call) -> Answer {
     })))
 }
 
-pub(super) async fn login(State(s): Svc, c: Call, body: Body) -> Answer {
-    c.query.allow(&[])?;
+/// Whether session cookies are marked `Secure` (the listener has TLS).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SecureCookies(pub(super) bool);
+
+pub(super) async fn login(
+    State(s): Svc,
+    Extension(secure): Extension<SecureCookies>,
+    c: Call,
+    body: Body,
+) -> Answer {
+    c.query.allow(&["cookie"])?;
+    let cookie = c.query.flag("cookie")?;
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;
     let m = parse_object(&bytes, "the login")?;
     only_keys(&m, &["user", "password"], "the login")?;
@@ -38,11 +56,80 @@ pub(super) async fn login(State(s): Svc, c: Call, body: Body) -> Answer {
     let (caller, token) = session
         .run(&s, Op::Login, move |s, _| s.login(&user, &password))
         .await?;
-    Ok(ok(json!({
-        "token": token,
+    if !cookie {
+        return Ok(ok(json!({
+            "token": token,
+            "user": caller.user,
+            "admin": caller.admin,
+        })));
+    }
+    let lifetime = crate::auth::DEFAULT_SESSION_LIFETIME.as_secs();
+    let answer = ok(json!({
         "user": caller.user,
         "admin": caller.admin,
-    })))
+        "csrf": crate::auth::csrf_token(&token),
+    }));
+    Ok(with_header(
+        answer,
+        header::SET_COOKIE,
+        &session_cookie(&token, lifetime, secure),
+    ))
+}
+
+/// The `Set-Cookie` value of a session cookie (`max_age` 0 removes it).
+fn session_cookie(token: &str, max_age: u64, secure: SecureCookies) -> String {
+    let secure = if secure.0 { "; Secure" } else { "" };
+    format!(
+        "{SESSION_COOKIE}={token}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"
+    )
+}
+
+/// `GET /_session`: who the credentials sign in as, and (for the
+/// session cookie) the session's CSRF token, for a page reloaded.
+pub(super) async fn session_info(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let csrf = match &c.credentials {
+        Credentials::Cookie { token, .. } => Some(crate::auth::csrf_token(token)),
+        _ => None,
+    };
+    let caller = c
+        .run(&s, Op::Admin, |_, caller| {
+            if caller.user.is_none() && !caller.admin {
+                return Err(crate::ServerError::Unauthenticated("not signed in".into()));
+            }
+            Ok(caller.clone())
+        })
+        .await?;
+    let mut body = json!({"user": caller.user, "admin": caller.admin});
+    if let Some(csrf) = csrf {
+        body["csrf"] = json!(csrf);
+    }
+    Ok(ok(body))
+}
+
+/// `DELETE /_session`: ends the session of the token or cookie the
+/// request signs in with, and removes the cookie.
+pub(super) async fn logout(
+    State(s): Svc,
+    Extension(secure): Extension<SecureCookies>,
+    c: Call,
+) -> Answer {
+    c.query.allow(&[])?;
+    let token = c
+        .credentials
+        .session_token()
+        .map(str::to_string)
+        .ok_or_else(|| bad("no session to end: sign in with a session token or cookie"))?;
+    c.run(&s, Op::Login, move |s, _| {
+        s.logout(&token);
+        Ok(())
+    })
+    .await?;
+    Ok(with_header(
+        ok(json!({"ok": true})),
+        header::SET_COOKIE,
+        &session_cookie("", 0, secure),
+    ))
 }
 
 pub(super) async fn statistics(State(s): Svc, c: Call) -> Answer {

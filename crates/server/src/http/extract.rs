@@ -12,7 +12,7 @@ use crate::{ServerError, ServerResult};
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{FromRequestParts, Query, RawPathParams, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use base64::Engine as _;
 use bytes::BytesMut;
 use futures_util::StreamExt;
@@ -40,12 +40,25 @@ pub(super) enum Credentials {
         secret: Secret,
     },
     Bearer(String),
+    /// The console's session cookie (`session.rs`). `csrf_ok` says whether
+    /// the request may use it: a safe method, or one carrying the
+    /// session's CSRF token.
+    Cookie {
+        token: String,
+        csrf_ok: bool,
+    },
 }
 
 impl Credentials {
-    fn from_headers(headers: &HeaderMap) -> Result<Credentials, ApiError> {
+    fn from_headers(method: &Method, headers: &HeaderMap) -> Result<Credentials, ApiError> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return Ok(Credentials::Anonymous);
+            return Ok(match session_cookie(headers) {
+                Some(token) => Credentials::Cookie {
+                    csrf_ok: csrf_ok(method, headers, &token),
+                    token,
+                },
+                None => Credentials::Anonymous,
+            });
         };
         let malformed = |why: &str| {
             ApiError::new(
@@ -85,8 +98,60 @@ impl Credentials {
             Credentials::Anonymous => Ok(Caller::anonymous()),
             Credentials::Basic { user, secret } => s.authenticate(user, secret),
             Credentials::Bearer(token) => s.authenticate_token(token),
+            Credentials::Cookie { token, csrf_ok } => {
+                if !csrf_ok {
+                    return Err(ServerError::Forbidden(format!(
+                        "a change made with the session cookie needs the session's \
+                         {CSRF_HEADER} header"
+                    )));
+                }
+                s.authenticate_token(token)
+            }
         }
     }
+
+    /// The session token these credentials carry, if a session's.
+    pub(super) fn session_token(&self) -> Option<&str> {
+        match self {
+            Credentials::Bearer(t) | Credentials::Cookie { token: t, .. } => Some(t),
+            Credentials::Basic {
+                secret: Secret::Token(t),
+                ..
+            } => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// The console's session cookie, and the header a change made with it
+/// must carry (docs/http.md, "Console sessions").
+pub(super) const SESSION_COOKIE: &str = "folio_session";
+pub(super) const CSRF_HEADER: &str = "x-folio-csrf";
+
+/// The value of the session cookie, if the request has one.
+fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether a request may act with the cookie `token`: reads always
+/// (GET and HEAD change nothing), changes only with the CSRF token that
+/// sign-in gave the page, which another site's page cannot read.
+fn csrf_ok(method: &Method, headers: &HeaderMap, token: &str) -> bool {
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return true;
+    }
+    headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| crate::auth::csrf_matches(token, v))
 }
 
 /// What every handler starts from: path parameters, query, credentials
@@ -115,7 +180,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Call {
         Ok(Call {
             params,
             query: QueryArgs::parse(&parts.uri)?,
-            credentials: Credentials::from_headers(&parts.headers)?,
+            credentials: Credentials::from_headers(&parts.method, &parts.headers)?,
             headers: parts.headers.clone(),
         })
     }

@@ -67,6 +67,8 @@
 //!   multipart.rs    multipart/form-data bodies, read whole
 //!   calendar.rs     meetings as the signed-in user
 //!   backup.rs       online backup
+//!   observe.rs      what monitoring reads: /metrics, /_stats/history
+//!   console.rs      the console's page and assets, compiled in
 //! ```
 
 mod admin;
@@ -76,6 +78,7 @@ mod attachments;
 mod backup;
 mod calendar;
 mod compact;
+mod console;
 mod databases;
 mod documents;
 mod extract;
@@ -83,6 +86,7 @@ mod feed;
 mod mail;
 mod mail_users;
 mod multipart;
+mod observe;
 mod replicate;
 mod stream;
 mod unread;
@@ -99,11 +103,20 @@ use std::sync::Arc;
 
 pub use crate::http_conn::{serve, HttpSettings};
 
-/// The routes of the API, over `service`.
-pub fn router(service: Arc<Service>) -> Router {
-    Router::new()
+/// The routes of the API, over `service`, as `settings` configure them;
+/// `tls` says whether the listener has TLS (session cookies are then
+/// `Secure`).
+pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Router {
+    let mut routes = Router::new()
         .route("/", get(admin::root))
-        .route("/_session", post(admin::login))
+        .route("/metrics", get(observe::metrics))
+        .route("/_stats/history", get(observe::history))
+        .route(
+            "/_session",
+            post(admin::login)
+                .get(admin::session_info)
+                .delete(admin::logout),
+        )
         .route("/stats", get(admin::statistics))
         .route("/admin/archive", post(archive::archive))
         .route("/admin/backup", post(backup::backup))
@@ -162,10 +175,22 @@ pub fn router(service: Arc<Service>) -> Router {
             "/mail/users",
             get(mail_users::list_users).post(mail_users::create_user),
         )
-        .route("/mail/users/{name}", delete(mail_users::remove_user))
+        .route("/mail/users/{name}", delete(mail_users::remove_user));
+    if settings.console {
+        routes = routes
+            .route("/_console", get(console::redirect))
+            .route("/_console/", get(console::index))
+            .route("/_console/{file}", get(console::file));
+    }
+    routes
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::Extension(observe::Observers::new(
+            &settings.metrics_users,
+        )))
+        .layer(axum::Extension(admin::SecureCookies(tls)))
         .layer(axum::middleware::from_fn(unread::close_if_unread))
+        .layer(axum::middleware::from_fn(console::no_browser_prompt))
         .layer(axum::middleware::from_fn_with_state(
             service.clone(),
             count_request,

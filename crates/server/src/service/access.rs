@@ -74,6 +74,12 @@ impl Service {
         Ok((caller, token))
     }
 
+    /// Ends the session of a token from [`login`](Self::login) (nothing
+    /// if it is not one).
+    pub fn logout(&self, token: &str) {
+        self.users.logout(token);
+    }
+
     /// What `caller` may do in `db`.
     pub fn access(&self, caller: &Caller, db: &Database) -> ServerResult<Access> {
         if caller.admin {

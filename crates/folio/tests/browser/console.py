@@ -1,0 +1,127 @@
+"""The console in headless Chromium (run by crates/folio/tests/console_browser.rs).
+
+Signs in, watches the dashboard's transaction chart move while
+`folio load commit` runs against the server, lists the databases, and
+opens a document whose Subject is an HTML injection, which must show as
+text: no <img> in the page, no alert, no Content-Security-Policy report.
+Screenshots go to the directory given.
+
+usage: console.py URL PASSWORD SCREENSHOT_DIR FOLIO_BINARY NATIVE_ADDR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+XSS = "<img src=x onerror=alert(1)>"
+
+url, password, shots, folio, native = sys.argv[1:6]
+os.makedirs(shots, exist_ok=True)
+
+opts = webdriver.ChromeOptions()
+opts.binary_location = "/usr/bin/chromium"
+for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100",
+          "--disable-dev-shm-usage"]:
+    opts.add_argument(a)
+opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+from selenium.webdriver.chrome.service import Service
+service = Service(executable_path="/usr/bin/chromedriver")
+driver = webdriver.Chrome(options=opts, service=service)
+wait = WebDriverWait(driver, 20)
+
+
+def shot(name):
+    path = os.path.join(shots, name)
+    driver.save_screenshot(path)
+    print("screenshot", path)
+
+
+def no_alert():
+    try:
+        text = driver.switch_to.alert.text
+    except NoAlertPresentException:
+        return
+    raise AssertionError("an alert opened: %r" % text)
+
+
+def legend(title):
+    """The legend text of the chart card titled `title`."""
+    for card in driver.find_elements(By.CSS_SELECTOR, ".card"):
+        if card.find_element(By.TAG_NAME, "h3").text.startswith(title):
+            return card.find_element(By.CSS_SELECTOR, ".legend").text
+    raise AssertionError("no chart " + title)
+
+
+def trans_per_min():
+    text = legend("Transactions")
+    value = text.split("transactions/min:")[1].split()[0].replace(",", "")
+    return float(value) if value != "–" else 0.0
+
+
+try:
+    driver.get(url + "/_console/")
+    wait.until(lambda d: d.find_elements(By.ID, "signin"))
+    shot("signin.png")
+    driver.find_element(By.ID, "user").send_keys("admin")
+    driver.find_element(By.ID, "password").send_keys(password)
+    driver.find_element(By.ID, "signin-button").click()
+    wait.until(lambda d: d.find_element(By.ID, "dash-status").text.startswith("Updated"))
+    before = trans_per_min()
+
+    out = tempfile.mkdtemp()
+    env = dict(os.environ, FOLIO_PASSWORD=password)
+    load = subprocess.Popen(
+        [folio, "load", "commit", "--server", native, "--user", "admin", "--no-embedded",
+         "--clients", "8", "--seconds", "6", "--rounds", "1", "--out", out],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    moved = 0.0
+    deadline = time.time() + 25
+    while time.time() < deadline and load.poll() is None:
+        time.sleep(1)
+        moved = max(moved, trans_per_min())
+        if moved > 1000:
+            break
+    time.sleep(3)
+    moved = max(moved, trans_per_min())
+    print("transactions/min before %.0f, during the load %.0f" % (before, moved))
+    assert moved > max(before, 100), "the transactions chart did not move: %r" % legend("Transactions")
+    driver.set_window_size(1400, 2200)
+    time.sleep(2.5)
+    shot("dashboard.png")
+    driver.set_window_size(1400, 1100)
+    load.wait(timeout=60)
+
+    driver.get(url + "/_console/#/databases")
+    wait.until(lambda d: "…" not in d.find_element(By.ID, "databases").text
+               and "xss.fdb" in d.find_element(By.ID, "databases").text)
+    shot("databases.png")
+
+    driver.find_element(By.LINK_TEXT, "xss.fdb").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#documents tbody a"))
+    assert XSS in driver.find_element(By.ID, "documents").text
+    shot("database.png")
+    driver.find_element(By.CSS_SELECTOR, "#documents tbody a").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#items td.value"))
+    values = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#items td.value")]
+    assert XSS in values, values
+    assert not driver.find_elements(By.CSS_SELECTOR, "main img"), "the Subject became an <img>"
+    no_alert()
+    shot("document.png")
+
+    reports = [e["message"] for e in driver.get_log("browser")
+               if "Content Security Policy" in e["message"] or e["level"] == "SEVERE"
+               and "favicon" not in e["message"] and "401" not in e["message"]]
+    assert not reports, reports
+    print("console browser test passed")
+except TimeoutException:
+    shot("failure.png")
+    print(driver.find_element(By.TAG_NAME, "body").text, file=sys.stderr)
+    raise
+finally:
+    driver.quit()

@@ -1,0 +1,133 @@
+//! `GET /metrics` end to end: the real `folio serve`, its access rule
+//! (administrators and `http_metrics_users`; anonymous 401, anyone else
+//! 403), and its text checked by Prometheus' own `promtool check metrics`
+//! (Debian's `prometheus` package: `scripts/install-console-tools.sh`).
+//! Without promtool the test fails and says how to install it; set
+//! `FOLIO_SKIP_PROMTOOL=1` to run the rest without it, loudly.
+
+mod common;
+
+use common::{Server, ADMIN_PW};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn get(srv: &Server, user: Option<(&str, &str)>, path: &str) -> (u16, String, String) {
+    let mut req = ureq::get(&format!("http://{}{path}", srv.http));
+    if let Some((u, p)) = user {
+        let auth = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("{u}:{p}"),
+        );
+        req = req.set("Authorization", &format!("Basic {auth}"));
+    }
+    let resp = match req.call() {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("GET {path}: {e}"),
+    };
+    let status = resp.status();
+    let ctype = resp.header("content-type").unwrap_or_default().to_string();
+    (status, ctype, resp.into_string().unwrap())
+}
+
+/// `promtool check metrics` on `text`: its complaints, or None when
+/// promtool is not installed and FOLIO_SKIP_PROMTOOL allows that.
+fn promtool(text: &str) -> Option<String> {
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if std::env::var_os("FOLIO_SKIP_PROMTOOL").is_some() => {
+            eprintln!(
+                "\n*** WARNING: promtool is not installed ({e}); /metrics was NOT checked by \
+                 promtool (FOLIO_SKIP_PROMTOOL is set) ***\n"
+            );
+            return None;
+        }
+        Err(e) => panic!(
+            "promtool cannot be run ({e}): install it with `sudo scripts/install-console-tools.sh` \
+             (Debian's prometheus package), or set FOLIO_SKIP_PROMTOOL=1 to skip this check"
+        ),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{said}"
+    );
+    Some(said)
+}
+
+#[test]
+fn metrics_are_for_administrators_and_named_readers_and_pass_promtool() {
+    let tmp = common::users_dir(&["prom", "bob"]);
+    std::fs::write(
+        tmp.path().join("folio.toml"),
+        "http_metrics_users = [\"Prom\"]\n",
+    )
+    .unwrap();
+    let srv = Server::start(tmp.path());
+    let admin = srv.admin();
+    admin.create_database("m.fdb", "Metrics").unwrap();
+    let (db, _) = admin.open_database("m.fdb").unwrap();
+    for i in 0..20 {
+        admin
+            .create_document(db, &format!(r#"{{"Subject":"doc {i}"}}"#))
+            .unwrap();
+    }
+
+    let (status, _, body) = get(&srv, None, "/metrics");
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = get(&srv, Some(("bob", "bob-password")), "/metrics");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("http_metrics_users"), "{body}");
+
+    let (status, ctype, text) = get(&srv, Some(("prom", "prom-password")), "/metrics");
+    assert_eq!(status, 200, "{text}");
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    let (status, _, _) = get(&srv, Some(("admin", ADMIN_PW)), "/metrics");
+    assert_eq!(status, 200);
+
+    for family in [
+        "# TYPE folio_transactions_total counter",
+        "# TYPE folio_response_seconds histogram",
+        "# TYPE folio_log_fsyncs_total counter",
+        "# TYPE folio_wait_seconds summary",
+        "# TYPE folio_pool_dirty_pages gauge",
+        "# TYPE folio_connections gauge",
+        "folio_log_state{state=\"ok\"} 1",
+        "folio_task_state{task=\"stats\",state=\"running\"} 1",
+    ] {
+        assert!(text.contains(family), "{family} missing from:\n{text}");
+    }
+    let created = text
+        .lines()
+        .find(|l| l.starts_with("folio_response_seconds_count{op=\"create\"}"))
+        .unwrap_or_else(|| panic!("no create count in:\n{text}"));
+    assert!(created.ends_with(" 20"), "{created}");
+    assert!(
+        !text.contains("unmapped statistic"),
+        "a statistic has no rule in crates/server/src/metrics.rs:\n{}",
+        text.lines()
+            .filter(|l| l.contains("unmapped"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    if let Some(said) = promtool(&text) {
+        assert!(said.trim().is_empty(), "promtool's lint:\n{said}");
+    }
+}
