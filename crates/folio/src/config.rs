@@ -58,6 +58,8 @@ pub struct FileConfig {
     pub http_listen: Option<String>,
     /// SMTP (inbound mail) address, or "off" (the default).
     pub smtp_listen: Option<String>,
+    /// IMAP (reading mail) address, or "off" (the default).
+    pub imap_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
     /// The highest zstd level granted to a client asking for one (1 to
@@ -86,6 +88,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub smtp: SmtpSection,
     #[serde(default)]
+    pub imap: ImapSection,
+    #[serde(default)]
     pub router: RouterSection,
     /// Days a deletion stub is kept before it is purged (default 90):
     /// replicas must replicate more often than this (design.md I45).
@@ -110,6 +114,23 @@ pub struct SmtpSection {
     pub data_timeout_secs: Option<f64>,
     /// The name in the greeting (default: the host name).
     pub server_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImapSection {
+    /// IMAP sessions served at once.
+    pub max_connections: Option<usize>,
+    /// Seconds a session may wait for its next command (IDLE included).
+    pub idle_timeout_secs: Option<f64>,
+    /// Largest command, literals aside.
+    pub max_command_size: Option<Size>,
+    /// Largest message APPEND takes.
+    pub max_message_size: Option<Size>,
+    /// Passwords without TLS on connections that are not loopback.
+    pub plaintext_login: Option<bool>,
+    /// Milliseconds between an idling session's looks for changes.
+    pub idle_poll_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -480,6 +501,7 @@ impl FileConfig {
         }
         s.limits = self.limits()?;
         s.smtp = self.smtp_settings(s.native.stall_timeout)?;
+        s.imap = self.imap_settings(s.native.stall_timeout)?;
         let rel = |p: &PathBuf| {
             if p.is_absolute() {
                 p.clone()
@@ -595,6 +617,64 @@ impl FileConfig {
                 ));
             }
             s.server_name = Some(name.clone());
+        }
+        Ok(Some(s))
+    }
+
+    /// The IMAP listener's settings, validated: `None` unless
+    /// `imap_listen` names an address.
+    fn imap_settings(
+        &self,
+        stall_timeout: Duration,
+    ) -> Result<Option<server::imap::ImapSettings>, String> {
+        let listen = match self.imap_listen.as_deref() {
+            None | Some("off") => return Ok(None),
+            Some(a) => socket_addr("imap_listen", a)?,
+        };
+        let c = &self.imap;
+        let mut s = server::imap::ImapSettings {
+            listen,
+            stall_timeout,
+            ..Default::default()
+        };
+        if let Some(n) = c.max_connections {
+            if !(1..=100_000).contains(&n) {
+                return Err(setting(
+                    "imap.max_connections",
+                    "must be between 1 and 100000",
+                ));
+            }
+            s.max_connections = n;
+        }
+        if let Some(t) = timeout("imap.idle_timeout_secs", c.idle_timeout_secs)? {
+            s.idle_timeout = t;
+        }
+        if let Some(Size(n)) = c.max_command_size {
+            if !(1 << 10..=1 << 20).contains(&n) {
+                return Err(setting(
+                    "imap.max_command_size",
+                    "must be between 1KiB and 1MiB",
+                ));
+            }
+            s.max_command_size = n as u32;
+        }
+        if let Some(Size(n)) = c.max_message_size {
+            if !(1 << 10..=1 << 30).contains(&n) {
+                return Err(setting(
+                    "imap.max_message_size",
+                    "must be between 1KiB and 1GiB",
+                ));
+            }
+            s.max_message_size = n as u32;
+        }
+        if let Some(b) = c.plaintext_login {
+            s.plaintext_login = b;
+        }
+        if let Some(ms) = c.idle_poll_ms {
+            if !(10..=60_000).contains(&ms) {
+                return Err(setting("imap.idle_poll_ms", "must be between 10 and 60000"));
+            }
+            s.idle_poll = Duration::from_millis(ms);
         }
         Ok(Some(s))
     }

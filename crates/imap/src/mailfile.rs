@@ -352,6 +352,10 @@ impl Mailstore for MailFileStore {
         self.views.delete(&self.db, &source.design)?;
         Ok(())
     }
+
+    fn change_marker(&self) -> u64 {
+        self.db.last_seq().0
+    }
 }
 
 /// UIDVALIDITY from the instance id: non-zero, and different whenever the

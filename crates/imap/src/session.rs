@@ -129,6 +129,15 @@ impl Session {
         self.idling.is_some()
     }
 
+    /// The signed-in store's change marker ([`Mailstore::change_marker`]),
+    /// if a mailbox is selected.
+    pub fn change_marker(&self) -> Option<u64> {
+        match &self.state {
+            State::Selected(store, _) => Some(store.change_marker()),
+            _ => None,
+        }
+    }
+
     /// The session is waiting for a command with nothing under way (the
     /// driver may close it at shutdown with [`Session::shutdown`]).
     pub fn between_commands(&self) -> bool {

@@ -92,6 +92,10 @@ pub trait Mailstore: Send {
     fn create(&self, mailbox: &str) -> ImapResult<()>;
     /// Removes a user folder (its messages stay in the mail file).
     fn delete(&self, mailbox: &str) -> ImapResult<()>;
+    /// A number that changes whenever anything in the store may have
+    /// (the database's change sequence), cheap enough to read often: an
+    /// idling session looks again only when it moved.
+    fn change_marker(&self) -> u64;
 }
 
 /// Why a sign-in was refused.

@@ -11,6 +11,8 @@
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   smtp/      inbound SMTP: listener, connection driver of
 //!              mail::smtp::Session, deposits into mail boxes
+//!   imap/      IMAP: listener, connection driver of imap::Session,
+//!              sign-in with the server's users into their mail file
 //!   stats.rs   per-operation response-time histograms and counters
 //!   host.rs    the Host: engine, views, users, stats and background tasks,
 //!              built once, closed once (checkpoint whoever holds the engine)
@@ -35,6 +37,7 @@ mod guard;
 mod host;
 pub mod http;
 mod http_conn;
+pub mod imap;
 pub mod json;
 mod listener;
 pub mod native;
