@@ -10,9 +10,11 @@
 use crate::fetch;
 use crate::search::{self, Candidate};
 use crate::seqset::resolve;
-use crate::session::{flags_data, nonzero, Session, State};
+use crate::session::{flag_fetch, flags_data, nonzero, Session, State};
 use imap_next::imap_types::core::{Charset, Tag, Vec1};
-use imap_next::imap_types::fetch::{MacroOrMessageDataItemNames, MessageDataItemName};
+use imap_next::imap_types::fetch::{
+    MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName,
+};
 use imap_next::imap_types::flag::{Flag, StoreResponse, StoreType};
 use imap_next::imap_types::response::{Code, Data};
 use imap_next::imap_types::search::SearchKey;
@@ -56,13 +58,16 @@ pub(crate) fn fetch(
             let mut flags = meta.flags.clone();
             flags.push("\\Seen".into());
             if store.set_flags(&sel.name, meta.uid, &flags).is_ok() {
+                let now = flag_fetch(&flags);
                 sel.snapshot.messages[i].flags = flags;
-                if !names.contains(&MessageDataItemName::Flags) {
-                    if let Data::Fetch { items, .. } =
-                        flags_data(i, &sel.snapshot.messages[i], false)
-                    {
-                        got.items.extend(items.into_iter());
-                    }
+                // RFC 9051 §6.4.5: the changed flags go with the answer.
+                match got
+                    .items
+                    .iter_mut()
+                    .find(|it| matches!(it, MessageDataItem::Flags(_)))
+                {
+                    Some(it) => *it = MessageDataItem::Flags(now),
+                    None => got.items.push(MessageDataItem::Flags(now)),
                 }
             }
         }
