@@ -76,13 +76,13 @@ pub(crate) fn list(
         let d = if lsub {
             Data::Lsub {
                 items,
-                delimiter: delimiter.clone(),
+                delimiter,
                 mailbox,
             }
         } else {
             Data::List {
                 items,
-                delimiter: delimiter.clone(),
+                delimiter,
                 mailbox,
             }
         };

@@ -171,7 +171,7 @@ fn fields(header: &[u8], names: &[String], keep: bool) -> Vec<u8> {
 pub(crate) fn envelope(msg: &Message<'_>) -> Envelope<'static> {
     let raw = |name: &str| -> NString<'static> {
         msg.header_raw(name)
-            .map(|v| unfold(v))
+            .map(unfold)
             .and_then(|v| nstring(v.into_bytes()))
             .unwrap_or(NString(None))
     };
