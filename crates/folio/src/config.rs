@@ -1072,6 +1072,66 @@ mod tests {
     }
 
     #[test]
+    fn imap_settings() {
+        let d = Path::new("/d");
+        assert!(parse("")
+            .unwrap()
+            .server_settings(d)
+            .unwrap()
+            .imap
+            .is_none());
+        let off = parse("imap_listen = \"off\"").unwrap();
+        assert!(off.server_settings(d).unwrap().imap.is_none());
+        let c = parse(
+            "imap_listen = \"127.0.0.1:1143\"\nstall_timeout_secs = 9\n[imap]\n\
+             max_connections = 7\nidle_timeout_secs = 60\nmax_command_size = \"8KiB\"\n\
+             max_message_size = \"2MiB\"\nplaintext_login = true\nidle_poll_ms = 20",
+        )
+        .unwrap();
+        let s = c.server_settings(d).unwrap().imap.unwrap();
+        assert_eq!(s.listen, "127.0.0.1:1143");
+        assert_eq!(s.max_connections, 7);
+        assert_eq!(s.idle_timeout, Duration::from_secs(60));
+        assert_eq!((s.max_command_size, s.max_message_size), (8 << 10, 2 << 20));
+        assert!(s.plaintext_login);
+        assert_eq!(s.idle_poll, Duration::from_millis(20));
+        assert_eq!(s.stall_timeout, Duration::from_secs(9));
+        let env = [(
+            "FOLIO__IMAP_LISTEN".to_string(),
+            "127.0.0.1:1143".to_string(),
+        )];
+        let c = parse_with_env("", env.into_iter()).unwrap();
+        let s = c.server_settings(d).unwrap().imap.unwrap();
+        assert_eq!(s.listen, "127.0.0.1:1143");
+        assert!(!s.plaintext_login, "off by default");
+        let on = "imap_listen = \"127.0.0.1:1143\"\n";
+        for (text, key) in [
+            ("[imap]\nmax_connections = 0", "imap.max_connections"),
+            ("[imap]\nidle_timeout_secs = 0", "imap.idle_timeout_secs"),
+            ("[imap]\nmax_command_size = 10", "imap.max_command_size"),
+            (
+                "[imap]\nmax_message_size = \"2GiB\"",
+                "imap.max_message_size",
+            ),
+            ("[imap]\nidle_poll_ms = 1", "imap.idle_poll_ms"),
+        ] {
+            let e = parse(&format!("{on}{text}"))
+                .unwrap()
+                .server_settings(d)
+                .unwrap_err();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        let e = parse("imap_listen = \"nowhere\"")
+            .unwrap()
+            .server_settings(d)
+            .unwrap_err();
+        assert!(e.contains("imap_listen"), "{e}");
+        assert!(parse("[imap]\nmax_sesions = 1")
+            .unwrap_err()
+            .contains("max_sesions"));
+    }
+
+    #[test]
     fn smtp_settings() {
         let d = Path::new("/d");
         assert!(parse("")
