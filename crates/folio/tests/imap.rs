@@ -391,6 +391,62 @@ print(json.dumps(subjects))
     server.stop();
 }
 
+#[test]
+fn readers_hide_documents_from_every_count_and_search() {
+    let tmp = mail_dir();
+    let d = tmp.path();
+    // Two memos written through Folio's own API (so served rendered), one
+    // restricted to somebody else by $Readers, both in bob's Inbox.
+    let put = |json: &str| {
+        ok(d, &["doc", "put", "mail/bob.fdb"], json)
+            .trim()
+            .to_string()
+    };
+    let open = put(r#"{"Form":"Memo","Subject":"for bob","Body":"hello bob"}"#);
+    let hidden =
+        put(r#"{"Form":"Memo","Subject":"secret","Body":"not for bob","$Readers":["carol"]}"#);
+    ok(
+        d,
+        &["folder", "add", "mail/bob.fdb", "Inbox", &open, &hidden],
+        "",
+    );
+    let server = Server::start(d);
+    let imap = server.imap.clone().unwrap();
+    let seen = python(
+        &format!(
+            "{COMMON}
+m = login(sys.argv[1])
+typ, status = m.status('INBOX', '(MESSAGES)')
+typ, all_status = m.status('\\\"All Documents\\\"', '(MESSAGES)')
+typ, exists = m.select('INBOX')
+typ, found = m.search(None, 'ALL')
+typ, secret = m.search(None, 'SUBJECT', 'secret')
+typ, f = m.fetch('1', '(BODY[])')
+m.logout()
+print(json.dumps({{'status': status[0].decode(), 'all': all_status[0].decode(),
+                  'exists': exists[0].decode(), 'found': found[0].decode(),
+                  'secret': secret[0].decode(), 'body': f[0][1].decode()}}))
+"
+        ),
+        &[&imap],
+    );
+    assert!(
+        seen["status"].as_str().unwrap().contains("MESSAGES 1"),
+        "{seen}"
+    );
+    assert!(
+        seen["all"].as_str().unwrap().contains("MESSAGES 1"),
+        "{seen}"
+    );
+    assert_eq!(seen["exists"], "1");
+    assert_eq!(seen["found"], "1");
+    assert_eq!(seen["secret"], "");
+    let body = seen["body"].as_str().unwrap();
+    assert!(body.contains("Subject: for bob\r\n"), "{body}");
+    assert!(body.contains("aGVsbG8gYm9i"), "the body, base64: {body}");
+    server.stop();
+}
+
 const SENT_BYTES: &[u8] = b"From: Eve Outside <eve@example.net>\r\n\
 To: bob@example.com\r\n\
 Subject: Quarterly figures\r\n\
