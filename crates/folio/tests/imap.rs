@@ -447,6 +447,52 @@ print(json.dumps({{'status': status[0].decode(), 'all': all_status[0].decode(),
     server.stop();
 }
 
+#[test]
+fn an_idling_client_hears_of_new_mail() {
+    let tmp = mail_dir();
+    let d = tmp.path();
+    let server = Server::start(d);
+    let imap = server.imap.clone().unwrap();
+    let heard = python(
+        &format!(
+            "{COMMON}
+s = socket.create_connection(addr(sys.argv[1]))
+f = s.makefile('rb')
+f.readline()
+def until(tag):
+    lines = []
+    while True:
+        line = f.readline().decode()
+        lines.append(line)
+        if line.startswith(tag):
+            return lines
+s.sendall(b'a1 LOGIN bob bob-password\\r\\n'); until('a1 ')
+s.sendall(b'a2 SELECT INBOX\\r\\n'); until('a2 ')
+s.sendall(b'a3 IDLE\\r\\n')
+go = f.readline().decode()
+# Another session appends; this one is told without asking.
+other = login(sys.argv[1])
+started = time.time()
+other.append('INBOX', None, None, b'Subject: while idle\\r\\n\\r\\nhi\\r\\n')
+exists = f.readline().decode()
+waited = time.time() - started
+s.sendall(b'DONE\\r\\n')
+done = until('a3 ')
+other.logout()
+print(json.dumps({{'go': go, 'exists': exists, 'done': done[-1], 'waited': waited}}))
+"
+        ),
+        &[&imap],
+    );
+    assert!(heard["go"].as_str().unwrap().starts_with("+ "), "{heard}");
+    assert_eq!(heard["exists"], "* 1 EXISTS\r\n");
+    assert!(
+        heard["done"].as_str().unwrap().starts_with("a3 OK"),
+        "{heard}"
+    );
+    server.stop();
+}
+
 const SENT_BYTES: &[u8] = b"From: Eve Outside <eve@example.net>\r\n\
 To: bob@example.com\r\n\
 Subject: Quarterly figures\r\n\
