@@ -706,8 +706,12 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
                 Some(a) => format!(", smtp {a}"),
                 None => String::new(),
             };
+            let imap = match b.imap {
+                Some(a) => format!(", imap {a}"),
+                None => String::new(),
+            };
             eprintln!(
-                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{tls}; Ctrl-C to stop",
+                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{imap}{tls}; Ctrl-C to stop",
                 if logged { "on" } else { "off" },
                 b.native,
             );

@@ -63,6 +63,8 @@ pub struct FileConfig {
     pub http_listen: Option<String>,
     /// SMTP (inbound mail) address, or "off" (the default).
     pub smtp_listen: Option<String>,
+    /// IMAP (reading mail) address, or "off" (the default).
+    pub imap_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
     /// The highest zstd level granted to a client asking for one (1 to
@@ -91,6 +93,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub smtp: SmtpSection,
     #[serde(default)]
+    pub imap: ImapSection,
+    #[serde(default)]
     pub router: RouterSection,
     /// Days a deletion stub is kept before it is purged (default 90):
     /// replicas must replicate more often than this (design.md I45).
@@ -115,6 +119,23 @@ pub struct SmtpSection {
     pub data_timeout_secs: Option<f64>,
     /// The name in the greeting (default: the host name).
     pub server_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImapSection {
+    /// IMAP sessions served at once.
+    pub max_connections: Option<usize>,
+    /// Seconds a session may wait for its next command (IDLE included).
+    pub idle_timeout_secs: Option<f64>,
+    /// Largest command, literals aside.
+    pub max_command_size: Option<Size>,
+    /// Largest message APPEND takes.
+    pub max_message_size: Option<Size>,
+    /// Passwords without TLS on connections that are not loopback.
+    pub plaintext_login: Option<bool>,
+    /// Milliseconds between an idling session's looks for changes.
+    pub idle_poll_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -497,6 +518,7 @@ impl FileConfig {
         }
         s.limits = self.limits()?;
         s.smtp = self.smtp_settings(s.native.stall_timeout)?;
+        s.imap = self.imap_settings(s.native.stall_timeout)?;
         let rel = |p: &PathBuf| {
             if p.is_absolute() {
                 p.clone()
@@ -612,6 +634,64 @@ impl FileConfig {
                 ));
             }
             s.server_name = Some(name.clone());
+        }
+        Ok(Some(s))
+    }
+
+    /// The IMAP listener's settings, validated: `None` unless
+    /// `imap_listen` names an address.
+    fn imap_settings(
+        &self,
+        stall_timeout: Duration,
+    ) -> Result<Option<server::imap::ImapSettings>, String> {
+        let listen = match self.imap_listen.as_deref() {
+            None | Some("off") => return Ok(None),
+            Some(a) => socket_addr("imap_listen", a)?,
+        };
+        let c = &self.imap;
+        let mut s = server::imap::ImapSettings {
+            listen,
+            stall_timeout,
+            ..Default::default()
+        };
+        if let Some(n) = c.max_connections {
+            if !(1..=100_000).contains(&n) {
+                return Err(setting(
+                    "imap.max_connections",
+                    "must be between 1 and 100000",
+                ));
+            }
+            s.max_connections = n;
+        }
+        if let Some(t) = timeout("imap.idle_timeout_secs", c.idle_timeout_secs)? {
+            s.idle_timeout = t;
+        }
+        if let Some(Size(n)) = c.max_command_size {
+            if !(1 << 10..=1 << 20).contains(&n) {
+                return Err(setting(
+                    "imap.max_command_size",
+                    "must be between 1KiB and 1MiB",
+                ));
+            }
+            s.max_command_size = n as u32;
+        }
+        if let Some(Size(n)) = c.max_message_size {
+            if !(1 << 10..=1 << 30).contains(&n) {
+                return Err(setting(
+                    "imap.max_message_size",
+                    "must be between 1KiB and 1GiB",
+                ));
+            }
+            s.max_message_size = n as u32;
+        }
+        if let Some(b) = c.plaintext_login {
+            s.plaintext_login = b;
+        }
+        if let Some(ms) = c.idle_poll_ms {
+            if !(10..=60_000).contains(&ms) {
+                return Err(setting("imap.idle_poll_ms", "must be between 10 and 60000"));
+            }
+            s.idle_poll = Duration::from_millis(ms);
         }
         Ok(Some(s))
     }
@@ -1029,6 +1109,66 @@ mod tests {
         assert!(parse("http_header_timeout = 5")
             .unwrap_err()
             .contains("http_header_timeout"));
+    }
+
+    #[test]
+    fn imap_settings() {
+        let d = Path::new("/d");
+        assert!(parse("")
+            .unwrap()
+            .server_settings(d)
+            .unwrap()
+            .imap
+            .is_none());
+        let off = parse("imap_listen = \"off\"").unwrap();
+        assert!(off.server_settings(d).unwrap().imap.is_none());
+        let c = parse(
+            "imap_listen = \"127.0.0.1:1143\"\nstall_timeout_secs = 9\n[imap]\n\
+             max_connections = 7\nidle_timeout_secs = 60\nmax_command_size = \"8KiB\"\n\
+             max_message_size = \"2MiB\"\nplaintext_login = true\nidle_poll_ms = 20",
+        )
+        .unwrap();
+        let s = c.server_settings(d).unwrap().imap.unwrap();
+        assert_eq!(s.listen, "127.0.0.1:1143");
+        assert_eq!(s.max_connections, 7);
+        assert_eq!(s.idle_timeout, Duration::from_secs(60));
+        assert_eq!((s.max_command_size, s.max_message_size), (8 << 10, 2 << 20));
+        assert!(s.plaintext_login);
+        assert_eq!(s.idle_poll, Duration::from_millis(20));
+        assert_eq!(s.stall_timeout, Duration::from_secs(9));
+        let env = [(
+            "FOLIO__IMAP_LISTEN".to_string(),
+            "127.0.0.1:1143".to_string(),
+        )];
+        let c = parse_with_env("", env.into_iter()).unwrap();
+        let s = c.server_settings(d).unwrap().imap.unwrap();
+        assert_eq!(s.listen, "127.0.0.1:1143");
+        assert!(!s.plaintext_login, "off by default");
+        let on = "imap_listen = \"127.0.0.1:1143\"\n";
+        for (text, key) in [
+            ("[imap]\nmax_connections = 0", "imap.max_connections"),
+            ("[imap]\nidle_timeout_secs = 0", "imap.idle_timeout_secs"),
+            ("[imap]\nmax_command_size = 10", "imap.max_command_size"),
+            (
+                "[imap]\nmax_message_size = \"2GiB\"",
+                "imap.max_message_size",
+            ),
+            ("[imap]\nidle_poll_ms = 1", "imap.idle_poll_ms"),
+        ] {
+            let e = parse(&format!("{on}{text}"))
+                .unwrap()
+                .server_settings(d)
+                .unwrap_err();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        let e = parse("imap_listen = \"nowhere\"")
+            .unwrap()
+            .server_settings(d)
+            .unwrap_err();
+        assert!(e.contains("imap_listen"), "{e}");
+        assert!(parse("[imap]\nmax_sesions = 1")
+            .unwrap_err()
+            .contains("max_sesions"));
     }
 
     #[test]

@@ -46,6 +46,10 @@ use views::Views;
 /// already has it).
 pub const HTML_BODY_NAME: &str = "message.html";
 
+/// The name the message as received is attached under (made unique if a
+/// part already has it); the item `OriginalMIME` names it.
+pub const ORIGINAL_MIME_NAME: &str = "original.eml";
+
 /// Deposits a message received by SMTP: `raw` as received (CRLF line
 /// ends, dot-unstuffed), `envelope_sender` the reverse-path (`None` for
 /// `<>`), `recipients` the accepted envelope recipients. Refused before
@@ -61,7 +65,7 @@ pub fn deposit_received(
     recipients: &[Address],
 ) -> MailResult<DepositId> {
     let inbound = mime::to_document(raw)?;
-    let msg = memo_from(&inbound, envelope_sender);
+    let mut msg = memo_from(&inbound, envelope_sender);
     let mut contents: Vec<(String, String, &[u8])> = inbound
         .attachments
         .iter()
@@ -72,6 +76,8 @@ pub fn deposit_received(
         let name = free_name(HTML_BODY_NAME, &taken);
         contents.push((name, "text/html; charset=utf-8".into(), html.as_bytes()));
     }
+    let taken: HashSet<String> = contents.iter().map(|c| c.0.to_lowercase()).collect();
+    msg.header_mut().original_mime = Some(free_name(ORIGINAL_MIME_NAME, &taken));
     let mut readers: Vec<&[u8]> = contents.iter().map(|c| c.2).collect();
     let mut files: Vec<Attachment<'_>> = contents
         .iter()
@@ -91,13 +97,17 @@ pub fn deposit_received(
         recipients,
         envelope_sender,
         &mut files,
+        Some(raw),
     )
 }
 
 /// Deposits `msg` for `recipients` (the envelope's, compared as names
 /// are, each once), marked as received from `envelope_sender`. Its
 /// `From` is kept as given: see the module docs for why this is not
-/// `deposit`.
+/// `deposit`. `original`, the message as received, is kept as the
+/// attachment `msg`'s `original_mime` names (so IMAP serves it byte for
+/// byte); it does not count against `mail.max_message_size`.
+#[allow(clippy::too_many_arguments)]
 pub fn deposit_inbound(
     engine: &Engine,
     views: &Views,
@@ -106,6 +116,7 @@ pub fn deposit_inbound(
     recipients: &[Address],
     envelope_sender: Option<&str>,
     files: &mut [Attachment<'_>],
+    original: Option<&[u8]>,
 ) -> MailResult<DepositId> {
     msg.validate()?;
     let deliveries = mailbox::pending(recipients.iter());
@@ -126,7 +137,9 @@ pub fn deposit_inbound(
         mailbox::item::INBOUND_FROM,
         envelope_sender.unwrap_or(""),
     )];
-    mailbox::commit(engine, views, config, msg, deliveries, origin, files)
+    mailbox::commit(
+        engine, views, config, msg, deliveries, origin, files, original,
+    )
 }
 
 /// The memo a received message becomes (see the module docs). Header
@@ -286,6 +299,28 @@ JVBERi0xLjQK\r\n\
         )
         .unwrap();
         assert_eq!(pdf, b"%PDF-1.4\n");
+        assert_eq!(h.original_mime.as_deref(), Some(ORIGINAL_MIME_NAME));
+        let mut original = Vec::new();
+        std::io::Read::read_to_end(
+            &mut db.open_attachment(id.unid, ORIGINAL_MIME_NAME).unwrap(),
+            &mut original,
+        )
+        .unwrap();
+        assert_eq!(original, RAW, "kept byte for byte");
+    }
+
+    #[test]
+    fn the_original_does_not_count_against_the_size_limit() {
+        let (engine, views) = testing::engine();
+        people(&engine, &views);
+        // The PDF (9 bytes) and the body fit; the whole message does not.
+        let config = MailConfig::new(1, 1 << 10).unwrap();
+        let long = String::from_utf8(RAW.to_vec())
+            .unwrap()
+            .replace("Quarterly", &"Quarterly".repeat(100));
+        let rcpts = [Address::parse("Alice").unwrap()];
+        let id = deposit_received(&engine, &views, &config, long.as_bytes(), None, &rcpts);
+        assert!(id.is_ok(), "{id:?}");
     }
 
     #[test]

@@ -49,10 +49,12 @@ pub use directory::{
     MAX_NAME_BYTES, NAMES_VIEW, PEOPLE_VIEW,
 };
 pub use error::{MailError, MailResult};
-pub use inbound::{deposit_inbound, deposit_received, memo_from, HTML_BODY_NAME};
+pub use inbound::{
+    deposit_inbound, deposit_received, memo_from, HTML_BODY_NAME, ORIGINAL_MIME_NAME,
+};
 pub use mailbox::{
     box_for, box_path, deposit, item as box_item, open_box, read_deposit, Delivery, DeliveryState,
-    Deposit, DepositId, PENDING_VIEW,
+    Deposit, DepositId, ORIGINAL_MIME_TYPE, PENDING_VIEW,
 };
 pub use mailfile::{create_mail_file, create_user, open_mail_file, save_draft, Draft};
 pub use message::{

@@ -192,18 +192,24 @@ pub fn deposit(
     sender.sign(&mut msg)?;
     // Trace lines are the SMTP server's to write (`inbound.rs`).
     msg.header_mut().received.clear();
+    msg.header_mut().original_mime = None;
     msg.validate_for_sending()?;
     let deliveries = pending(msg.header().recipients());
     // The sender's copy is filed in Sent by the router (a message from
     // outside, `inbound.rs`, has no local sender and so no such item).
     let extra = vec![text(item::SENDER_COPY, "pending")];
-    commit(engine, views, config, msg, deliveries, extra, files)
+    commit(engine, views, config, msg, deliveries, extra, files, None)
 }
 
 /// Stores a checked message with its delivery state (`deliveries`, at
 /// least one) and `extra` items, following I28; durable when this
 /// returns. `deposit` and `inbound::deposit_inbound` differ only in
-/// where the sender and the recipients come from.
+/// where the sender and the recipients come from. `original` is a
+/// received message's bytes, stored as the attachment its header's
+/// `original_mime` names; it is not counted against the message's size
+/// limit (the SMTP session's own limit bounded it, and its parts would
+/// otherwise count twice).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn commit(
     engine: &Engine,
     views: &Views,
@@ -212,6 +218,7 @@ pub(crate) fn commit(
     deliveries: Vec<Delivery>,
     extra: Vec<Item>,
     files: &mut [Attachment<'_>],
+    original: Option<&[u8]>,
 ) -> MailResult<DepositId> {
     let now = Timestamp::now();
     msg.header_mut().posted = Some(now);
@@ -223,29 +230,45 @@ pub(crate) fn commit(
     let mut state = delivery_items(&deliveries);
     state.extend(extra);
     state.push(datetime(item::DEPOSITED, now));
-    let unid = if files.is_empty() {
-        // I28: the message and its `Deposited` in one commit.
-        let mut items = msg.to_items();
-        items.extend(state);
-        db.create(items)?.unid
-    } else {
-        let unid = db.create(msg.to_items())?.unid;
-        if let Err(e) = attach::store(&db, unid, files, body, config.max_message_bytes()) {
-            // Best effort: without `Deposited` the router ignores it anyway.
-            let _ = db.delete(unid, None, true);
-            return Err(e);
-        }
-        // I28: `Deposited` only once every attachment is durable.
-        let updates = state.into_iter().map(ItemUpdate::Set).collect();
-        db.update(unid, updates, None, true)?;
-        unid
+    let original = match (original, msg.header().original_mime.clone()) {
+        (Some(bytes), Some(name)) => Some((name, bytes)),
+        _ => None,
     };
+    let unid =
+        if files.is_empty() && original.is_none() {
+            // I28: the message and its `Deposited` in one commit.
+            let mut items = msg.to_items();
+            items.extend(state);
+            db.create(items)?.unid
+        } else {
+            let unid = db.create(msg.to_items())?.unid;
+            let stored = attach::store(&db, unid, files, body, config.max_message_bytes())
+                .and_then(|()| match &original {
+                    Some((name, bytes)) => db
+                        .put_attachment(unid, name, ORIGINAL_MIME_TYPE, &mut &bytes[..])
+                        .map(drop)
+                        .map_err(MailError::from),
+                    None => Ok(()),
+                });
+            if let Err(e) = stored {
+                // Best effort: without `Deposited` the router ignores it anyway.
+                let _ = db.delete(unid, None, true);
+                return Err(e);
+            }
+            // I28: `Deposited` only once every attachment is durable.
+            let updates = state.into_iter().map(ItemUpdate::Set).collect();
+            db.update(unid, updates, None, true)?;
+            unid
+        };
     Ok(DepositId {
         mail_box,
         unid,
         message_id,
     })
 }
+
+/// The content type of the attachment holding a received message.
+pub const ORIGINAL_MIME_TYPE: &str = "message/rfc822";
 
 /// Every one of `recipients` once (compared as names are), pending.
 pub(crate) fn pending<'a>(recipients: impl Iterator<Item = &'a Address>) -> Vec<Delivery> {

@@ -59,6 +59,10 @@ pub mod item {
     /// The trace lines of a message received by SMTP, newest first
     /// (RFC 5321 §4.4), each unfolded to one line.
     pub const RECEIVED: &str = "Received";
+    /// On a message received by SMTP: the name of the attachment that
+    /// holds the message exactly as received (with this server's
+    /// `Received:` line on top), which IMAP serves byte for byte.
+    pub const ORIGINAL_MIME: &str = "OriginalMIME";
 }
 
 /// `s` as names are compared: surrounding white space removed, inner runs
@@ -323,6 +327,9 @@ pub struct Header {
     /// `Received:` trace lines, newest first: only on a message received
     /// by SMTP (a local sender's are cleared when it is deposited).
     pub received: Vec<String>,
+    /// Only on a message received by SMTP: the attachment holding it as
+    /// received ([`item::ORIGINAL_MIME`]).
+    pub original_mime: Option<String>,
 }
 
 impl Header {
@@ -338,6 +345,7 @@ impl Header {
             posted: None,
             message_id: MessageId::new(),
             received: Vec::new(),
+            original_mime: None,
         }
     }
 
@@ -518,6 +526,9 @@ impl Message {
         if !h.received.is_empty() {
             v.push(text_list(item::RECEIVED, h.received.clone()));
         }
+        if let Some(name) = &h.original_mime {
+            v.push(text(item::ORIGINAL_MIME, name));
+        }
         match self {
             Message::Memo(_) => {}
             Message::Reply(r) => v.push(text(item::IN_REPLY_TO, r.in_reply_to.as_str())),
@@ -562,6 +573,7 @@ impl Message {
             posted: r.datetime(item::POSTED_DATE)?,
             message_id: r.message_id(item::MESSAGE_ID)?,
             received: r.text_list(item::RECEIVED)?,
+            original_mime: r.text(item::ORIGINAL_MIME)?.map(str::to_string),
         };
         let m = match form {
             Form::Memo => Message::Memo(Memo { header }),
@@ -954,6 +966,7 @@ mod tests {
                 posted: posted.map(Timestamp),
                 message_id: MessageId::new(),
                 received: Vec::new(),
+                original_mime: None,
             })
     }
 

@@ -11,6 +11,8 @@
 //!   tls.rs     rustls configuration, self-signed certificates
 //!   smtp/      inbound SMTP: listener, connection driver of
 //!              mail::smtp::Session, deposits into mail boxes
+//!   imap/      IMAP: listener, connection driver of imap::Session,
+//!              sign-in with the server's users into their mail file
 //!   stats.rs   per-operation response-time histograms and counters
 //!   metrics.rs those figures in the Prometheus text format (`GET /metrics`)
 //!   history.rs the last hour of them, a sample a second (`GET /_stats/history`)
@@ -38,6 +40,7 @@ pub mod history;
 mod host;
 pub mod http;
 mod http_conn;
+pub mod imap;
 pub mod json;
 mod listener;
 pub mod metrics;

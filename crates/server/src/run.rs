@@ -5,9 +5,9 @@
 //!         ─ tokio runtime: io threads (accept, read, write)
 //!            │             + blocking pool of `worker_threads` (requests)
 //!            ├─ bind 127.0.0.1:1352 (native) and 127.0.0.1:8080 (HTTP),
-//!            │  and `smtp_listen` if set (SMTP, off by default)
+//!            │  and `smtp_listen`, `imap_listen` if set (SMTP, IMAP: off by default)
 //!            ├─ start the host's background tasks, in order (tasks.rs)
-//!            ├─ native::serve, http::serve, smtp::serve
+//!            ├─ native::serve, http::serve, smtp::serve, imap::serve
 //!            └─ wait for SIGTERM / SIGINT / the stop handle
 //!   shutdown: Draining — stop accepting, close idle and half-open
 //!             connections, let in-flight requests finish (their commits
@@ -28,6 +28,7 @@
 
 use crate::host::Host;
 use crate::http_conn::HttpSettings;
+use crate::imap::{self, ImapSettings, ServerAccounts};
 use crate::listener::Lifecycle;
 use crate::native::{self, NativeSettings};
 use crate::service::{Limits, Service};
@@ -66,6 +67,8 @@ pub struct ServerSettings {
     pub tls: TlsSettings,
     /// The SMTP listener; `None` (the default) turns it off.
     pub smtp: Option<SmtpSettings>,
+    /// The IMAP listener; `None` (the default) turns it off.
+    pub imap: Option<ImapSettings>,
 }
 
 impl Default for ServerSettings {
@@ -82,6 +85,7 @@ impl Default for ServerSettings {
             limits: Limits::default(),
             tls: TlsSettings::default(),
             smtp: None,
+            imap: None,
         }
     }
 }
@@ -95,6 +99,8 @@ pub struct Bound {
     pub http: Option<SocketAddr>,
     /// SMTP address, if on.
     pub smtp: Option<SocketAddr>,
+    /// IMAP address, if on.
+    pub imap: Option<SocketAddr>,
     /// The certificate clients should trust, when TLS is on.
     pub tls_cert: Option<std::path::PathBuf>,
 }
@@ -180,6 +186,21 @@ fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
             smtp.max_connections = share.max(1) as usize;
         }
         let taken = smtp.max_connections as u64 + crate::listener::REFUSING as u64 + 1;
+        limit.soft = limit.soft.saturating_sub(taken);
+    }
+    if let Some(imap) = &mut settings.imap {
+        let share = (limit.soft / 4).saturating_sub(crate::listener::REFUSING as u64);
+        if imap.max_connections as u64 > share {
+            tracing::warn!(
+                "the descriptor limit of {} leaves room for {} IMAP sessions, not \
+                 imap.max_connections = {}",
+                limit.soft,
+                share.max(1),
+                imap.max_connections
+            );
+            imap.max_connections = share.max(1) as usize;
+        }
+        let taken = imap.max_connections as u64 + crate::listener::REFUSING as u64 + 1;
         limit.soft = limit.soft.saturating_sub(taken);
     }
     let http = settings
@@ -269,6 +290,10 @@ async fn serve(
         (Some(s), Some(m)) => Some((bind(&s.listen, "smtp_listen").await?, s.clone(), m.clone())),
         _ => None,
     };
+    let imap_listener = match &settings.imap {
+        Some(s) => Some((bind(&s.listen, "imap_listen").await?, s.clone())),
+        None => None,
+    };
     let local = |l: &TcpListener| {
         l.local_addr()
             .map_err(|e| ServerError::Internal(format!("listener address: {e}")))
@@ -277,6 +302,7 @@ async fn serve(
         native: local(&native_listener)?,
         http: http_listener.as_ref().map(local).transpose()?,
         smtp: smtp_listener.as_ref().map(|l| local(&l.0)).transpose()?,
+        imap: imap_listener.as_ref().map(|l| local(&l.0)).transpose()?,
         tls_cert: tls.as_ref().map(|t| t.cert_path.clone()),
     };
     tasks.start_all().await;
@@ -311,6 +337,16 @@ async fn serve(
             life.clone(),
         ))
     });
+    let mailread = imap_listener.map(|(l, s)| {
+        tokio::spawn(imap::serve(
+            l,
+            tls.as_ref().map(|t| t.config.clone()),
+            Arc::new(ServerAccounts::new(service.clone())),
+            s,
+            service.stats().clone(),
+            life.clone(),
+        ))
+    });
     signals.next().await;
     let grace = settings.shutdown_grace;
     tracing::info!(
@@ -327,6 +363,9 @@ async fn serve(
             let _ = w.await;
         }
         if let Some(m) = mail {
+            let _ = m.await;
+        }
+        if let Some(m) = mailread {
             let _ = m.await;
         }
     };

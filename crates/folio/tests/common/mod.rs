@@ -80,6 +80,8 @@ pub struct Server {
     pub http: String,
     /// The SMTP address, when `smtp_listen` is on.
     pub smtp: Option<String>,
+    /// The IMAP address, when `imap_listen` is on.
+    pub imap: Option<String>,
     /// What the server wrote to stderr so far.
     log: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -157,6 +159,7 @@ impl Server {
         };
         let (native, http) = (after("on native "), after("http "));
         let smtp = line.contains(", smtp ").then(|| after(", smtp "));
+        let imap = line.contains(", imap ").then(|| after(", imap "));
         // Keep draining stderr so the server never blocks on a full pipe;
         // what it logs is kept for `log`.
         let log = std::sync::Arc::new(std::sync::Mutex::new(before));
@@ -173,6 +176,7 @@ impl Server {
             native,
             http,
             smtp,
+            imap,
             log,
         }
     }

@@ -50,6 +50,9 @@ pub struct DbInfo {
     pub free_pages: u64,
     pub sequence: u64,
     pub needs_fixup: bool,
+    /// The id the next note stored here will get: ids are never reused
+    /// within an instance (IMAP's UIDNEXT, design.md I55).
+    pub next_note_id: u32,
 }
 
 impl Database {
@@ -73,6 +76,7 @@ impl Database {
             page_count: h.page_count,
             free_pages: h.free.count,
             sequence: h.last_seq.0,
+            next_note_id: h.next_note_id,
             needs_fixup: {
                 // I12 (unlogged, not closed cleanly) or I29 (retired).
                 let state = self.core.state();

@@ -47,7 +47,7 @@ impl Service {
     }
 
     /// The directory person who signs in as `user`.
-    pub(super) fn person_of(&self, user: &str) -> ServerResult<Person> {
+    pub(crate) fn person_of(&self, user: &str) -> ServerResult<Person> {
         let dir = Directory::open(self.engine(), self.views()).map_err(mail_err)?;
         let signs_in = |p: &Person| p.server_user.eq_ignore_ascii_case(user);
         if let Ok(Resolved::Person(p)) = dir.resolve(user) {

@@ -1,0 +1,45 @@
+//! IMAP on mail files: a person reads their mail file with any mail
+//! program. This crate is the protocol and the mapping; the sockets, TLS
+//! and the server's users are `server`'s (`server/src/imap/`).
+//!
+//! It sits above `mail` (a mailbox is a folder or view of the mail
+//! template, a message's bytes are the original MIME the SMTP door kept)
+//! and below `server`. docs/mail.md "IMAP" has the mapping table,
+//! design.md §14 and I55 the UID rules.
+//!
+//! ```text
+//!   session.rs    the sans-I/O state machine: bytes in, bytes out
+//!   auth.rs       LOGIN, AUTHENTICATE PLAIN, the plaintext rule
+//!   mailboxes.rs  LIST/LSUB, SELECT/EXAMINE, STATUS, CREATE/DELETE, APPEND
+//!   messages.rs   FETCH, STORE, SEARCH, EXPUNGE, COPY (sequence numbers and UIDs)
+//!   fetch.rs      one message's FETCH items
+//!   mime.rs       sections, ENVELOPE, BODYSTRUCTURE from the message's bytes
+//!   search.rs     SEARCH keys against a message
+//!   seqset.rs     sequence sets over a snapshot, bounded by its size
+//!   store.rs      the Mailstore and Accounts traits the session calls
+//!   mailfile.rs   Mailstore over a mail file (nsf + views)
+//!   render.rs     MIME for a document that did not arrive as MIME
+//!   limits.rs     SessionLimits and Transport
+//! ```
+
+mod auth;
+mod error;
+mod fetch;
+mod limits;
+mod mailboxes;
+mod mailfile;
+mod messages;
+mod mime;
+mod render;
+mod search;
+mod seqset;
+mod session;
+mod store;
+
+pub use error::{ImapError, ImapResult};
+pub use limits::{SessionLimits, Transport};
+pub use mailfile::{MailFileStore, FLAGS_ITEM};
+pub use session::{Session, Step};
+pub use store::{
+    Accounts, LoginRefused, MailboxInfo, Mailstore, MessageMeta, Snapshot, SpecialUse,
+};

@@ -1,0 +1,322 @@
+//! Commands about mailboxes: LIST/LSUB (with RFC 6154 special-use
+//! attributes), SELECT/EXAMINE, STATUS, CREATE/DELETE, APPEND.
+//!
+//! Names are flat: `/` is announced as the hierarchy delimiter so clients
+//! can show a folder called `Projects/2026` as nested, but the store
+//! keeps the whole name as one folder name. `INBOX` is the Inbox folder
+//! whatever the case it is written in (RFC 9051 §5.1).
+
+use crate::session::{nonzero, Selected, Session, State};
+use crate::store::{MailboxInfo, Mailstore};
+use crate::ImapError;
+use imap_next::imap_types::core::{Atom, QuotedChar, Tag};
+use imap_next::imap_types::extensions::binary::LiteralOrLiteral8;
+use imap_next::imap_types::flag::{Flag, FlagNameAttribute, FlagPerm};
+use imap_next::imap_types::mailbox::{ListMailbox, Mailbox};
+use imap_next::imap_types::response::{Code, Data, Status};
+use imap_next::imap_types::status::{StatusDataItem, StatusDataItemName};
+use std::borrow::Cow;
+
+/// The system flags every mailbox takes.
+const SYSTEM_FLAGS: [&str; 5] = ["\\Answered", "\\Flagged", "\\Deleted", "\\Seen", "\\Draft"];
+
+/// The name a client wrote, as the store names it.
+pub(crate) fn name_of(m: &Mailbox<'_>) -> String {
+    match m {
+        Mailbox::Inbox => "INBOX".into(),
+        Mailbox::Other(o) => String::from_utf8_lossy(o.as_ref()).into_owned(),
+    }
+}
+
+fn mailbox_of(name: &str) -> Option<Mailbox<'static>> {
+    if name.eq_ignore_ascii_case("INBOX") {
+        return Some(Mailbox::Inbox);
+    }
+    Mailbox::try_from(name.to_string()).ok()
+}
+
+pub(crate) fn list(
+    s: &mut Session,
+    tag: Tag<'static>,
+    reference: Mailbox<'static>,
+    pattern: ListMailbox<'static>,
+    lsub: bool,
+) {
+    let pattern = match &pattern {
+        ListMailbox::Token(t) => String::from_utf8_lossy(t.as_ref()).into_owned(),
+        ListMailbox::String(st) => String::from_utf8_lossy(st.as_ref()).into_owned(),
+    };
+    let reference = match &reference {
+        Mailbox::Inbox => "INBOX".to_string(),
+        Mailbox::Other(o) => String::from_utf8_lossy(o.as_ref()).into_owned(),
+    };
+    let delimiter = QuotedChar::try_from('/').ok();
+    if pattern.is_empty() && !lsub {
+        // The hierarchy delimiter and root (RFC 9051 §6.3.9).
+        if let Ok(root) = Mailbox::try_from(String::new()) {
+            s.data(Data::List {
+                items: vec![FlagNameAttribute::Noselect],
+                delimiter,
+                mailbox: root,
+            });
+        }
+        return s.ok(tag, None, "LIST done");
+    }
+    let Some(store) = s.store() else { return };
+    let boxes = match store.list() {
+        Ok(b) => b,
+        Err(e) => return s.no(tag, None, &e.to_string()),
+    };
+    let full = format!("{reference}{pattern}");
+    for b in boxes.iter().filter(|b| matches(&full, &b.name)) {
+        let Some(mailbox) = mailbox_of(&b.name) else {
+            continue;
+        };
+        let items = attributes(b);
+        let d = if lsub {
+            Data::Lsub {
+                items,
+                delimiter,
+                mailbox,
+            }
+        } else {
+            Data::List {
+                items,
+                delimiter,
+                mailbox,
+            }
+        };
+        s.data(d);
+    }
+    s.ok(tag, None, if lsub { "LSUB done" } else { "LIST done" });
+}
+
+fn attributes(b: &MailboxInfo) -> Vec<FlagNameAttribute<'static>> {
+    let mut items = vec![FlagNameAttribute::from(
+        Atom::try_from("HasNoChildren").expect("atom"),
+    )];
+    if let Some(u) = b.special {
+        items.push(FlagNameAttribute::from(
+            Atom::try_from(u.attribute()).expect("atom"),
+        ));
+    }
+    items
+}
+
+/// Does `name` match a LIST pattern: `*` anything, `%` anything but the
+/// delimiter; `INBOX` in any case.
+pub(crate) fn matches(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let inbox = name == "INBOX";
+    glob(&p, &n, inbox)
+}
+
+fn glob(p: &[char], n: &[char], fold: bool) -> bool {
+    match p.first() {
+        None => n.is_empty(),
+        Some('*') => (0..=n.len()).any(|i| glob(&p[1..], &n[i..], fold)),
+        Some('%') => (0..=n.len())
+            .take_while(|&i| i == 0 || n[i - 1] != '/')
+            .any(|i| glob(&p[1..], &n[i..], fold)),
+        Some(c) => match n.first() {
+            Some(d) if c == d || (fold && c.eq_ignore_ascii_case(d)) => {
+                glob(&p[1..], &n[1..], fold)
+            }
+            _ => false,
+        },
+    }
+}
+
+pub(crate) fn select(
+    s: &mut Session,
+    tag: Tag<'static>,
+    mailbox: Mailbox<'static>,
+    read_only: bool,
+) {
+    let name = name_of(&mailbox);
+    // Selecting leaves the selected mailbox first, even if it fails.
+    let store = match std::mem::replace(&mut s.state, State::Logout) {
+        State::Authenticated(st) | State::Selected(st, _) => st,
+        other => {
+            s.state = other;
+            return s.bad(tag, "sign in first");
+        }
+    };
+    let snapshot = store.snapshot(&name);
+    let snapshot = match snapshot {
+        Ok(sn) => sn,
+        Err(e) => {
+            s.state = State::Authenticated(store);
+            return s.no(tag, None, &e.to_string());
+        }
+    };
+    let flags: Vec<Flag<'static>> = SYSTEM_FLAGS
+        .iter()
+        .filter_map(|f| Flag::try_from(*f).ok())
+        .collect();
+    s.data(Data::Flags(flags.clone()));
+    s.data(Data::Exists(snapshot.messages.len() as u32));
+    s.data(Data::Recent(0));
+    if let Some(i) = snapshot
+        .messages
+        .iter()
+        .position(|m| !m.flags.iter().any(|f| f == "\\Seen"))
+    {
+        s.untagged(Code::Unseen(nonzero(i as u32 + 1)), "first unseen");
+    }
+    let mut perm: Vec<FlagPerm<'static>> = flags.into_iter().map(FlagPerm::Flag).collect();
+    perm.push(FlagPerm::Asterisk);
+    s.untagged(Code::PermanentFlags(perm), "flags are kept");
+    s.untagged(
+        Code::UidValidity(nonzero(snapshot.uid_validity)),
+        "UIDs valid",
+    );
+    s.untagged(Code::UidNext(nonzero(snapshot.uid_next)), "next UID");
+    let (code, text) = if read_only {
+        (Code::ReadOnly, "EXAMINE done")
+    } else {
+        (Code::ReadWrite, "SELECT done")
+    };
+    s.state = State::Selected(
+        store,
+        Selected {
+            name,
+            read_only,
+            snapshot,
+        },
+    );
+    s.ok(tag, Some(code), text);
+}
+
+pub(crate) fn status(
+    s: &mut Session,
+    tag: Tag<'static>,
+    mailbox: Mailbox<'static>,
+    names: &[StatusDataItemName],
+) {
+    let Some(store) = s.store() else { return };
+    let snapshot = match store.snapshot(&name_of(&mailbox)) {
+        Ok(sn) => sn,
+        Err(e) => return s.no(tag, None, &e.to_string()),
+    };
+    let m = &snapshot.messages;
+    let count = |flag: &str| {
+        m.iter()
+            .filter(|x| x.flags.iter().any(|f| f == flag))
+            .count() as u32
+    };
+    let items: Vec<StatusDataItem> = names
+        .iter()
+        .filter_map(|n| match n {
+            StatusDataItemName::Messages => Some(StatusDataItem::Messages(m.len() as u32)),
+            StatusDataItemName::Recent => Some(StatusDataItem::Recent(0)),
+            StatusDataItemName::UidNext => {
+                Some(StatusDataItem::UidNext(nonzero(snapshot.uid_next)))
+            }
+            StatusDataItemName::UidValidity => {
+                Some(StatusDataItem::UidValidity(nonzero(snapshot.uid_validity)))
+            }
+            StatusDataItemName::Unseen => {
+                Some(StatusDataItem::Unseen(m.len() as u32 - count("\\Seen")))
+            }
+            StatusDataItemName::Deleted => Some(StatusDataItem::Deleted(count("\\Deleted"))),
+            _ => None,
+        })
+        .collect();
+    s.data(Data::Status {
+        mailbox,
+        items: Cow::Owned(items),
+    });
+    s.ok(tag, None, "STATUS done");
+}
+
+pub(crate) fn create(s: &mut Session, tag: Tag<'static>, mailbox: Mailbox<'static>) {
+    let name = name_of(&mailbox);
+    let name = name.trim_end_matches('/');
+    let Some(store) = s.store() else { return };
+    match store.create(name) {
+        Ok(()) => s.ok(tag, None, "CREATE done"),
+        Err(e) => s.no(tag, None, &e.to_string()),
+    }
+}
+
+pub(crate) fn delete(s: &mut Session, tag: Tag<'static>, mailbox: Mailbox<'static>) {
+    let name = name_of(&mailbox);
+    if let State::Selected(_, sel) = &s.state {
+        if sel.name == name {
+            return s.no(tag, None, "close the mailbox before deleting it");
+        }
+    }
+    let Some(store) = s.store() else { return };
+    match store.delete(&name) {
+        Ok(()) => s.ok(tag, None, "DELETE done"),
+        Err(e) => s.no(tag, None, &e.to_string()),
+    }
+}
+
+pub(crate) fn append(
+    s: &mut Session,
+    tag: Tag<'static>,
+    mailbox: Mailbox<'static>,
+    flags: Vec<Flag<'static>>,
+    message: LiteralOrLiteral8<'static>,
+) {
+    let name = name_of(&mailbox);
+    let bytes: &[u8] = match &message {
+        LiteralOrLiteral8::Literal(l) => l.data(),
+        LiteralOrLiteral8::Literal8(l) => l.data.as_ref(),
+    };
+    let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    let Some(store) = s.store() else { return };
+    let appended = store
+        .append(&name, &flags, bytes)
+        .and_then(|uid| store.snapshot(&name).map(|sn| (uid, sn.uid_validity)));
+    match appended {
+        Ok((uid, validity)) => {
+            let selected_here = matches!(&s.state, State::Selected(_, sel) if sel.name == name);
+            if selected_here {
+                s.refresh();
+            }
+            let code = Code::AppendUid {
+                uid_validity: nonzero(validity),
+                uid: nonzero(uid),
+            };
+            s.ok(tag, Some(code), "APPEND done")
+        }
+        Err(e @ ImapError::NoMailbox(_)) => s.no(tag, Some(Code::TryCreate), &e.to_string()),
+        Err(e) => s.no(tag, None, &e.to_string()),
+    }
+}
+
+impl Session {
+    /// The signed-in user's store.
+    pub(crate) fn store(&self) -> Option<&dyn Mailstore> {
+        match &self.state {
+            State::Authenticated(st) | State::Selected(st, _) => Some(st.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// `* OK [code] text`.
+    pub(crate) fn untagged(&mut self, code: Code<'static>, text: &str) {
+        let st = Status::ok(None, Some(code), crate::session::clean(text)).expect("text");
+        self.enqueue_status(st);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches;
+
+    #[test]
+    fn list_patterns() {
+        assert!(matches("*", "INBOX"));
+        assert!(matches("inbox", "INBOX"));
+        assert!(matches("%", "Sent"));
+        assert!(!matches("%", "Projects/2026"));
+        assert!(matches("Projects/%", "Projects/2026"));
+        assert!(matches("*", "Projects/2026"));
+        assert!(!matches("Sent", "sent"), "only INBOX ignores case");
+    }
+}

@@ -1,0 +1,291 @@
+//! Commands on the selected mailbox's messages: FETCH, STORE, SEARCH,
+//! EXPUNGE / UID EXPUNGE, CLOSE / UNSELECT, each by sequence number or
+//! (UID form) by UID.
+//!
+//! Flags are items of the document (`mailfile.rs`), so a STORE is a
+//! document update: it is logged, replicated, and seen by every other
+//! session at its next NOOP or IDLE wake-up. EXPUNGE deletes the document
+//! (a deletion stub, which replicates like any deletion).
+
+use crate::fetch;
+use crate::search::{self, Candidate};
+use crate::seqset::resolve;
+use crate::session::{flag_fetch, flags_data, nonzero, Session, State};
+use imap_next::imap_types::core::{Charset, Tag, Vec1};
+use imap_next::imap_types::fetch::{
+    MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName,
+};
+use imap_next::imap_types::flag::{Flag, StoreResponse, StoreType};
+use imap_next::imap_types::response::{Code, Data};
+use imap_next::imap_types::search::SearchKey;
+use imap_next::imap_types::sequence::SequenceSet;
+use imap_next::imap_types::ToStatic;
+
+pub(crate) fn fetch(
+    s: &mut Session,
+    tag: Tag<'static>,
+    set: &SequenceSet,
+    names: MacroOrMessageDataItemNames<'static>,
+    uid: bool,
+) {
+    let mut names: Vec<MessageDataItemName<'static>> = match names {
+        MacroOrMessageDataItemNames::Macro(m) => m.expand().iter().map(|n| n.to_static()).collect(),
+        MacroOrMessageDataItemNames::MessageDataItemNames(v) => v,
+    };
+    if uid && !names.contains(&MessageDataItemName::Uid) {
+        names.push(MessageDataItemName::Uid);
+    }
+    let State::Selected(store, sel) = &mut s.state else {
+        return;
+    };
+    let picked = match resolve(set, uid, &sel.snapshot.messages) {
+        Ok(p) => p,
+        Err(e) => return s.bad(tag, &e),
+    };
+    let mut out = Vec::with_capacity(picked.len());
+    let mut failed = None;
+    for i in picked {
+        let meta = sel.snapshot.messages[i].clone();
+        let mut got = match fetch::items(store.as_ref(), &sel.name, &meta, &names) {
+            Ok(g) => g,
+            Err(e) => {
+                failed = Some(e.to_string());
+                continue;
+            }
+        };
+        let unseen = !meta.flags.iter().any(|f| f == "\\Seen");
+        if got.sets_seen && unseen && !sel.read_only {
+            let mut flags = meta.flags.clone();
+            flags.push("\\Seen".into());
+            if store.set_flags(&sel.name, meta.uid, &flags).is_ok() {
+                let now = flag_fetch(&flags);
+                sel.snapshot.messages[i].flags = flags;
+                // RFC 9051 §6.4.5: the changed flags go with the answer.
+                match got
+                    .items
+                    .iter_mut()
+                    .find(|it| matches!(it, MessageDataItem::Flags(_)))
+                {
+                    Some(it) => *it = MessageDataItem::Flags(now),
+                    None => got.items.push(MessageDataItem::Flags(now)),
+                }
+            }
+        }
+        if let Ok(items) = Vec1::try_from(got.items) {
+            out.push(Data::Fetch {
+                seq: nonzero(i as u32 + 1),
+                items,
+            });
+        }
+    }
+    for d in out {
+        s.data(d);
+    }
+    match failed {
+        None => s.ok(tag, None, "FETCH done"),
+        Some(why) => s.no(
+            tag,
+            None,
+            &format!("some messages could not be read: {why}"),
+        ),
+    }
+}
+
+pub(crate) fn store(
+    s: &mut Session,
+    tag: Tag<'static>,
+    set: &SequenceSet,
+    kind: StoreType,
+    response: StoreResponse,
+    flags: Vec<Flag<'static>>,
+    uid: bool,
+) {
+    let State::Selected(store, sel) = &mut s.state else {
+        return;
+    };
+    if sel.read_only {
+        return s.no(tag, None, "the mailbox is read-only (EXAMINE)");
+    }
+    let picked = match resolve(set, uid, &sel.snapshot.messages) {
+        Ok(p) => p,
+        Err(e) => return s.bad(tag, &e),
+    };
+    let given: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    let mut out = Vec::new();
+    let mut failed = None;
+    for i in picked {
+        let m = &sel.snapshot.messages[i];
+        let new = updated(&m.flags, &given, &kind);
+        if new != m.flags {
+            if let Err(e) = store.set_flags(&sel.name, m.uid, &new) {
+                failed = Some(e.to_string());
+                continue;
+            }
+            sel.snapshot.messages[i].flags = new;
+        }
+        if response == StoreResponse::Answer {
+            out.push(flags_data(i, &sel.snapshot.messages[i], uid));
+        }
+    }
+    for d in out {
+        s.data(d);
+    }
+    match failed {
+        None => s.ok(tag, None, "STORE done"),
+        Some(why) => s.no(tag, None, &format!("some flags could not be stored: {why}")),
+    }
+}
+
+/// The flags after a STORE of `given` (`+FLAGS`, `-FLAGS` or `FLAGS`),
+/// system flags first, each once.
+fn updated(now: &[String], given: &[String], kind: &StoreType) -> Vec<String> {
+    let same = |a: &String, b: &String| a.eq_ignore_ascii_case(b);
+    let mut out: Vec<String> = match kind {
+        StoreType::Replace => Vec::new(),
+        _ => now.to_vec(),
+    };
+    match kind {
+        StoreType::Remove => out.retain(|f| !given.iter().any(|g| same(f, g))),
+        StoreType::Add | StoreType::Replace => {
+            for g in given {
+                if !out.iter().any(|f| same(f, g)) {
+                    out.push(g.clone());
+                }
+            }
+        }
+    }
+    out.sort_by_key(|f| !f.starts_with('\\'));
+    out
+}
+
+pub(crate) fn search(
+    s: &mut Session,
+    tag: Tag<'static>,
+    charset: Option<Charset<'static>>,
+    criteria: Vec1<SearchKey<'static>>,
+    uid: bool,
+) {
+    if let Some(cs) = charset {
+        let name = match &cs {
+            Charset::Atom(a) => a.as_ref().to_string(),
+            Charset::Quoted(q) => q.as_ref().to_string(),
+        };
+        if !name.eq_ignore_ascii_case("UTF-8") && !name.eq_ignore_ascii_case("US-ASCII") {
+            let code = Code::badcharset(vec![]);
+            return s.no(tag, Some(code), "only UTF-8 and US-ASCII searches");
+        }
+    }
+    let State::Selected(store, sel) = &s.state else {
+        return;
+    };
+    let msgs = &sel.snapshot.messages;
+    let count = msgs.len() as u32;
+    let last_uid = msgs.last().map_or(0, |m| m.uid);
+    let mut found = Vec::new();
+    let mut failed = None;
+    for (i, m) in msgs.iter().enumerate() {
+        let mut c = Candidate::new(store.as_ref(), &sel.name, m, i as u32 + 1, count, last_uid);
+        match search::all(criteria.as_ref(), &mut c) {
+            Ok(true) => found.push(nonzero(if uid { m.uid } else { i as u32 + 1 })),
+            Ok(false) => {}
+            Err(e) => failed = Some(e.to_string()),
+        }
+    }
+    s.data(Data::Search(found));
+    match failed {
+        None => s.ok(tag, None, "SEARCH done"),
+        Some(why) => s.no(
+            tag,
+            None,
+            &format!("some messages could not be searched: {why}"),
+        ),
+    }
+}
+
+/// EXPUNGE (every `\Deleted` message) or UID EXPUNGE (those of them in
+/// `uids`); the client hears `* n EXPUNGE` for each.
+pub(crate) fn expunge(s: &mut Session, tag: Tag<'static>, uids: Option<SequenceSet>) {
+    match remove_deleted(s, uids.as_ref()) {
+        Ok(()) => {
+            s.refresh();
+            s.ok(tag, None, "EXPUNGE done")
+        }
+        Err(why) => s.no(tag, None, &why),
+    }
+}
+
+fn remove_deleted(s: &mut Session, uids: Option<&SequenceSet>) -> Result<(), String> {
+    let State::Selected(store, sel) = &s.state else {
+        return Ok(());
+    };
+    if sel.read_only {
+        return Err("the mailbox is read-only (EXAMINE)".into());
+    }
+    let msgs = &sel.snapshot.messages;
+    let in_set: Vec<usize> = match uids {
+        Some(set) => resolve(set, true, msgs)?,
+        None => (0..msgs.len()).collect(),
+    };
+    let doomed: Vec<u32> = in_set
+        .into_iter()
+        .map(|i| &msgs[i])
+        .filter(|m| m.flags.iter().any(|f| f == "\\Deleted"))
+        .map(|m| m.uid)
+        .collect();
+    if doomed.is_empty() {
+        return Ok(());
+    }
+    store.expunge(&sel.name, &doomed).map_err(|e| e.to_string())
+}
+
+/// CLOSE (expunging silently) or UNSELECT: back to signed in.
+pub(crate) fn close(s: &mut Session, tag: Tag<'static>, expunge: bool) {
+    if expunge {
+        if let Err(why) = remove_deleted(s, None) {
+            if !why.contains("read-only") {
+                return s.no(tag, None, &why);
+            }
+        }
+    }
+    if let State::Selected(..) = &s.state {
+        if let State::Selected(store, _) = std::mem::replace(&mut s.state, State::Logout) {
+            s.state = State::Authenticated(store);
+        }
+    }
+    s.ok(
+        tag,
+        None,
+        if expunge {
+            "CLOSE done"
+        } else {
+            "UNSELECT done"
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn store_adds_removes_and_replaces() {
+        let now = v(&["\\Seen", "work"]);
+        assert_eq!(
+            updated(&now, &v(&["\\Flagged"]), &StoreType::Add),
+            v(&["\\Seen", "\\Flagged", "work"])
+        );
+        assert_eq!(
+            updated(&now, &v(&["\\seen"]), &StoreType::Remove),
+            v(&["work"])
+        );
+        assert_eq!(
+            updated(&now, &v(&["\\Deleted"]), &StoreType::Replace),
+            v(&["\\Deleted"])
+        );
+        assert_eq!(updated(&now, &v(&["\\SEEN"]), &StoreType::Add), now);
+    }
+}

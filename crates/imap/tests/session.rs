@@ -1,0 +1,330 @@
+//! The session scripted without sockets: a model store (a `BTreeMap` of
+//! messages per mailbox) behind it, whole conversations in, the bytes it
+//! would write out. And arbitrary bytes in: never a panic, every answer
+//! well-formed enough to end in CRLF.
+
+use imap::{
+    Accounts, ImapError, ImapResult, LoginRefused, MailboxInfo, Mailstore, MessageMeta, Session,
+    SessionLimits, Snapshot, SpecialUse, Step, Transport,
+};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// Mailbox → UID → (flags, bytes).
+type Boxes = BTreeMap<String, BTreeMap<u32, (Vec<String>, Vec<u8>)>>;
+
+#[derive(Clone, Default)]
+struct Model {
+    boxes: Arc<Mutex<Boxes>>,
+    next_uid: Arc<Mutex<u32>>,
+}
+
+impl Model {
+    fn new() -> Model {
+        let m = Model::default();
+        *m.next_uid.lock().unwrap() = 1;
+        for b in ["INBOX", "Sent"] {
+            m.boxes.lock().unwrap().insert(b.into(), BTreeMap::new());
+        }
+        m
+    }
+}
+
+impl Mailstore for Model {
+    fn list(&self) -> ImapResult<Vec<MailboxInfo>> {
+        Ok(self
+            .boxes
+            .lock()
+            .unwrap()
+            .keys()
+            .map(|n| MailboxInfo {
+                name: n.clone(),
+                special: (n == "Sent").then_some(SpecialUse::Sent),
+                computed: false,
+            })
+            .collect())
+    }
+    fn snapshot(&self, mailbox: &str) -> ImapResult<Snapshot> {
+        let boxes = self.boxes.lock().unwrap();
+        let b = boxes
+            .get(mailbox)
+            .ok_or_else(|| ImapError::NoMailbox(mailbox.into()))?;
+        Ok(Snapshot {
+            uid_validity: 7,
+            uid_next: *self.next_uid.lock().unwrap(),
+            messages: b
+                .iter()
+                .map(|(uid, (flags, bytes))| MessageMeta {
+                    uid: *uid,
+                    flags: flags.clone(),
+                    internal_date: 0,
+                    size: bytes.len() as u32,
+                })
+                .collect(),
+        })
+    }
+    fn message(&self, mailbox: &str, uid: u32) -> ImapResult<Vec<u8>> {
+        let boxes = self.boxes.lock().unwrap();
+        boxes
+            .get(mailbox)
+            .and_then(|b| b.get(&uid))
+            .map(|m| m.1.clone())
+            .ok_or(ImapError::NoMessage(uid))
+    }
+    fn set_flags(&self, mailbox: &str, uid: u32, flags: &[String]) -> ImapResult<()> {
+        let mut boxes = self.boxes.lock().unwrap();
+        let m = boxes
+            .get_mut(mailbox)
+            .and_then(|b| b.get_mut(&uid))
+            .ok_or(ImapError::NoMessage(uid))?;
+        m.0 = flags.to_vec();
+        Ok(())
+    }
+    fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()> {
+        let mut boxes = self.boxes.lock().unwrap();
+        let b = boxes.get_mut(mailbox).unwrap();
+        for u in uids {
+            b.remove(u);
+        }
+        Ok(())
+    }
+    fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32> {
+        let mut boxes = self.boxes.lock().unwrap();
+        let b = boxes
+            .get_mut(mailbox)
+            .ok_or_else(|| ImapError::NoMailbox(mailbox.into()))?;
+        let mut next = self.next_uid.lock().unwrap();
+        let uid = *next;
+        *next += 1;
+        b.insert(uid, (flags.to_vec(), message.to_vec()));
+        Ok(uid)
+    }
+    fn create(&self, mailbox: &str) -> ImapResult<()> {
+        let mut boxes = self.boxes.lock().unwrap();
+        if boxes.contains_key(mailbox) {
+            return Err(ImapError::MailboxExists(mailbox.into()));
+        }
+        boxes.insert(mailbox.into(), BTreeMap::new());
+        Ok(())
+    }
+    fn delete(&self, mailbox: &str) -> ImapResult<()> {
+        self.boxes.lock().unwrap().remove(mailbox);
+        Ok(())
+    }
+    fn change_marker(&self) -> u64 {
+        *self.next_uid.lock().unwrap() as u64
+    }
+}
+
+struct OneUser(Model);
+
+impl Accounts for OneUser {
+    fn login(&self, user: &str, password: &str) -> Result<Box<dyn Mailstore>, LoginRefused> {
+        if user == "bob" && password == "secret" {
+            Ok(Box::new(self.0.clone()))
+        } else {
+            Err(LoginRefused::BadCredentials)
+        }
+    }
+}
+
+fn session(model: &Model, transport: Transport) -> Session {
+    Session::new(
+        Arc::new(OneUser(model.clone())),
+        SessionLimits {
+            max_literal_bytes: 1 << 10,
+            ..SessionLimits::default()
+        },
+        transport,
+    )
+}
+
+const LOOPBACK: Transport = Transport {
+    tls: false,
+    loopback: true,
+    starttls: false,
+};
+
+/// Feeds `input`, runs the session until it wants more, returns what it
+/// wrote (and whether it closed).
+fn talk(s: &mut Session, input: &[u8]) -> (String, bool) {
+    s.receive(input);
+    let mut out = Vec::new();
+    loop {
+        match s.step() {
+            Step::Write(b) => out.extend(b),
+            Step::NeedInput => return (String::from_utf8_lossy(&out).into_owned(), false),
+            Step::StartTls => continue,
+            Step::Close => return (String::from_utf8_lossy(&out).into_owned(), true),
+        }
+    }
+}
+
+#[test]
+fn a_whole_conversation() {
+    let model = Model::new();
+    model
+        .append("INBOX", &[], b"Subject: hi\r\n\r\nhello\r\n")
+        .unwrap();
+    let mut s = session(&model, LOOPBACK);
+    let (greeting, _) = talk(&mut s, b"");
+    assert!(
+        greeting.starts_with("* OK [CAPABILITY IMAP4REV1"),
+        "{greeting}"
+    );
+    let (out, _) = talk(&mut s, b"a1 LOGIN bob wrong\r\n");
+    assert!(
+        out.contains("a1 NO [AUTHENTICATIONFAILED] wrong user name or password"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a2 LOGIN nobody wrong\r\n");
+    assert!(
+        out.contains("a2 NO [AUTHENTICATIONFAILED] wrong user name or password"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a3 LOGIN bob secret\r\n");
+    assert!(out.contains("a3 OK"), "{out}");
+    let (out, _) = talk(&mut s, b"a4 LIST \"\" *\r\n");
+    assert!(
+        out.contains("* LIST (\\HasNoChildren \\Sent) \"/\" Sent"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a5 SELECT INBOX\r\n");
+    assert!(out.contains("* 1 EXISTS"), "{out}");
+    assert!(out.contains("[UIDVALIDITY 7]"), "{out}");
+    assert!(out.contains("a5 OK [READ-WRITE]"), "{out}");
+    let (out, _) = talk(&mut s, b"a6 FETCH 1 (BODY[] FLAGS)\r\n");
+    assert!(
+        out.contains("BODY[] {22}\r\nSubject: hi\r\n\r\nhello\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("\\Seen"), "BODY[] sets \\Seen: {out}");
+    let (out, _) = talk(&mut s, b"a7 UID SEARCH UNSEEN\r\n");
+    assert!(out.contains("* SEARCH\r\n"), "{out}");
+    // A message arrives: NOOP tells of it.
+    model
+        .append("INBOX", &[], b"Subject: two\r\n\r\n2\r\n")
+        .unwrap();
+    let (out, _) = talk(&mut s, b"a8 NOOP\r\n");
+    assert!(out.contains("* 2 EXISTS"), "{out}");
+    let (out, _) = talk(&mut s, b"a9 STORE 1 +FLAGS (\\Deleted)\r\n");
+    assert!(
+        out.contains("* 1 FETCH (FLAGS (\\Seen \\Deleted))"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a10 EXPUNGE\r\n");
+    assert!(out.contains("* 1 EXPUNGE"), "{out}");
+    let (out, _) = talk(&mut s, b"a11 FETCH 5 FLAGS\r\n");
+    assert!(out.contains("a11 BAD"), "{out}");
+    let (out, closed) = talk(&mut s, b"a12 LOGOUT\r\n");
+    assert!(out.contains("* BYE") && out.contains("a12 OK"), "{out}");
+    assert!(closed);
+}
+
+#[test]
+fn no_passwords_in_the_clear_off_loopback() {
+    let model = Model::new();
+    let remote = Transport {
+        tls: false,
+        loopback: false,
+        starttls: true,
+    };
+    let mut s = session(&model, remote);
+    let (greeting, _) = talk(&mut s, b"");
+    assert!(greeting.contains("LOGINDISABLED"), "{greeting}");
+    assert!(greeting.contains("STARTTLS"), "{greeting}");
+    let (out, _) = talk(&mut s, b"a1 LOGIN bob secret\r\n");
+    assert!(out.contains("a1 NO [PRIVACYREQUIRED]"), "{out}");
+    let (out, _) = talk(&mut s, b"a2 AUTHENTICATE PLAIN AGJvYgBzZWNyZXQ=\r\n");
+    assert!(out.contains("a2 NO [PRIVACYREQUIRED]"), "{out}");
+    // After STARTTLS it is allowed.
+    s.receive(b"a3 STARTTLS\r\n");
+    let mut wrote = Vec::new();
+    loop {
+        match s.step() {
+            Step::Write(b) => wrote.extend(b),
+            Step::StartTls => break,
+            other => panic!("{other:?}: {}", String::from_utf8_lossy(&wrote)),
+        }
+    }
+    s.tls_started();
+    let (out, _) = talk(&mut s, b"a4 AUTHENTICATE PLAIN AGJvYgBzZWNyZXQ=\r\n");
+    assert!(out.contains("a4 OK"), "{out}");
+}
+
+#[test]
+fn a_literal_over_the_limit_is_refused_before_it_is_sent() {
+    let model = Model::new();
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"a1 LOGIN bob secret\r\n");
+    let (out, _) = talk(&mut s, b"a2 APPEND INBOX {4096}\r\n");
+    assert!(
+        out.contains("a2 BAD literal over 1024 bytes refused"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a3 APPEND INBOX {5}\r\n");
+    assert!(out.contains("+ "), "{out}");
+    let (out, _) = talk(&mut s, b"x: y\n\r\n");
+    assert!(out.contains("a3 OK [APPENDUID 7 1]"), "{out}");
+}
+
+#[test]
+fn too_many_bad_commands_end_the_session() {
+    let model = Model::new();
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"");
+    let mut closed = false;
+    for i in 0..25 {
+        let (out, c) = talk(&mut s, format!("z{i} NONSENSE\r\n").as_bytes());
+        closed = c;
+        if c {
+            assert!(out.contains("* BYE too many bad commands"), "{out}");
+            break;
+        }
+    }
+    assert!(closed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Any bytes, in any pieces, before and after signing in: no panic,
+    /// and whatever is written ends a line.
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..12),
+        signed_in in any::<bool>(),
+    ) {
+        let model = Model::new();
+        model.append("INBOX", &[], b"Subject: hi\r\n\r\nhello\r\n").unwrap();
+        let mut s = session(&model, LOOPBACK);
+        talk(&mut s, b"");
+        if signed_in {
+            talk(&mut s, b"a LOGIN bob secret\r\nb SELECT INBOX\r\n");
+        }
+        for c in chunks {
+            let (out, closed) = talk(&mut s, &c);
+            prop_assert!(out.is_empty() || out.ends_with("\r\n"), "{:?}", out);
+            if closed {
+                break;
+            }
+        }
+    }
+
+    /// Commands from the grammar with arbitrary arguments.
+    #[test]
+    fn commands_with_arbitrary_arguments(
+        cmd in prop::sample::select(vec!["FETCH", "UID FETCH", "STORE", "SEARCH", "UID SEARCH",
+            "SELECT", "STATUS", "LIST", "APPEND", "EXPUNGE", "UID EXPUNGE", "CREATE", "DELETE",
+            "EXAMINE", "CLOSE", "IDLE", "AUTHENTICATE"]),
+        args in "[ -~]{0,60}",
+    ) {
+        let model = Model::new();
+        model.append("INBOX", &[], b"Subject: hi\r\n\r\nhello\r\n").unwrap();
+        let mut s = session(&model, LOOPBACK);
+        talk(&mut s, b"a LOGIN bob secret\r\nb SELECT INBOX\r\n");
+        let (out, _) = talk(&mut s, format!("t {cmd} {args}\r\n").as_bytes());
+        prop_assert!(out.is_empty() || out.ends_with("\r\n"), "{:?}", out);
+    }
+}
