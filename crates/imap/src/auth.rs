@@ -6,7 +6,9 @@
 //! connection that is not TLS, unless it is loopback or the settings
 //! allow it (`imap.plaintext_login`); CAPABILITY then says
 //! `LOGINDISABLED`. A wrong user and a wrong password get the same answer
-//! (`NO [AUTHENTICATIONFAILED]`), so names cannot be probed.
+//! (`NO [AUTHENTICATIONFAILED]`), so names cannot be probed; each refusal
+//! is answered after a pause that grows with the session's refusals, and
+//! the fifth ends the session (`Session::login_refused`).
 
 use crate::session::{Session, State};
 use crate::store::LoginRefused;
@@ -43,7 +45,10 @@ pub(crate) fn login(
             let code = Code::Capability(crate::session::vec1(caps));
             s.ok(tag, Some(code), "signed in")
         }
-        Err((code, text)) => s.no(tag, Some(code), &text),
+        Err((code, text)) => {
+            s.no(tag, Some(code), &text);
+            s.end_if_refused_too_often();
+        }
     }
 }
 
@@ -116,6 +121,7 @@ fn plain(s: &mut Session, tag: Tag<'static>, bytes: &[u8]) {
         Err((code, text)) => Status::no(Some(tag), Some(code), text),
     };
     finish(s, status);
+    s.end_if_refused_too_often();
 }
 
 fn sign_in(s: &mut Session, user: &str, password: &str) -> Result<(), (Code<'static>, String)> {
@@ -125,6 +131,7 @@ fn sign_in(s: &mut Session, user: &str, password: &str) -> Result<(), (Code<'sta
             Ok(())
         }
         Err(LoginRefused::BadCredentials) => {
+            s.login_refused();
             Err((code("AUTHENTICATIONFAILED"), REFUSED.to_string()))
         }
         Err(LoginRefused::NoMailFile) => Err((

@@ -60,7 +60,13 @@ pub enum Step {
     StartTls,
     /// Everything is written: close the connection.
     Close,
+    /// Wait this long before calling `step` again (a refused sign-in:
+    /// guessing passwords costs time), reading nothing meanwhile.
+    Pause(std::time::Duration),
 }
+
+/// Refused sign-ins a session may make; the next one ends it.
+const MAX_FAILED_LOGINS: u32 = 5;
 
 /// A session's state (see the module docs).
 pub(crate) enum State {
@@ -93,6 +99,10 @@ pub struct Session {
     close_after: Option<ResponseHandle>,
     /// Start TLS once this response is written.
     tls_after: Option<ResponseHandle>,
+    /// Refused sign-ins so far.
+    failed_logins: u32,
+    /// A pause owed before the next answer.
+    pause: Option<std::time::Duration>,
 }
 
 impl Session {
@@ -113,6 +123,8 @@ impl Session {
             idling: None,
             close_after: None,
             tls_after: None,
+            failed_logins: 0,
+            pause: None,
         };
         s.server = Server::new(options(&s.limits), greeting(&s.capabilities()));
         s
@@ -170,6 +182,9 @@ impl Session {
     /// Runs the session until it needs the driver (see [`Step`]).
     pub fn step(&mut self) -> Step {
         loop {
+            if let Some(p) = self.pause.take() {
+                return Step::Pause(p);
+            }
             match self.server.next() {
                 Ok(Event::GreetingSent { .. }) => {}
                 Ok(Event::ResponseSent { handle, .. }) => {
@@ -405,6 +420,22 @@ impl Session {
         self.bad_in_a_row += 1;
         if self.bad_in_a_row >= self.limits.max_bad_commands {
             self.shutdown("too many bad commands");
+        }
+    }
+
+    /// A sign-in was refused: the answer waits a second per refusal so
+    /// far (at most five), and the fifth ends the session.
+    pub(crate) fn login_refused(&mut self) {
+        self.failed_logins += 1;
+        self.pause = Some(std::time::Duration::from_secs(u64::from(
+            self.failed_logins.min(MAX_FAILED_LOGINS),
+        )));
+    }
+
+    /// After a refusal's answer: the fifth ends the session.
+    pub(crate) fn end_if_refused_too_often(&mut self) {
+        if self.failed_logins >= MAX_FAILED_LOGINS {
+            self.shutdown("too many refused sign-ins");
         }
     }
 

@@ -155,7 +155,7 @@ fn talk(s: &mut Session, input: &[u8]) -> (String, bool) {
         match s.step() {
             Step::Write(b) => out.extend(b),
             Step::NeedInput => return (String::from_utf8_lossy(&out).into_owned(), false),
-            Step::StartTls => continue,
+            Step::StartTls | Step::Pause(_) => continue,
             Step::Close => return (String::from_utf8_lossy(&out).into_owned(), true),
         }
     }
@@ -267,6 +267,31 @@ fn a_literal_over_the_limit_is_refused_before_it_is_sent() {
     assert!(out.contains("+ "), "{out}");
     let (out, _) = talk(&mut s, b"x: y\n\r\n");
     assert!(out.contains("a3 OK [APPENDUID 7 1]"), "{out}");
+}
+
+#[test]
+fn refused_sign_ins_cost_time_and_end_the_session() {
+    let model = Model::new();
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"");
+    let mut pauses = Vec::new();
+    s.receive(b"a1 LOGIN bob x\r\na2 LOGIN bob x\r\na3 LOGIN nobody x\r\na4 LOGIN bob x\r\na5 LOGIN bob x\r\n");
+    let mut out = Vec::new();
+    loop {
+        match s.step() {
+            Step::Write(b) => out.extend(b),
+            Step::Pause(p) => pauses.push(p.as_secs()),
+            Step::Close => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(pauses, [1, 2, 3, 4, 5]);
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("a5 NO [AUTHENTICATIONFAILED]"), "{out}");
+    assert!(
+        out.ends_with("* BYE too many refused sign-ins\r\n"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -26,7 +26,10 @@ impl Accounts for ServerAccounts {
         let caller = s
             .authenticate(user, &Secret::parse(password.to_string()))
             .map_err(|e| match e {
-                ServerError::Unauthenticated(_) => LoginRefused::BadCredentials,
+                ServerError::Unauthenticated(_) => {
+                    tracing::info!("IMAP: sign-in refused for user {user:?}");
+                    LoginRefused::BadCredentials
+                }
                 e => {
                     tracing::warn!("IMAP sign-in could not be checked: {e}");
                     LoginRefused::Unavailable("the user store cannot be read".into())

@@ -10,6 +10,7 @@
 //!        │             change marker every `imap.idle_poll_ms`, and a
 //!        │             refresh when it moved
 //!        ├ StartTls ─▶ handshake ─▶ Session::tls_started, same loop over TLS
+//!        ├ Pause    ─▶ sleep (after a refused sign-in), nothing read
 //!        └ Close    ─▶ flush, close
 //! ```
 //!
@@ -122,6 +123,11 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                 stream.flush().await?;
                 let _ = stream.shutdown().await;
                 return Ok(Next::Closed);
+            }
+            Step::Pause(p) => {
+                stream.flush().await?;
+                tokio::time::sleep(p).await;
+                continue;
             }
             Step::NeedInput => stream.flush().await?,
         }
