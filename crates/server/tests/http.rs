@@ -1331,7 +1331,8 @@ fn sessions_issue_bearer_tokens() {
         s.get("/_session", Who::Bearer(&token)).expect(200).json()["user"],
         "alice"
     );
-    s.send("PUT", "/_session", Who::Anonymous, &json!({})).expect(405);
+    s.send("PUT", "/_session", Who::Anonymous, &json!({}))
+        .expect(405);
 }
 
 #[test]
