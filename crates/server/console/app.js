@@ -452,7 +452,7 @@
     const table = el('table', { id: 'databases' },
       el('thead', {}, el('tr', {},
         el('th', {}, 'Path'), el('th', {}, 'Title'),
-        el('th', { class: 'num' }, 'Documents'), el('th', { class: 'num' }, 'File size'),
+        el('th', { class: 'num' }, 'Notes (with ACL and design)'), el('th', { class: 'num' }, 'File size'),
         el('th', { class: 'num' }, 'Attachments (logical / stored)'))),
       body);
     show(el('h1', {}, 'Databases'),
@@ -517,7 +517,7 @@
     try {
       const info = await api('GET', '/db/' + enc(path));
       const rows = [
-        ['Title', info.title], ['Documents', fmtNumber(info.note_count)],
+        ['Title', info.title], ['Notes (documents, ACL, design)', fmtNumber(info.note_count)],
         ['File size', fmtBytes(info.file_size)], ['Replica id', info.replica_id],
         ['Instance id', info.instance_id], ['Created', info.created],
         ['Change sequence', info.sequence], ['Needs fixup', info.needs_fixup ? 'yes' : 'no'],

@@ -1325,7 +1325,14 @@ fn sessions_issue_bearer_tokens() {
         &json!({"user": "alice"}),
     )
     .expect(400);
-    s.get("/_session", Who::Anonymous).expect(405);
+    // GET /_session says who a request signs in as (the console's reload).
+    s.get("/_session", Who::Anonymous).expect(401);
+    assert_eq!(
+        s.get("/_session", Who::Bearer(&token)).expect(200).json()["user"],
+        "alice"
+    );
+    s.send("PUT", "/_session", Who::Anonymous, &json!({}))
+        .expect(405);
 }
 
 #[test]
