@@ -3,8 +3,9 @@
 //! `chromium-driver` and `python3-selenium`, installed by
 //! `scripts/install-console-tools.sh`). Signs in, watches the dashboard
 //! move during `folio load commit`, and checks that a Subject made of
-//! HTML shows as text. Without those tools the test fails saying how to
-//! install them; `FOLIO_SKIP_BROWSER=1` skips it, loudly. Screenshots go
+//! HTML shows as text. A missing tool is installed by that script the
+//! first time; where it cannot be (not root, no network), the test says
+//! loudly that it is skipped. Screenshots go
 //! to `FOLIO_CONSOLE_SCREENSHOTS` (docs/console/ holds a checked set), or
 //! a temporary directory.
 
@@ -21,41 +22,17 @@ fn python() -> String {
     std::env::var("FOLIO_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
 }
 
-/// Whether the browser tools are there; if not, fails or (with
-/// FOLIO_SKIP_BROWSER) says loudly that the test is skipped.
+/// Whether the browser tools are there (installed by the project's
+/// script the first time they are missing); if they cannot be, says
+/// loudly that the test is skipped.
 fn tools_present() -> bool {
-    let selenium = Command::new(python())
-        .args(["-c", "import selenium"])
-        .status()
-        .is_ok_and(|s| s.success());
-    let missing: Vec<&str> = [
-        ("/usr/bin/chromium", Path::new("/usr/bin/chromium").exists()),
-        (
-            "/usr/bin/chromedriver",
-            Path::new("/usr/bin/chromedriver").exists(),
-        ),
-        ("python3 selenium", selenium),
-    ]
-    .into_iter()
-    .filter(|(_, ok)| !ok)
-    .map(|(name, _)| name)
-    .collect();
-    if missing.is_empty() {
-        return true;
+    match common::console_tools() {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("\n*** WARNING: the console browser test is SKIPPED: {why} ***\n");
+            false
+        }
     }
-    if std::env::var_os("FOLIO_SKIP_BROWSER").is_some() {
-        eprintln!(
-            "\n*** WARNING: the console browser test is SKIPPED: {} missing \
-             (FOLIO_SKIP_BROWSER is set) ***\n",
-            missing.join(", ")
-        );
-        return false;
-    }
-    panic!(
-        "the console browser test needs {}: run `sudo scripts/install-console-tools.sh`, \
-         or set FOLIO_SKIP_BROWSER=1 to skip it",
-        missing.join(", ")
-    );
 }
 
 #[test]

@@ -279,3 +279,64 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// The Debian tools the console's and `/metrics`' tests drive
+/// (`scripts/install-console-tools.sh`: promtool, Chromium, ChromeDriver,
+/// Python Selenium). The first test that finds one missing runs that
+/// script, where this process may (it installs with apt-get, as root);
+/// `Err` says what is still missing and why, so the test can say loudly
+/// that it is skipped. Nothing is installed by hand.
+pub fn console_tools() -> Result<(), String> {
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            if missing_console_tools().is_empty() {
+                return Ok(());
+            }
+            let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../scripts/install-console-tools.sh");
+            let ran = Command::new("bash").arg(&script).output();
+            let missing = missing_console_tools();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            let said = match ran {
+                Ok(o) => format!(
+                    "{} exited with {}: {}",
+                    script.display(),
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                Err(e) => format!("{} could not be run: {e}", script.display()),
+            };
+            Err(format!("{} missing; {said}", missing.join(", ")))
+        })
+        .clone()
+}
+
+fn missing_console_tools() -> Vec<&'static str> {
+    let runs = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    [
+        ("promtool", runs("promtool", &["--version"])),
+        ("/usr/bin/chromium", Path::new("/usr/bin/chromium").exists()),
+        (
+            "/usr/bin/chromedriver",
+            Path::new("/usr/bin/chromedriver").exists(),
+        ),
+        (
+            "python3 selenium",
+            runs("/usr/bin/python3", &["-c", "import selenium"]),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, ok)| !ok)
+    .map(|(name, _)| name)
+    .collect()
+}
