@@ -8,31 +8,6 @@ use common::{json, ok, users_dir, Server};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-/// Runs a Python script with `args`; its stdout, which must be JSON.
-fn python(script: &str, args: &[&str]) -> serde_json::Value {
-    let mut child = Command::new("python3")
-        .arg("-")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs the IMAP client tests");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&String::from_utf8(out.stdout).unwrap())
-}
-
 const COMMON: &str = r#"
 import base64, imaplib, json, re, smtplib, socket, sys, time
 def addr(a):
@@ -91,7 +66,7 @@ fn a_mail_client_reads_what_smtp_delivered() {
     let smtp = server.smtp.clone().expect("smtp_listen is on");
     let imap = server.imap.clone().expect("imap_listen is on");
 
-    let seen = python(
+    let seen = common::python(
         &format!(
             "{COMMON}
 with smtplib.SMTP(*addr(sys.argv[1])) as s:
@@ -190,7 +165,7 @@ print(json.dumps({{
     server.stop();
     let server = Server::start(d);
     let imap = server.imap.clone().unwrap();
-    let after = python(
+    let after = common::python(
         &format!(
             "{COMMON}
 m = login(sys.argv[1])
@@ -207,7 +182,7 @@ print(json.dumps({{'f': f[0].decode()}}))
     assert_eq!(uid_of(f), uid, "the same UID after a restart");
 
     // APPEND, then EXPUNGE what is marked \Deleted.
-    let appended = python(
+    let appended = common::python(
         &format!(
             "{COMMON}
 m = login(sys.argv[1])
@@ -243,7 +218,7 @@ fn bad_input_gets_bad_or_no_and_never_a_panic() {
     let d = tmp.path();
     let server = Server::start(d);
     let imap = server.imap.clone().unwrap();
-    let out = python(
+    let out = common::python(
         &format!(
             "{COMMON}
 def refused(user, password):
@@ -355,7 +330,7 @@ for i in range(100000):
     assert!(acked.len() > 3, "some appends were acknowledged first");
     let server = Server::start(d);
     let imap = server.imap.clone().unwrap();
-    let kept = python(
+    let kept = common::python(
         &format!(
             "{COMMON}
 m = login(sys.argv[1])
@@ -412,7 +387,7 @@ fn readers_hide_documents_from_every_count_and_search() {
     );
     let server = Server::start(d);
     let imap = server.imap.clone().unwrap();
-    let seen = python(
+    let seen = common::python(
         &format!(
             "{COMMON}
 m = login(sys.argv[1])
@@ -453,7 +428,7 @@ fn an_idling_client_hears_of_new_mail() {
     let d = tmp.path();
     let server = Server::start(d);
     let imap = server.imap.clone().unwrap();
-    let heard = python(
+    let heard = common::python(
         &format!(
             "{COMMON}
 s = socket.create_connection(addr(sys.argv[1]))

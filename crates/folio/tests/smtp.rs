@@ -5,35 +5,9 @@
 
 mod common;
 use common::{json, ok, users_dir, Server};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// Runs a Python script with `args`; its stdout, which must be JSON.
-fn python(script: &str, args: &[&str]) -> serde_json::Value {
-    let mut child = Command::new("python3")
-        .arg("-")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs the SMTP client tests");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&String::from_utf8(out.stdout).unwrap())
-}
 
 const COMMON: &str = r#"
 import json, smtplib, socket, ssl, sys
@@ -95,7 +69,7 @@ fn ordinary_and_hostile_clients_over_smtp() {
     // A multipart message with an attachment to two local people: one by
     // an alias in another case, one by a short name at any domain.
     let pdf: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    let sent = python(
+    let sent = common::python(
         &format!(
             "{COMMON}
 pdf = bytes((i * 7 % 251) for i in range(20000))
@@ -119,7 +93,7 @@ with smtplib.SMTP(host, port) as s:
     assert!(!exts.contains("starttls"), "no TLS configured: {exts}");
 
     // Unknown recipients are refused at RCPT with 550.
-    let unknown = python(
+    let unknown = common::python(
         &format!(
             "{COMMON}
 with smtplib.SMTP(host, port) as s:
@@ -137,7 +111,7 @@ with smtplib.SMTP(host, port) as s:
 
     // Oversized: refused at MAIL when SIZE is declared, and after the
     // final dot when it is not.
-    let big = python(
+    let big = common::python(
         &format!(
             "{COMMON}
 m = memo('big', 'x', bytes(100000))
@@ -160,7 +134,7 @@ with smtplib.SMTP(host, port) as s:
     assert_eq!(big["after_dot"], 552);
 
     // Garbage pipelined after RCPT: error replies, in order, nothing stored.
-    let garbage = python(
+    let garbage = common::python(
         &format!(
             "{COMMON}
 c = socket.create_connection((host, port), timeout=30)
@@ -185,7 +159,7 @@ print(json.dumps({{'codes': codes}}))
 
     // A client that connects and says nothing is cut after the command
     // timeout, with a 421.
-    let idle = python(
+    let idle = common::python(
         &format!(
             "{COMMON}
 c = socket.create_connection((host, port), timeout=60)
@@ -251,7 +225,7 @@ fn starttls_and_shutdown_with_an_idle_client() {
     let smtp = server.smtp.clone().expect("smtp_listen is on");
     let cert = d.join("tls").join("cert.pem");
 
-    let tls = python(
+    let tls = common::python(
         &format!(
             "{COMMON}
 ctx = ssl.create_default_context(cafile=sys.argv[2])

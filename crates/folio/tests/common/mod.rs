@@ -340,3 +340,30 @@ fn missing_console_tools() -> Vec<&'static str> {
     .map(|(name, _)| name)
     .collect()
 }
+
+/// Runs a Python script (on stdin) with `args`, through the `python3` on
+/// PATH: a client nobody here wrote (smtplib, imaplib). Its stdout must be
+/// JSON; a failed script fails the test with its stderr.
+pub fn python(script: &str, args: &[&str]) -> serde_json::Value {
+    let mut child = Command::new("python3")
+        .arg("-")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs the client script");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&String::from_utf8(out.stdout).unwrap())
+}
