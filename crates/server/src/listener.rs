@@ -181,6 +181,39 @@ impl Gate {
     }
 }
 
+/// The accept loop of a door whose connections need nothing before their
+/// task starts (SMTP, IMAP): each admitted connection runs `serve` in a
+/// task that holds its slot, a refused one is counted by `refused`, and
+/// once the lifecycle leaves `Serving` the loop ends as [`finish`] says.
+pub(crate) async fn serve_admitted<F, Fut>(
+    listener: TcpListener,
+    what: &'static str,
+    gate: Gate,
+    refused: impl Fn(),
+    mut life: watch::Receiver<Lifecycle>,
+    mut serve: F,
+) where
+    F: FnMut(TcpStream, SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut tasks = JoinSet::new();
+    let mut listener = Listener::new(listener, what);
+    while let Some((socket, peer)) = listener.accept(&mut life).await {
+        let Some((socket, slot)) = gate.admit(socket) else {
+            refused();
+            continue;
+        };
+        let conn = serve(socket, peer);
+        tasks.spawn(async move {
+            let _slot = slot;
+            conn.await;
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    drop(listener);
+    finish(tasks, life).await;
+}
+
 /// After the listener stopped: waits for its connections to finish, or
 /// drops those still open once the lifecycle reaches `Cut`.
 pub(crate) async fn finish(mut conns: JoinSet<()>, mut life: watch::Receiver<Lifecycle>) {

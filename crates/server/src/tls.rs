@@ -259,6 +259,14 @@ fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// An acceptor for a protocol that upgrades with STARTTLS (SMTP, IMAP):
+/// the server's certificate without ALPN, which names HTTP's protocols.
+pub(crate) fn starttls_acceptor(config: &ServerConfig) -> tokio_rustls::TlsAcceptor {
+    let mut plain = config.clone();
+    plain.alpn_protocols.clear();
+    tokio_rustls::TlsAcceptor::from(Arc::new(plain))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 use super::accounts::ServerAccounts;
 use super::conn::{self, ConnContext};
 use super::settings::ImapSettings;
-use crate::listener::{finish, Gate, Lifecycle, Listener};
+use crate::listener::{serve_admitted, Gate, Lifecycle};
 use crate::stats::Stats;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -24,36 +24,31 @@ pub(crate) async fn serve(
     accounts: Arc<ServerAccounts>,
     settings: ImapSettings,
     stats: Arc<Stats>,
-    mut life: watch::Receiver<Lifecycle>,
+    life: watch::Receiver<Lifecycle>,
 ) {
     let refusal = Bytes::from_static(b"* BYE too many connections, try again later\r\n");
     let gate = Gate::new(settings.max_connections, refusal);
-    let tls = tls.map(|config| {
-        let mut imap = (*config).clone();
-        imap.alpn_protocols.clear();
-        tokio_rustls::TlsAcceptor::from(Arc::new(imap))
-    });
+    let tls = tls.map(|config| crate::tls::starttls_acceptor(&config));
     let settings = Arc::new(settings);
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut listener = Listener::new(listener, "IMAP");
-    while let Some((socket, peer)) = listener.accept(&mut life).await {
-        let Some((socket, slot)) = gate.admit(socket) else {
-            stats.connection_refused();
-            continue;
-        };
+    let refused = stats.clone();
+    let watching = life.clone();
+    let conns = move |socket, peer| {
         let cx = ConnContext {
             settings: settings.clone(),
             accounts: accounts.clone(),
             tls: tls.clone(),
             stats: stats.clone(),
-            life: life.clone(),
+            life: watching.clone(),
         };
-        tasks.spawn(async move {
-            let _slot = slot;
-            conn::serve(socket, peer, cx).await;
-        });
-        while tasks.try_join_next().is_some() {}
-    }
-    drop(listener);
-    finish(tasks, life).await;
+        conn::serve(socket, peer, cx)
+    };
+    serve_admitted(
+        listener,
+        "IMAP",
+        gate,
+        move || refused.connection_refused(),
+        life,
+        conns,
+    )
+    .await;
 }

@@ -11,7 +11,7 @@
 use super::conn::{self, ConnContext};
 use super::mailer::Mailer;
 use super::settings::SmtpSettings;
-use crate::listener::{finish, Gate, Lifecycle, Listener};
+use crate::listener::{serve_admitted, Gate, Lifecycle};
 use crate::stats::Stats;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -26,41 +26,36 @@ pub(crate) async fn serve(
     mailer: Arc<Mailer>,
     settings: SmtpSettings,
     stats: Arc<Stats>,
-    mut life: watch::Receiver<Lifecycle>,
+    life: watch::Receiver<Lifecycle>,
 ) {
     let server_name: Arc<str> = server_name(&settings).into();
     let refusal = format!("421 {server_name} Too many connections, try again later\r\n");
     let gate = Gate::new(settings.max_connections, Bytes::from(refusal));
-    let tls = tls.map(|config| {
-        let mut smtp = (*config).clone();
-        smtp.alpn_protocols.clear();
-        tokio_rustls::TlsAcceptor::from(Arc::new(smtp))
-    });
+    let tls = tls.map(|config| crate::tls::starttls_acceptor(&config));
     let settings = Arc::new(settings);
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut listener = Listener::new(listener, "SMTP");
-    while let Some((socket, peer)) = listener.accept(&mut life).await {
-        let Some((socket, slot)) = gate.admit(socket) else {
-            stats.connection_refused();
-            continue;
-        };
+    let refused = stats.clone();
+    let watching = life.clone();
+    let conns = move |socket, peer| {
         let cx = ConnContext {
             settings: settings.clone(),
             server_name: server_name.clone(),
             mailer: mailer.clone(),
             tls: tls.clone(),
             stats: stats.clone(),
-            life: life.clone(),
+            life: watching.clone(),
             peer,
         };
-        tasks.spawn(async move {
-            let _slot = slot;
-            conn::serve(socket, peer, cx).await;
-        });
-        while tasks.try_join_next().is_some() {}
-    }
-    drop(listener);
-    finish(tasks, life).await;
+        conn::serve(socket, peer, cx)
+    };
+    serve_admitted(
+        listener,
+        "SMTP",
+        gate,
+        move || refused.connection_refused(),
+        life,
+        conns,
+    )
+    .await;
 }
 
 /// The configured name, else the machine's host name, else `localhost`.
