@@ -1,4 +1,4 @@
-//! What both listeners share: the server's lifecycle, the accept loop's
+//! What every listener shares: the server's lifecycle, the accept loop's
 //! error handling, the connection limit, and shutdown.
 //!
 //! ```text
