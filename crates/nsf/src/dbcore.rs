@@ -32,8 +32,19 @@ pub(crate) enum Durability {
     Logged {
         log: Arc<TransLog>,
         inflight: Arc<Inflight>,
+        session: LogSession,
     },
     Unlogged,
+}
+
+/// This life of the log, as an unlogged index closed in it is marked
+/// (design.md I14): its epoch (I10), and the redo LSN restart recovery
+/// began from — a checkpoint of an earlier life had made every page
+/// written below it durable (I8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LogSession {
+    pub epoch: u32,
+    pub recovered_from: Lsn,
 }
 
 /// Batches appended to the log whose pages are not yet installed in the

@@ -66,7 +66,7 @@ pub use fixup_state::FixupState;
 use crate::catalog::{self, Audience, Catalog, Listed};
 use crate::clock::{Clock, SystemClock};
 use crate::db::{Database, Life, LockCounters};
-use crate::dbcore::{Durability, EngineLinks, Inflight};
+use crate::dbcore::{Durability, EngineLinks, Inflight, LogSession};
 use crate::dbpath::DbPath;
 use crate::fixup::FixupReport;
 use crate::header::{DbHeader, MAX_TITLE};
@@ -83,7 +83,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use storage::backend::{read_exact_at, write_all_at, OpenMode};
 use storage::freelist::FreeList;
-use storage::pool::{BufferPool, FileId, PoolStats};
+use storage::pool::{BufferPool, FileId, PoolStats, SyncMode};
 use storage::{
     btree, Backend, FileIdentity, Lsn, PageBuf, PageId, PageStore, PageStoreMut, PageWrite,
     StorageResult, PAGE_SIZE,
@@ -186,6 +186,8 @@ struct Shared {
     cfg: EngineConfig,
     pool: Arc<BufferPool>,
     log: Option<Arc<TransLog>>,
+    /// This life of the log (I14), with the log.
+    log_session: Option<LogSession>,
     inflight: Arc<Inflight>,
     dbs: Mutex<OpenDbs>,
     /// Signalled whenever a slot leaves `Opening` or `Closing`.
@@ -365,6 +367,10 @@ impl Engine {
         if let Some(r) = &report {
             retire_unrecovered(&retired, r)?;
         }
+        let log_session = report.as_ref().map(|r| LogSession {
+            epoch: r.epoch,
+            recovered_from: r.scan_start,
+        });
         // I42: before the catalog walk could list what a delete left.
         delete::finish_interrupted_deletes(backend.as_ref(), &cfg.data_dir, &retired)?;
         let fixups = if cfg.auto_fixup {
@@ -385,10 +391,22 @@ impl Engine {
                 }
             })?;
         let loaded = Catalog::load(backend.clone(), &cfg.data_dir)?;
+        let pool = BufferPool::new(cfg.buffer_pool_size);
+        // The checkpoint syncs the database files' file system through a
+        // handle no database owns, so no descriptor outlives its close (I8).
+        let anchor_path = cfg.data_dir.join(catalog::CATALOG_FILE);
+        let anchor = backend
+            .open(&anchor_path, OpenMode::Existing)
+            .map_err(|e| NsfError::Io {
+                path: anchor_path.display().to_string(),
+                source: e,
+            })?;
+        pool.anchor_sync(anchor);
         let shared = Arc::new(Shared {
-            pool: BufferPool::new(cfg.buffer_pool_size),
+            pool,
             backend,
             log,
+            log_session,
             inflight: Arc::default(),
             dbs: Mutex::default(),
             dbs_changed: Condvar::new(),
@@ -640,6 +658,7 @@ impl Engine {
             Some(log) => Durability::Logged {
                 log: log.clone(),
                 inflight: s.inflight.clone(),
+                session: s.log_session.expect("a log has a session"),
             },
             None => Durability::Unlogged,
         };
@@ -794,7 +813,7 @@ impl Engine {
         self.check_open()?;
         let key = DbPath::parse(path)?;
         self.outside_log(&key)?;
-        close_if_idle(&self.shared, &key);
+        close_if_idle(&self.shared, &key)?;
         let claim = match self.lookup(&key) {
             Lookup::Open(..) => {
                 return Err(NsfError::Invalid(format!(
@@ -1176,10 +1195,30 @@ fn release_victims(s: &Shared, victims: Vec<Victim>) -> usize {
 }
 
 /// Closes the instance of `key` if it is open and idle (as `close_idle`
-/// closes one, I19), so that fixup can claim the path.
-fn close_if_idle(s: &Shared, key: &DbPath) {
+/// closes one, I19), so that fixup or restore can claim the path, and
+/// makes what closes wrote without a sync durable (I8): they read and
+/// replace the file outside the pool, and a swap that retires the old
+/// instance's log records (I29) must find every change of it in the file.
+fn close_if_idle(s: &Shared, key: &DbPath) -> NsfResult<()> {
     let _one = s.closing.lock();
     close_one(s, key);
+    sync_written(s)
+}
+
+/// Makes every page written without a sync durable (one sync of the
+/// file system, I8); a failure poisons the log (it alone still holds
+/// those changes) and is returned.
+fn sync_written(s: &Shared) -> NsfResult<()> {
+    match s.pool.sync_written() {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let reason = format!("sync of the database files failed: {e}");
+            if let Some(log) = &s.log {
+                log.fail(reason.clone());
+            }
+            Err(NsfError::LogFailed(reason))
+        }
+    }
 }
 
 /// The least recently used idle instances beyond `target` (idle: the
@@ -1272,8 +1311,11 @@ fn durable_end(s: &Shared) -> Option<Lsn> {
     }
 }
 
+/// Logged, the pages are written and their sync is left to the next
+/// checkpoint's one sync of the file system, while the pool's ledger holds
+/// the redo LSN behind them (I8, I19); unlogged, each file is synced.
 fn flush_files_upto(s: &Shared, upto: Lsn, files: &[(FileId, u32)]) {
-    let report = s.pool.flush_sized(upto, files);
+    let report = s.pool.flush_sized(upto, files, sync_mode(s));
     for (_, name, err) in &report.failures {
         tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
     }
@@ -1289,13 +1331,29 @@ fn checkpoint_now(s: &Shared) -> NsfResult<Option<Lsn>> {
     r
 }
 
+/// How the engine's own flushes (checkpoint, closer) make pages durable:
+/// logged, by one sync of the file system per checkpoint; unlogged (no
+/// log to redo them), each file at once.
+fn sync_mode(s: &Shared) -> SyncMode {
+    if s.log.is_some() {
+        SyncMode::Deferred
+    } else {
+        SyncMode::EachFile
+    }
+}
+
 fn checkpoint_locked(s: &Shared) -> NsfResult<Option<Lsn>> {
     let upto = s.log.as_ref().map_or(Lsn(u64::MAX), |l| l.durable_lsn());
-    let report = s.pool.flush(upto, None);
+    let report = s.pool.flush_all(upto, sync_mode(s));
     for (_, name, err) in &report.failures {
         tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
     }
     let Some(log) = &s.log else { return Ok(None) };
+    // I8: what this pass and the closer wrote is durable before the redo
+    // LSN is read. A failed sync cannot name the database it lost: the
+    // log keeps every change since (the ledger holds the redo LSN) and is
+    // poisoned, so writes stop and a restart redoes them.
+    sync_written(s)?;
     let detached = detach_failed(s, log);
     let end = log.end_lsn();
     let inflight = s.inflight.min();

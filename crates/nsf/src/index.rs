@@ -302,3 +302,20 @@ impl PageStoreMut for BulkWriter {
         )))
     }
 }
+
+/// Where an unlogged index stood when its database instance closed
+/// (design.md I14): the log's end LSN after its pages were written, and
+/// the log's epoch then. Its pages are durable once a checkpoint synced
+/// the file system past `lsn`, which [`crate::Database::clean_mark_durable`]
+/// can tell after a restart. [`CleanMark::SYNCED`] (all zero) marks pages
+/// synced before the mark was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CleanMark {
+    pub lsn: u64,
+    pub epoch: u32,
+}
+
+impl CleanMark {
+    /// Pages synced before the mark was written.
+    pub const SYNCED: CleanMark = CleanMark { lsn: 0, epoch: 0 };
+}

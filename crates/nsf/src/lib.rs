@@ -56,7 +56,7 @@ pub use fixup::{BadPage, FixupReport, LostAttachment, LostNote};
 pub use foreign::{ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome};
 pub use header::{DbHeader, MAX_TITLE};
 pub use ids::*;
-pub use index::{BulkWriter, IndexRead, IndexTxn};
+pub use index::{BulkWriter, CleanMark, IndexRead, IndexTxn};
 pub use json::*;
 pub use lineage::{MAX_HISTORY_BYTES, MAX_HISTORY_KEY, MAX_REVISIONS};
 pub use note::*;

@@ -181,6 +181,9 @@ mod tests {
         fn sync_data(&self) -> io::Result<()> {
             self.inner.sync_data()
         }
+        fn sync_fs(&self) -> io::Result<()> {
+            self.inner.sync_fs()
+        }
         fn len(&self) -> io::Result<u64> {
             self.inner.len()
         }

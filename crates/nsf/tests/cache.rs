@@ -44,6 +44,9 @@ impl FileHandle for Counted {
     fn sync_data(&self) -> io::Result<()> {
         self.inner.sync_data()
     }
+    fn sync_fs(&self) -> io::Result<()> {
+        self.inner.sync_fs()
+    }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }

@@ -71,6 +71,14 @@ pub trait FileHandle: Send + Sync {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
     /// Makes all written data durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// Makes durable everything written so far to every file of the file
+    /// system that holds this one, including files closed since (Linux
+    /// `syncfs`). A checkpoint writes the pages of thousands of databases
+    /// and then syncs once, instead of once per file: on a disk where each
+    /// sync is a cache flush, the per-file syncs cost seconds where one
+    /// costs milliseconds (design.md I8). An error means some write since
+    /// the last sync of the file system may be lost, without saying which.
+    fn sync_fs(&self) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
     fn set_len(&self, len: u64) -> io::Result<()>;
 

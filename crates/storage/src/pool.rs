@@ -13,7 +13,14 @@
 //!   commit  ──prepare()/install()──► frame{data, dirty, page_lsn, rec_lsn}
 //!   flusher ──flush(durable)──► sort dirty by (file, page) ─► write ─► fdatasync ─► mark clean
 //!                                 (many files: a few threads, each file written in page order)
+//!           ──deferred──────────► … ─► write ─► note oldest rec LSN ─► mark clean
+//!   checkpoint ──sync_written()──► one syncfs per file system ─► forget the notes
 //! ```
+//!
+//! With the log on, the engine's checkpoints and closes write *deferred*:
+//! a sync per file is a disk cache flush per file (milliseconds each, for
+//! thousands of mail files), where one sync of the file system costs about
+//! one (`pool/unsynced.rs` says why it is safe, I8).
 //!
 //! Rules the pool enforces for the layers above (design.md):
 //! - I1: `flush(upto)` writes only frames whose transaction's batch, up to
@@ -49,6 +56,9 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+mod unsynced;
+use unsynced::Unsynced;
 
 const SHARDS: usize = 16;
 const MAX_CREDIT: u8 = 3;
@@ -205,6 +215,9 @@ pub struct BufferPool {
     busy: Mutex<HashSet<FileId>>,
     /// Signalled when a pass gives its files back.
     busy_cv: Condvar,
+    /// Pages written by passes that left their sync to
+    /// [`BufferPool::sync_written`] (`pool/unsynced.rs`, I8).
+    unsynced: Unsynced,
 }
 
 fn shard_of(key: &Key) -> usize {
@@ -228,7 +241,31 @@ impl BufferPool {
             flushed: AtomicU64::new(0),
             busy: Mutex::default(),
             busy_cv: Condvar::new(),
+            unsynced: Unsynced::default(),
         })
+    }
+
+    /// A long-lived handle on the file system of the database files,
+    /// through which [`BufferPool::sync_written`] syncs it, so that no
+    /// database's descriptor outlives its close.
+    pub fn anchor_sync(&self, handle: Arc<dyn FileHandle>) {
+        self.unsynced.anchor(handle);
+    }
+
+    /// Makes durable every page written by a pass that left its sync here
+    /// ([`SyncMode::Deferred`]): one sync per file system. Returns how many
+    /// file systems were synced. A failure is sticky: the redo LSN stays
+    /// behind those pages for good (`pool/unsynced.rs`).
+    pub fn sync_written(&self) -> io::Result<usize> {
+        self.unsynced.sync()
+    }
+
+    /// Notes that `handle`'s file was written outside the pool (pages a
+    /// bulk build wrote straight to it) with changes no older than
+    /// `oldest`: the redo LSN stays at or below it until
+    /// [`BufferPool::sync_written`] made them durable.
+    pub fn note_unsynced(&self, handle: &Arc<dyn FileHandle>, oldest: Lsn) {
+        self.unsynced.note(handle, oldest);
     }
 
     /// Registers an open file; `name` appears in error messages.
@@ -589,24 +626,17 @@ impl BufferPool {
     /// The smallest `rec_lsn` over dirty frames: no change below it is only
     /// in memory (input to a checkpoint's redo LSN, I8).
     pub fn min_rec_lsn(&self) -> Option<Lsn> {
-        self.shards
-            .iter()
-            .filter_map(|s| {
-                s.lock()
-                    .frames
-                    .values()
-                    .filter(|f| f.dirty)
-                    .map(|f| f.rec_lsn)
-                    .min()
-            })
-            .min()
+        self.min_rec_lsn_except(&[])
     }
 
     /// [`BufferPool::min_rec_lsn`] without the frames of `detached` files:
     /// failed files whose changes will never be written (I11), so they do
-    /// not hold the log back (design.md I29).
+    /// not hold the log back (design.md I29). Pages written but not yet
+    /// synced count as dirty, and are read after the frames
+    /// (`pool/unsynced.rs`, 3).
     pub fn min_rec_lsn_except(&self, detached: &[FileId]) -> Option<Lsn> {
-        self.shards
+        let frames = self
+            .shards
             .iter()
             .filter_map(|s| {
                 s.lock()
@@ -616,7 +646,8 @@ impl BufferPool {
                     .map(|(_, f)| f.rec_lsn)
                     .min()
             })
-            .min()
+            .min();
+        [frames, self.unsynced.oldest()].into_iter().flatten().min()
     }
 
     /// Every registered file with a recorded failure (I11): id, name and
@@ -647,16 +678,23 @@ impl BufferPool {
     /// every durable version of it is on disk (I14, I19).
     pub fn flush(&self, upto: Lsn, only: Option<FileId>) -> FlushReport {
         match only {
-            None => {
-                let mut mine = HashMap::new();
-                let report = self.flush_where(upto, &mut |f| {
-                    *mine.entry(f).or_insert_with(|| self.busy.lock().insert(f))
-                });
-                self.give_back(mine.into_iter().filter(|(_, m)| *m).map(|(f, _)| f));
-                report
-            }
+            None => self.flush_all(upto, SyncMode::EachFile),
             Some(f) => self.flush_files(upto, &[f]),
         }
+    }
+
+    /// [`BufferPool::flush`] over every file, syncing as `mode` says: with
+    /// [`SyncMode::Deferred`] the written pages wait for
+    /// [`BufferPool::sync_written`] and hold the redo LSN until then.
+    pub fn flush_all(&self, upto: Lsn, mode: SyncMode) -> FlushReport {
+        let mut mine = HashMap::new();
+        let report = self.flush_where(
+            upto,
+            &mut |f| *mine.entry(f).or_insert_with(|| self.busy.lock().insert(f)),
+            mode,
+        );
+        self.give_back(mine.into_iter().filter(|(_, m)| *m).map(|(f, _)| f));
+        report
     }
 
     /// [`BufferPool::flush`] restricted to `files` (the open-database cache
@@ -664,7 +702,7 @@ impl BufferPool {
     /// passes writing any of them.
     pub fn flush_files(&self, upto: Lsn, files: &[FileId]) -> FlushReport {
         let turn = self.claim_waiting(files);
-        self.flush_where(upto, &mut |f| turn.files.contains(&f))
+        self.flush_where(upto, &mut |f| turn.files.contains(&f), SyncMode::EachFile)
     }
 
     /// Claims `files` for the calling pass, waiting while another pass
@@ -732,22 +770,27 @@ impl BufferPool {
 
     /// One pass over the files `mine` says belong to it (called once per
     /// file met with a dirty frame; it may claim the file then).
-    fn flush_where(&self, upto: Lsn, mine: &mut dyn FnMut(FileId) -> bool) -> FlushReport {
+    fn flush_where(
+        &self,
+        upto: Lsn,
+        mine: &mut dyn FnMut(FileId) -> bool,
+        mode: SyncMode,
+    ) -> FlushReport {
         let (work, not_durable) = self.collect_dirty(upto, mine);
-        self.write_collected(work, not_durable)
+        self.write_collected(work, not_durable, mode)
     }
 
     /// [`BufferPool::flush_files`] for files whose page counts are known:
     /// when they hold fewer pages than the pool, their frames are looked
     /// up page by page instead of by a sweep of every frame (a close
     /// writes one small file out of thousands resident).
-    pub fn flush_sized(&self, upto: Lsn, files: &[(FileId, u32)]) -> FlushReport {
+    pub fn flush_sized(&self, upto: Lsn, files: &[(FileId, u32)], mode: SyncMode) -> FlushReport {
         let ids: Vec<FileId> = files.iter().map(|(f, _)| *f).collect();
         let turn = self.claim_waiting(&ids);
         let pages: usize = files.iter().map(|(_, n)| *n as usize).sum();
         let resident = self.resident_frames();
         if pages >= resident {
-            return self.flush_where(upto, &mut |f| turn.files.contains(&f));
+            return self.flush_where(upto, &mut |f| turn.files.contains(&f), mode);
         }
         let failed: Vec<FileId> = self
             .files
@@ -766,17 +809,22 @@ impl BufferPool {
                 }
             }
         }
-        self.write_collected(work, not_durable)
+        self.write_collected(work, not_durable, mode)
     }
 
-    fn write_collected(&self, mut work: Vec<FlushItem>, not_durable: u64) -> FlushReport {
+    fn write_collected(
+        &self,
+        mut work: Vec<FlushItem>,
+        not_durable: u64,
+        mode: SyncMode,
+    ) -> FlushReport {
         work.sort_by_key(|w| (w.key.0, w.key.1));
         let mut report = FlushReport {
             not_durable,
             ..FlushReport::default()
         };
         let files: Vec<&[FlushItem]> = work.chunk_by(|a, b| a.key.0 == b.key.0).collect();
-        for (items, written) in files.iter().zip(self.write_files(&files)) {
+        for (items, written) in files.iter().zip(self.write_files(&files, mode)) {
             let file = items[0].key.0;
             match written {
                 Ok(()) => {
@@ -828,8 +876,8 @@ impl BufferPool {
     /// each file is one fdatasync, and one thread issuing hundreds of them
     /// in turn (a checkpoint after many databases were written, the cache
     /// closing them) leaves the disk's queue nearly empty.
-    fn write_files(&self, files: &[&[FlushItem]]) -> Vec<io::Result<()>> {
-        let each = |items: &&[FlushItem]| self.flush_file_pages(items[0].key.0, items);
+    fn write_files(&self, files: &[&[FlushItem]], mode: SyncMode) -> Vec<io::Result<()>> {
+        let each = |items: &&[FlushItem]| self.flush_file_pages(items[0].key.0, items, mode);
         if files.len() < PARALLEL_FILES {
             return files.iter().map(each).collect();
         }
@@ -858,14 +906,27 @@ impl BufferPool {
         done.into_iter().map(|(_, r)| r).collect()
     }
 
-    fn flush_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
+    fn flush_file_pages(
+        &self,
+        file: FileId,
+        items: &[FlushItem],
+        mode: SyncMode,
+    ) -> io::Result<()> {
         let started = std::time::Instant::now();
-        let r = self.write_file_pages(file, items);
+        let r = self.write_file_pages(file, items, mode);
         POOL_FILE_FLUSH.since(started);
         r
     }
 
-    fn write_file_pages(&self, file: FileId, items: &[FlushItem]) -> io::Result<()> {
+    /// Writes one file's items; syncs the file, or (deferred) notes the
+    /// oldest rec LSN written in the ledger before the caller marks the
+    /// frames clean (`pool/unsynced.rs`, 1).
+    fn write_file_pages(
+        &self,
+        file: FileId,
+        items: &[FlushItem],
+        mode: SyncMode,
+    ) -> io::Result<()> {
         let (handle, _) = self
             .handle_of(file)
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -887,7 +948,15 @@ impl BufferPool {
             write_all_at(handle.as_ref(), &buf, items[i].key.1.offset())?;
             i += run;
         }
-        handle.sync_data()
+        match mode {
+            SyncMode::EachFile => handle.sync_data(),
+            SyncMode::Deferred => {
+                if let Some(oldest) = items.iter().map(|it| it.rec_lsn).min() {
+                    self.unsynced.note(&handle, oldest);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Ends the flush of `items`. A written version nobody replaced (and
@@ -960,6 +1029,7 @@ fn take_for_flush(
             key,
             data: f.data.clone(),
             page_lsn: f.page_lsn,
+            rec_lsn: f.rec_lsn,
             version: f.version,
         });
     }
@@ -982,7 +1052,21 @@ struct FlushItem {
     key: Key,
     data: Arc<PageBuf>,
     page_lsn: Lsn,
+    rec_lsn: Lsn,
     version: u64,
+}
+
+/// How a flush pass makes what it wrote durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    /// An fdatasync per file before its frames are marked clean: the
+    /// pages are durable when the pass returns.
+    EachFile,
+    /// No sync: the oldest rec LSN written is noted in the ledger, which
+    /// holds the redo LSN until [`BufferPool::sync_written`] syncs the
+    /// file system (logged databases only: the log covers the pages
+    /// meanwhile, I8, I19).
+    Deferred,
 }
 
 #[cfg(test)]
@@ -1089,7 +1173,7 @@ mod tests {
         }
         pool.install(f, PageId(1), page_with(1), at(10), false);
         pool.install(f, PageId(2), page_with(2), at(40), false);
-        let r = pool.flush_sized(Lsn(30), &[(f, 3)]);
+        let r = pool.flush_sized(Lsn(30), &[(f, 3)], SyncMode::EachFile);
         assert_eq!(r.pages_written, 1, "page 2's batch is not durable (I1)");
         assert_eq!(r.not_durable, 1);
         assert_eq!(pool.stats().dirty_pages, 21, "g's frames were not touched");
@@ -1098,9 +1182,153 @@ mod tests {
         let h = be.open(Path::new("/d/a.fdb"), OpenMode::Existing).unwrap();
         read_exact_at(h.as_ref(), &mut on_disk, PageId(1).offset()).unwrap();
         assert_eq!(on_disk[crate::page::PAGE_HEADER], 1);
-        let r = pool.flush_sized(Lsn(100), &[(f, 3), (g, 20)]);
+        let r = pool.flush_sized(Lsn(100), &[(f, 3), (g, 20)], SyncMode::EachFile);
         assert_eq!(r.pages_written, 21);
         assert_eq!(pool.stats().dirty_pages, 0);
+    }
+
+    /// A file whose syncs are counted, and fail while `fail` is set.
+    struct SyncProbe {
+        inner: Arc<dyn FileHandle>,
+        file_syncs: AtomicU64,
+        fs_syncs: AtomicU64,
+        fail: std::sync::atomic::AtomicBool,
+    }
+
+    impl FileHandle for SyncProbe {
+        fn read_at(&self, b: &mut [u8], o: u64) -> io::Result<usize> {
+            self.inner.read_at(b, o)
+        }
+        fn write_at(&self, b: &[u8], o: u64) -> io::Result<usize> {
+            self.inner.write_at(b, o)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            self.file_syncs.fetch_add(1, Ordering::SeqCst);
+            self.inner.sync_data()
+        }
+        fn sync_fs(&self) -> io::Result<()> {
+            self.fs_syncs.fetch_add(1, Ordering::SeqCst);
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            self.inner.sync_fs()
+        }
+        fn len(&self) -> io::Result<u64> {
+            self.inner.len()
+        }
+        fn set_len(&self, l: u64) -> io::Result<()> {
+            self.inner.set_len(l)
+        }
+    }
+
+    fn probe(be: &MemBackend, path: &str) -> Arc<SyncProbe> {
+        Arc::new(SyncProbe {
+            inner: be.open(Path::new(path), OpenMode::CreateOrOpen).unwrap(),
+            file_syncs: AtomicU64::new(0),
+            fs_syncs: AtomicU64::new(0),
+            fail: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// I8/I19 with deferred syncs: written pages leave the dirty set (a
+    /// closing file can be released) but hold the redo LSN until one sync
+    /// of the file system, through the anchor, covers them; no file is
+    /// synced on its own.
+    #[test]
+    fn deferred_pages_hold_the_redo_lsn_until_the_file_system_sync() {
+        let (be, pool, _) = setup();
+        let anchor = probe(&be, "/d/catalog");
+        pool.anchor_sync(anchor.clone());
+        let a = probe(&be, "/d/x.fdb");
+        let b = probe(&be, "/d/y.fdb");
+        let fa = pool.register(a.clone(), "x.fdb");
+        let fb = pool.register(b.clone(), "y.fdb");
+        pool.install(fa, PageId(1), page_with(1), at(10), false);
+        pool.install(fb, PageId(1), page_with(2), at(20), false);
+        pool.install(fb, PageId(2), page_with(3), at(90), false);
+        let r = pool.flush_sized(Lsn(50), &[(fa, 2)], SyncMode::Deferred);
+        assert_eq!(r.pages_written, 1);
+        assert!(
+            pool.release_file(fa, 2).is_ok(),
+            "written: the file can be released"
+        );
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(9)),
+            "the closed file's page still holds the redo LSN"
+        );
+        let r = pool.flush_all(Lsn(50), SyncMode::Deferred);
+        assert_eq!((r.pages_written, r.not_durable), (1, 1));
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(9)));
+        assert_eq!(pool.sync_written().unwrap(), 1, "one file system");
+        assert_eq!(
+            anchor.fs_syncs.load(Ordering::SeqCst),
+            1,
+            "synced through the anchor"
+        );
+        assert_eq!(
+            a.file_syncs.load(Ordering::SeqCst) + b.file_syncs.load(Ordering::SeqCst),
+            0
+        );
+        assert_eq!(
+            a.fs_syncs.load(Ordering::SeqCst) + b.fs_syncs.load(Ordering::SeqCst),
+            0
+        );
+        assert_eq!(
+            pool.min_rec_lsn(),
+            Some(Lsn(89)),
+            "only the page not yet durable is left"
+        );
+        assert_eq!(
+            pool.sync_written().unwrap(),
+            0,
+            "nothing written since: no sync"
+        );
+        assert_eq!(anchor.fs_syncs.load(Ordering::SeqCst), 1);
+    }
+
+    /// A failed sync of the file system is sticky: the redo LSN never
+    /// passes what it was to make durable, and every later sync fails.
+    #[test]
+    fn a_failed_file_system_sync_keeps_the_redo_lsn_for_good() {
+        let (be, pool, _) = setup();
+        let anchor = probe(&be, "/d/catalog");
+        pool.anchor_sync(anchor.clone());
+        let a = probe(&be, "/d/x.fdb");
+        let fa = pool.register(a.clone(), "x.fdb");
+        pool.install(fa, PageId(1), page_with(1), at(10), false);
+        pool.flush_all(Lsn(50), SyncMode::Deferred);
+        anchor.fail.store(true, Ordering::SeqCst);
+        assert!(pool.sync_written().is_err());
+        anchor.fail.store(false, Ordering::SeqCst);
+        pool.install(fa, PageId(2), page_with(2), at(30), false);
+        pool.flush_all(Lsn(50), SyncMode::Deferred);
+        let again = pool.sync_written().unwrap_err();
+        assert!(again.to_string().contains("earlier sync"), "{again}");
+        assert_eq!(anchor.fs_syncs.load(Ordering::SeqCst), 1, "never retried");
+        assert_eq!(pool.min_rec_lsn(), Some(Lsn(9)));
+    }
+
+    /// Without an anchor on its file system, a written file's own handle
+    /// syncs it, and is let go once it has.
+    #[test]
+    fn without_an_anchor_a_written_file_syncs_its_file_system() {
+        let (be, pool, _) = setup();
+        let a = probe(&be, "/d/x.fdb");
+        let fa = pool.register(a.clone(), "x.fdb");
+        pool.install(fa, PageId(1), page_with(1), at(10), false);
+        pool.flush_all(Lsn(50), SyncMode::Deferred);
+        pool.release_file(fa, 2).unwrap();
+        pool.unregister(fa);
+        assert_eq!(
+            Arc::strong_count(&a),
+            2,
+            "the ledger keeps the handle until the sync"
+        );
+        assert_eq!(pool.sync_written().unwrap(), 1);
+        assert_eq!(a.fs_syncs.load(Ordering::SeqCst), 1);
+        assert_eq!(Arc::strong_count(&a), 1, "and lets it go after");
+        assert_eq!(pool.min_rec_lsn(), None);
     }
 
     #[test]
@@ -1216,6 +1444,9 @@ mod tests {
         fn sync_data(&self) -> io::Result<()> {
             self.inner.sync_data()
         }
+        fn sync_fs(&self) -> io::Result<()> {
+            self.inner.sync_fs()
+        }
         fn len(&self) -> io::Result<u64> {
             self.inner.len()
         }
@@ -1314,6 +1545,9 @@ mod tests {
                 Ok(b.len())
             }
             fn sync_data(&self) -> io::Result<()> {
+                Err(io::Error::from_raw_os_error(libc::EIO))
+            }
+            fn sync_fs(&self) -> io::Result<()> {
                 Err(io::Error::from_raw_os_error(libc::EIO))
             }
             fn len(&self) -> io::Result<u64> {

@@ -125,10 +125,13 @@ pub static POOL_FILE_FLUSH: WaitPoint = WaitPoint::new("pool.file_flush");
 /// made, so two configurations are compared by the syncs they cost, not
 /// only by the log's.
 pub static FILE_SYNC: WaitPoint = WaitPoint::new("file.sync");
+/// A sync of a whole file system (`FileHandle::sync_fs`): the checkpoint's
+/// one sync of the pages it and the closer wrote (I8).
+pub static FS_SYNC: WaitPoint = WaitPoint::new("fs.sync");
 
 /// The storage layer's wait points.
-pub fn all() -> [&'static WaitPoint; 3] {
-    [&POOL_FLUSH_TURN, &POOL_FILE_FLUSH, &FILE_SYNC]
+pub fn all() -> [&'static WaitPoint; 4] {
+    [&POOL_FLUSH_TURN, &POOL_FILE_FLUSH, &FILE_SYNC, &FS_SYNC]
 }
 
 #[cfg(test)]

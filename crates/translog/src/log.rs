@@ -191,6 +191,14 @@ impl TransLog {
         Ok(())
     }
 
+    /// Poisons the log for a failure outside it that leaves changes below
+    /// the end only in the log (I11): a failed sync of the database files
+    /// the log covers. Every later commit fails with `reason` until the
+    /// log is reopened, whose recovery redoes those changes.
+    pub fn fail(&self, reason: String) {
+        self.shared.poison(reason);
+    }
+
     /// True when, per the tuning, enough log has accumulated since the
     /// redo LSN, every allowed extent is in use, or an append is waiting
     /// for space: the caller should flush its dirty pages and checkpoint.

@@ -31,7 +31,7 @@
 //! ([`ViewState::current`]).
 
 use crate::{ViewError, ViewResult};
-use nsf::NoteId;
+use nsf::{CleanMark, NoteId};
 use storage::{btree, PageId, PageStore, PageStoreMut};
 
 pub const FLAG_LOGGED: u8 = 1;
@@ -59,6 +59,11 @@ pub struct ViewState {
     /// session with this id since they were last known to be on disk.
     pub dirty_session: u64,
     pub last_update: i64,
+    /// With `dirty_session` zero: where the unlogged pages stood when
+    /// they were last written at a close, durable only once a checkpoint
+    /// synced them (`Database::clean_mark_durable`, I14); zero in states
+    /// whose pages were synced before they were marked clean.
+    pub clean: CleanMark,
 }
 
 impl ViewState {
@@ -89,6 +94,8 @@ impl ViewState {
         b[32..40].copy_from_slice(&self.dirty_session.to_le_bytes());
         b[40..48].copy_from_slice(&self.last_update.to_le_bytes());
         b[48..52].copy_from_slice(&self.restricted_root.0.to_le_bytes());
+        b[52..60].copy_from_slice(&self.clean.lsn.to_le_bytes());
+        b[60..64].copy_from_slice(&self.clean.epoch.to_le_bytes());
         b
     }
 
@@ -110,6 +117,10 @@ impl ViewState {
             last_seq: u64_at(24),
             dirty_session: u64_at(32),
             last_update: u64_at(40) as i64,
+            clean: CleanMark {
+                lsn: u64_at(52),
+                epoch: u32_at(60),
+            },
         })
     }
 }
@@ -196,6 +207,10 @@ mod tests {
             last_seq: 77,
             dirty_session: 0xABCD,
             last_update: -5,
+            clean: CleanMark {
+                lsn: 1 << 40,
+                epoch: 7,
+            },
         };
         assert_eq!(ViewState::decode(&st.encode()), Some(st.clone()));
         assert_eq!(ViewState::decode(&[0; 10]), None);
@@ -216,6 +231,7 @@ mod tests {
             last_seq: 1,
             dirty_session: 0,
             last_update: 0,
+            clean: CleanMark::SYNCED,
         }
         .encode();
         b[48..64].fill(0); // reserved, and zero, when such states were written

@@ -86,25 +86,41 @@ impl DbViews {
             .clone()
     }
 
-    /// Writes every unlogged index this session changed and marks it
-    /// clean, so a later start trusts it without a rebuild (I14). The
-    /// database's close hook.
+    /// Marks every unlogged index this session changed clean as of now,
+    /// so a later start trusts it without a rebuild once a checkpoint has
+    /// synced the pages the close then writes (I14). The database's close
+    /// hook: with the log on, one transaction the close's own wait for the
+    /// log makes durable before it writes the pages; no sync of the file.
     fn mark_clean(&self, db: &Database, session: u64) -> ViewResult<()> {
-        let names = self.dirtied.lock().remove(&session).unwrap_or_default();
-        for name in names {
-            let lock = self.lock(&name);
-            let _g = lock.lock();
-            db.flush_pages()?;
-            let path = db.path().to_string();
-            db.index_write(move |tx| -> nsf::NsfResult<ViewResult<()>> {
-                Ok(with_state(tx, &path, &name, |_, st| {
+        let dirtied = self.dirtied.lock().remove(&session).unwrap_or_default();
+        if dirtied.is_empty() {
+            return Ok(());
+        }
+        let mut names: Vec<String> = dirtied.into_iter().collect();
+        names.sort();
+        // Every updater held (in name order) while the marks are taken and
+        // committed, so no page changes under them; one transaction for
+        // all of them.
+        let locks: Vec<_> = names.iter().map(|n| self.lock(n)).collect();
+        let _held: Vec<_> = locks.iter().map(|l| l.lock()).collect();
+        let mark = db.clean_mark_for_close()?;
+        let path = db.path().to_string();
+        // Losing the mark in a crash leaves the session id: a rebuild.
+        db.index_write_visible(move |tx| -> nsf::NsfResult<ViewResult<()>> {
+            for name in &names {
+                let marked = with_state(tx, &path, name, |_, st| {
                     if st.dirty_session == session {
                         st.dirty_session = 0;
+                        st.clean = mark;
                     }
                     Ok(())
-                }))
-            })??;
-        }
+                });
+                if marked.is_err() {
+                    return Ok(marked);
+                }
+            }
+            Ok(Ok(()))
+        })??;
         Ok(())
     }
 }
@@ -305,6 +321,11 @@ impl Views {
         }
         if st.dirty_session != 0 && st.dirty_session != self.session {
             return Some("the server stopped without writing this unlogged index to disk".into());
+        }
+        if st.dirty_session == 0 && !db.clean_mark_durable(st.clean) {
+            return Some(
+                "the server stopped before a checkpoint synced this unlogged index".into(),
+            );
         }
         let rebuilt = || {
             DbViews::of(db)
@@ -529,6 +550,7 @@ fn create_in(
         last_seq: 0,
         dirty_session: 0,
         last_update: 0,
+        clean: nsf::CleanMark::SYNCED,
     };
     let root = catalog::put(tx, tx.design_root(), name, &st)?;
     tx.set_design_root(root);

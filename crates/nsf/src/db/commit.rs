@@ -90,7 +90,7 @@ impl Database {
         let new_seq =
             (pages.header.last_seq != committed.last_seq).then_some(pages.header.last_seq);
         match &self.core.durability {
-            Durability::Logged { log, inflight } => {
+            Durability::Logged { log, inflight, .. } => {
                 let durable_at = self.commit_logged(log, inflight, pages)?;
                 // A new sequence changes the header, a logged page, so it
                 // is published only after a log write (I23).

@@ -205,7 +205,7 @@ impl Database {
         cut.page_count = limit;
         let page = Arc::new(cut.encode());
         match &c.durability {
-            Durability::Logged { log, inflight } => {
+            Durability::Logged { log, inflight, .. } => {
                 let pages = TxnPages {
                     header: cut,
                     logged: vec![(PageId(0), page)],

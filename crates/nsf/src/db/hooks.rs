@@ -7,10 +7,11 @@
 use super::apply::WriteOp;
 use super::Database;
 use crate::dbcore::Durability;
-use crate::index::{BulkWriter, IndexRead, IndexTxn};
+use crate::index::{BulkWriter, CleanMark, IndexRead, IndexTxn};
 use crate::{NsfError, NsfResult};
 use parking_lot::Mutex;
 use std::sync::Arc;
+use storage::pool::SyncMode;
 use storage::PageId;
 
 impl Database {
@@ -96,6 +97,46 @@ impl Database {
         self.submit(WriteOp::Release(extents)).map(|_| ())
     }
 
+    /// The mark an unlogged index that is about to close carries (I14):
+    /// the log's end LSN and epoch. Every unlogged page installed so far
+    /// has a rec LSN at or below that end, so its dirty frame, and once
+    /// the close wrote it the pool's ledger, hold the redo LSN at or below
+    /// the mark until a checkpoint has synced it (I8, I19); pages a bulk
+    /// build wrote straight to the file are noted in the ledger at the
+    /// mark here. [`Database::clean_mark_durable`] tells, after a restart,
+    /// whether a checkpoint did. The close writes the pages. Unlogged,
+    /// they are synced now ([`Database::flush_pages`]) and the mark is
+    /// [`CleanMark::SYNCED`].
+    pub fn clean_mark_for_close(&self) -> NsfResult<CleanMark> {
+        let Durability::Logged { log, session, .. } = &self.core.durability else {
+            self.flush_pages()?;
+            return Ok(CleanMark::SYNCED);
+        };
+        let at = log.end_lsn();
+        self.core.pool.note_unsynced(&self.core.handle, at);
+        Ok(CleanMark {
+            lsn: at.0,
+            epoch: session.epoch,
+        })
+    }
+
+    /// Whether the pages written before `mark` was taken are durable
+    /// (I14): taken in this life of the log (the process wrote them and
+    /// reads them back), or below the redo LSN restart recovery began
+    /// from (a checkpoint synced them). Without a log nothing is redone,
+    /// so only [`CleanMark::SYNCED`] is.
+    pub fn clean_mark_durable(&self, mark: CleanMark) -> bool {
+        if mark == CleanMark::SYNCED {
+            return true;
+        }
+        match &self.core.durability {
+            Durability::Logged { session, .. } => {
+                mark.epoch == session.epoch || mark.lsn < session.recovered_from.0
+            }
+            Durability::Unlogged => false,
+        }
+    }
+
     /// Writes every page of this database that was installed before the
     /// call and syncs the file, so that what was in memory is also on disk
     /// (used before marking an unlogged index clean, I14). Pages installed
@@ -109,6 +150,7 @@ impl Database {
         let r = self.core.pool.flush_sized(
             log.durable_lsn(),
             &[(self.core.file, self.core.high_water())],
+            SyncMode::EachFile,
         );
         if let Some((_, _, reason)) = r.failures.into_iter().next() {
             return Err(NsfError::DatabaseFailed {

@@ -134,7 +134,7 @@ impl Engine {
             if opts.to.is_some() && s.backend.exists(&self.full_path(target.as_str())) {
                 return Err(NsfError::DatabaseExists(target.to_string()));
             }
-            close_if_idle(s, &target);
+            close_if_idle(s, &target)?;
             let claim = match self.lookup(&target) {
                 Lookup::Open(..) => {
                     return Err(NsfError::Invalid(format!(

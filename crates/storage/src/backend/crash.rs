@@ -28,6 +28,8 @@
 //!   but never kept after an earlier operation on one of its paths was lost.
 //!
 //! Why it is built this way:
+//! - `sync_fs` makes every inode's bytes durable at once, open or closed
+//!   (Linux `syncfs`), and is one sync point.
 //! - As on Linux, `sync_data` makes a file's bytes durable but not its
 //!   name: a created or renamed file may vanish until `sync_dir` of its
 //!   parent directory (for a rename across directories, of either one — a
@@ -489,6 +491,16 @@ impl FileHandle for CrashFile {
         fs.inode_mut(self.id)?.make_durable();
         Ok(())
     }
+    fn sync_fs(&self) -> io::Result<()> {
+        // One sync point, like `sync_data`: an armed crash inside it keeps
+        // none of the writes it would have made durable.
+        let mut fs = self.fs.lock();
+        fs.sync_point()?;
+        for inode in fs.inodes.values_mut() {
+            inode.make_durable();
+        }
+        Ok(())
+    }
     fn len(&self) -> io::Result<u64> {
         Ok(self.fs.lock().inode(self.id)?.current.len() as u64)
     }
@@ -660,6 +672,30 @@ mod tests {
         assert_eq!(
             bytes(&b.crash_now(CrashMode::DropUnsynced), "d/a"),
             Some(expected)
+        );
+    }
+
+    /// `sync_fs` through any handle makes every file's writes durable,
+    /// those of a file already closed too, and is a sync point.
+    #[test]
+    fn sync_fs_makes_every_file_durable_closed_ones_too() {
+        let b = setup();
+        let anchor = create_synced(&b, "d/anchor", b"a");
+        let f = create_synced(&b, "d/f", &[1; 512]);
+        f.write_at(&[2; 512], 0).unwrap();
+        drop(f);
+        let g = create_synced(&b, "d/g", &[1; 512]);
+        g.write_at(&[3; 512], 0).unwrap();
+        let before = b.sync_count();
+        anchor.sync_fs().unwrap();
+        assert_eq!(b.sync_count(), before + 1);
+        g.write_at(&[4; 512], 0).unwrap();
+        let image = b.crash_now(CrashMode::DropUnsynced);
+        assert_eq!(bytes(&image, "d/f"), Some(vec![2; 512]));
+        assert_eq!(
+            bytes(&image, "d/g"),
+            Some(vec![3; 512]),
+            "the write after the sync is lost"
         );
     }
 

@@ -34,7 +34,7 @@
 
 use super::{Backend, FileHandle, OpenMode};
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -152,6 +152,10 @@ struct FaultState {
     rules: Vec<ActiveRule>,
     counts: BTreeMap<FaultOp, u64>,
     injected: u64,
+    /// Files written since their last sync: what a `sync_fs` makes durable,
+    /// so a `Sync` rule naming one of them reaches the file-system sync
+    /// that stands in for its own.
+    unsynced: BTreeSet<PathBuf>,
 }
 
 impl FaultState {
@@ -313,7 +317,11 @@ impl FileHandle for FaultFile {
         }
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-        let fault = self.state.lock().check(FaultOp::Write, &[&self.path]);
+        let fault = {
+            let mut state = self.state.lock();
+            state.unsynced.insert(self.path.clone());
+            state.check(FaultOp::Write, &[&self.path])
+        };
         match fault {
             None => self.inner.write_at(buf, offset),
             Some(FaultKind::ShortWrite) => {
@@ -333,13 +341,34 @@ impl FileHandle for FaultFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         guard(&self.state, FaultOp::Sync, &[&self.path])?;
-        self.inner.sync_data()
+        self.inner.sync_data()?;
+        self.state.lock().unsynced.remove(&self.path);
+        Ok(())
+    }
+    /// One `Sync` operation on every file written since its last sync (on
+    /// this handle's own path when there is none): a rule on any of them
+    /// fails, delays or holds the whole file system's sync, as a bad
+    /// sector of one file fails a real `syncfs`.
+    fn sync_fs(&self) -> io::Result<()> {
+        let written: Vec<PathBuf> = self.state.lock().unsynced.iter().cloned().collect();
+        let mut paths: Vec<&Path> = written.iter().map(PathBuf::as_path).collect();
+        if paths.is_empty() {
+            paths.push(&self.path);
+        }
+        guard(&self.state, FaultOp::Sync, &paths)?;
+        self.inner.sync_fs()?;
+        let mut state = self.state.lock();
+        for p in &written {
+            state.unsynced.remove(p);
+        }
+        Ok(())
     }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         guard(&self.state, FaultOp::SetLen, &[&self.path])?;
+        self.state.lock().unsynced.insert(self.path.clone());
         self.inner.set_len(len)
     }
 }
@@ -419,6 +448,30 @@ mod tests {
         assert_eq!(f.write_at(b"cc", 4).unwrap(), 2);
         assert_eq!(mem.file_bytes(Path::new("d/a")).unwrap(), b"aaaacc");
         assert_eq!(fault.injected(), 1);
+    }
+
+    /// A `Sync` rule on a file reaches the file-system sync that would
+    /// make its writes durable, through whichever handle it is asked; a
+    /// file synced on its own no longer matches.
+    #[test]
+    fn a_sync_rule_on_a_written_file_fails_the_file_system_sync() {
+        let (_mem, fault) = setup();
+        fault.add_rule(FaultRule {
+            path_contains: Some("bad".into()),
+            sticky: true,
+            ..FaultRule::new(FaultOp::Sync, FaultKind::Eio)
+        });
+        let anchor = open(&fault, "d/anchor");
+        let good = open(&fault, "d/good");
+        let bad = open(&fault, "d/bad");
+        anchor.sync_fs().unwrap();
+        good.write_at(b"x", 0).unwrap();
+        anchor.sync_fs().unwrap();
+        bad.write_at(b"y", 0).unwrap();
+        good.write_at(b"z", 0).unwrap();
+        assert_eq!(os_error(anchor.sync_fs()), libc::EIO);
+        assert_eq!(os_error(good.sync_fs()), libc::EIO, "still unsynced");
+        assert_eq!(fault.count(FaultOp::Sync), 4);
     }
 
     #[test]

@@ -106,6 +106,17 @@ impl FileHandle for FsFile {
     fn sync_data(&self) -> io::Result<()> {
         crate::waits::FILE_SYNC.time(|| self.file.sync_data())
     }
+    fn sync_fs(&self) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        crate::waits::FS_SYNC.time(|| {
+            // SAFETY: the descriptor is open for as long as `self` lives.
+            if unsafe { libc::syncfs(self.file.as_raw_fd()) } == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        })
+    }
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }

@@ -52,6 +52,9 @@ impl FileHandle for MemFile {
     fn sync_data(&self) -> io::Result<()> {
         Ok(())
     }
+    fn sync_fs(&self) -> io::Result<()> {
+        Ok(())
+    }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.read().len() as u64)
     }
