@@ -970,7 +970,8 @@
     const table = el('table', { id: 'files' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Name'), el('th', {}, 'Type'), el('th', { class: 'num' }, 'Size'),
         el('th', {}, ''), editable ? el('th', {}, '') : null)),
-      el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: '4', class: 'muted' }, 'None.'))])));
+      el('tbody', {}, ...(rows.length ? rows
+        : [el('tr', {}, el('td', { colspan: editable ? '5' : '4', class: 'muted' }, 'None.'))])));
     host.replaceChildren(table);
     if (!editable) return;
     // PUT …/attachments/{name}, the file's bytes as the body.
