@@ -14,7 +14,7 @@
   const REFRESH_MS = 2000;
   const PAGE = 50;
 
-  const state = { user: null, admin: false, csrf: null, timer: null };
+  const state = { user: null, admin: false, csrf: null, timer: null, flash: null };
   const main = document.getElementById('main');
 
   // ---- DOM and API helpers -------------------------------------------------
@@ -33,19 +33,26 @@
     return e;
   }
 
+  // Replaces the page's content (nodes left out as null are skipped).
   function show(...nodes) {
-    main.replaceChildren(...nodes);
+    main.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined));
   }
 
   function failure(e) {
     return el('p', { class: 'error' }, e.message || String(e));
   }
 
-  async function api(method, path, body) {
+  // Calls the API with the session cookie; every change carries the
+  // session's CSRF token. `raw`: a File or Blob sent as the body as it is
+  // (an attachment), with its own type.
+  async function api(method, path, body, raw) {
     const headers = { 'X-Folio-Console': '1' };
     if (method !== 'GET' && state.csrf) headers['X-Folio-CSRF'] = state.csrf;
     const opts = { method, headers, credentials: 'same-origin' };
-    if (body !== undefined) {
+    if (raw !== undefined) {
+      headers['Content-Type'] = raw.type || 'application/octet-stream';
+      opts.body = raw;
+    } else if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       opts.body = JSON.stringify(body);
     }
@@ -106,6 +113,7 @@
     state.admin = !!info.admin;
     state.csrf = info.csrf || null;
     document.getElementById('nav').hidden = false;
+    document.getElementById('nav-users').hidden = !state.admin;
     document.getElementById('signout').hidden = false;
     document.getElementById('who').textContent =
       (info.user || 'administrator') + (info.admin ? ' (administrator)' : '');
@@ -159,16 +167,16 @@
     stopTimer();
     const parts = (location.hash || '#/dashboard').slice(2).split('/');
     for (const a of document.querySelectorAll('#nav a')) a.classList.remove('active');
-    if (parts[0] === 'databases' || parts[0] === 'db') {
-      document.getElementById('nav-databases').classList.add('active');
-    } else {
-      document.getElementById('nav-dashboard').classList.add('active');
-    }
+    const nav = parts[0] === 'db' ? 'databases' : parts[0];
+    const link = document.getElementById('nav-' + nav) || document.getElementById('nav-dashboard');
+    link.classList.add('active');
+    const db = parts[0] === 'db' ? decodeURIComponent(parts[1] || '') : null;
     if (parts[0] === 'databases') return databasesPage();
-    if (parts[0] === 'db' && parts.length === 2) return databasePage(decodeURIComponent(parts[1]));
-    if (parts[0] === 'db' && parts[2] === 'doc') {
-      return documentPage(decodeURIComponent(parts[1]), parts[3]);
-    }
+    if (parts[0] === 'users') return usersPage();
+    if (db && parts.length === 2) return databasePage(db);
+    if (db && parts[2] === 'new') return editPage(db, null);
+    if (db && parts[2] === 'doc' && parts[4] === 'edit') return editPage(db, decodeURIComponent(parts[3]));
+    if (db && parts[2] === 'doc') return documentPage(db, decodeURIComponent(parts[3]));
     return dashboardPage();
   }
 
@@ -443,6 +451,72 @@
     return 10 * p;
   }
 
+  // ---- access ------------------------------------------------------------------------
+
+  // The ACL levels from least to most (GET /db/{db}/_access names one).
+  // They decide which buttons a page offers; the server decides what is
+  // done, and a refusal is shown as it comes.
+  const LEVELS = ['noaccess', 'depositor', 'reader', 'author', 'editor', 'designer', 'manager'];
+
+  function atLeast(access, level) {
+    return LEVELS.indexOf(access.level) >= LEVELS.indexOf(level);
+  }
+
+  async function accessTo(path) {
+    try {
+      return await api('GET', '/db/' + enc(path) + '/_access');
+    } catch (_) {
+      return { level: 'noaccess', roles: [] };
+    }
+  }
+
+  // A message carried to the next page shown (after a save, a delete).
+  function takeFlash() {
+    const f = state.flash;
+    state.flash = null;
+    return f ? el('p', { class: 'notice', id: 'flash' }, f) : null;
+  }
+
+  function go(hash, flash) {
+    state.flash = flash || null;
+    if (location.hash === hash) route(); else location.hash = hash;
+  }
+
+  // An error answer as the page shows it: its status and the server's reason.
+  function refusal(prefix, e) {
+    const status = e.status ? ' (' + e.status + ')' : '';
+    return el('p', { class: 'error', role: 'alert' }, prefix + status + ': ' + e.message);
+  }
+
+  // A confirmation shown in `host`: `message`, a button `label` that runs
+  // `action`, and Cancel. With `typed`, the button stays disabled until
+  // that text is typed (deleting a database names it twice).
+  function confirmIn(host, message, label, action, typed) {
+    const yes = el('button', { type: 'button', class: 'danger', id: 'confirm-yes' }, label);
+    const no = el('button', { type: 'button', id: 'confirm-no' }, 'Cancel');
+    const status = el('div');
+    const parts = [el('p', {}, message)];
+    if (typed) {
+      const input = el('input', { id: 'confirm-text', autocomplete: 'off', 'aria-label': 'Type ' + typed + ' to confirm' });
+      yes.disabled = true;
+      input.addEventListener('input', () => { yes.disabled = input.value !== typed; });
+      parts.push(el('p', {}, 'Type ', el('code', {}, typed), ' to confirm: ', input));
+    }
+    const box = el('div', { class: 'confirm', id: 'confirm' }, ...parts,
+      el('div', { class: 'toolbar' }, yes, no), status);
+    no.addEventListener('click', () => host.replaceChildren());
+    yes.addEventListener('click', async () => {
+      yes.disabled = true;
+      try {
+        await action();
+      } catch (e) {
+        status.replaceChildren(refusal('Refused', e));
+        yes.disabled = false;
+      }
+    });
+    host.replaceChildren(box);
+  }
+
   // ---- databases ---------------------------------------------------------------------
 
   async function databasesPage() {
@@ -453,12 +527,17 @@
       el('thead', {}, el('tr', {},
         el('th', {}, 'Path'), el('th', {}, 'Title'),
         el('th', { class: 'num' }, 'Notes (with ACL and design)'), el('th', { class: 'num' }, 'File size'),
-        el('th', { class: 'num' }, 'Attachments (logical / stored)'))),
+        el('th', { class: 'num' }, 'Attachment store (logical / stored)'))),
       body);
-    show(el('h1', {}, 'Databases'),
+    const create = state.admin ? newDatabaseForm() : null;
+    show(el('h1', {}, 'Databases'), takeFlash(), create,
       el('div', { class: 'toolbar' }, 'Folder ', filter,
         el('span', { class: 'muted' }, 'Only the databases your access lets you see are listed.')),
-      table, pager);
+      table, pager,
+      el('p', { class: 'muted' }, 'Attachment store: the bytes of the attachments kept in the ' +
+        'server\'s attachment store (each reference / each distinct content once, compressed). ' +
+        'Note counts and attachment totals count every document, so only administrators ' +
+        '(whom $Readers does not restrict) are shown them.'));
     let list = [];
     let page = 0;
     const render = () => {
@@ -468,10 +547,10 @@
         const size = el('td', { class: 'num' }, '…');
         const att = el('td', { class: 'num' }, '…');
         api('GET', '/db/' + enc(d.path)).then((info) => {
-          docs.textContent = fmtNumber(info.note_count);
+          docs.textContent = info.note_count === null ? '–' : fmtNumber(info.note_count);
           size.textContent = fmtBytes(info.file_size);
-          att.textContent = fmtBytes(info.attachment_logical_bytes) + ' / ' +
-            fmtBytes(info.attachment_stored_bytes);
+          att.textContent = info.attachment_logical_bytes === null ? '–'
+            : fmtBytes(info.attachment_logical_bytes) + ' / ' + fmtBytes(info.attachment_stored_bytes);
         }, (e) => { docs.textContent = e.message; size.textContent = ''; att.textContent = ''; });
         return el('tr', {},
           el('td', {}, el('a', { href: '#/db/' + enc(d.path) }, d.path)),
@@ -485,7 +564,8 @@
       prev.addEventListener('click', () => { page--; render(); });
       next.addEventListener('click', () => { page++; render(); });
       pager.replaceChildren(prev, next,
-        el('span', { class: 'muted' }, list.length + ' databases · page ' + (page + 1) + ' of ' + pages));
+        el('span', { class: 'muted' }, list.length + (list.length === 1 ? ' database' : ' databases') +
+          ' · page ' + (page + 1) + ' of ' + pages));
     };
     const load = async () => {
       try {
@@ -501,32 +581,166 @@
     load();
   }
 
+  // Administrators create databases (PUT /db/{db}); the creator becomes
+  // its Manager.
+  function newDatabaseForm() {
+    const path = el('input', { id: 'new-db-path', placeholder: 'apps/crm.fdb', required: '' });
+    const title = el('input', { id: 'new-db-title', placeholder: 'title (optional)' });
+    const status = el('div');
+    const form = el('form', { class: 'panel', id: 'new-db' },
+      el('h2', {}, 'New database'),
+      el('div', { class: 'toolbar' },
+        el('label', {}, 'Path ', path), el('label', {}, 'Title ', title),
+        el('button', { type: 'submit', id: 'new-db-create' }, 'Create')),
+      status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        const info = await api('PUT', '/db/' + enc(path.value.trim()),
+          title.value ? { title: title.value } : undefined);
+        go('#/db/' + enc(info.path), 'Created ' + info.path + '.');
+      } catch (e) {
+        status.replaceChildren(refusal('Not created', e));
+      }
+    });
+    return form;
+  }
+
   async function databasePage(path) {
-    const facts = el('dl', { class: 'facts' });
-    const body = el('tbody');
-    const pager = el('div', { class: 'toolbar' });
+    const facts = el('dl', { class: 'facts', id: 'facts' });
+    const actions = el('div', { class: 'toolbar', id: 'db-actions' });
+    const panel = el('div', { id: 'db-panel' });
+    const chooser = el('select', { id: 'show-by' },
+      el('option', { value: '' }, 'every document, by last change'));
+    const listing = el('div', { id: 'listing' });
+    const newDoc = el('span');
     show(el('p', {}, el('a', { href: '#/databases' }, '‹ Databases')),
-      el('h1', {}, path), facts,
-      el('h2', {}, 'Documents, in the order they last changed'),
-      el('table', { id: 'documents' },
-        el('thead', {}, el('tr', {},
-          el('th', {}, 'UNID'), el('th', {}, 'Subject or first text item'),
-          el('th', { class: 'num' }, 'Sequence'), el('th', { class: 'num' }, 'Change'))),
-        body),
-      pager);
+      el('h1', {}, path), takeFlash(), facts, actions, panel,
+      el('h2', {}, 'Documents'),
+      el('div', { class: 'toolbar' }, 'Show ', chooser, newDoc),
+      listing);
+    let info, access;
     try {
-      const info = await api('GET', '/db/' + enc(path));
-      const rows = [
-        ['Title', info.title], ['Notes (documents, ACL, design)', fmtNumber(info.note_count)],
-        ['File size', fmtBytes(info.file_size)], ['Replica id', info.replica_id],
-        ['Instance id', info.instance_id], ['Created', info.created],
-        ['Change sequence', info.sequence], ['Needs fixup', info.needs_fixup ? 'yes' : 'no'],
-      ];
-      facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+      [info, access] = await Promise.all([api('GET', '/db/' + enc(path)), accessTo(path)]);
     } catch (e) {
       facts.replaceChildren(failure(e));
       return;
     }
+    const hiddenCount = 'counted for administrators only';
+    const rows = [
+      ['Title', info.title],
+      ['Notes (documents, ACL, design)', info.note_count === null ? hiddenCount : fmtNumber(info.note_count)],
+      ['File size', fmtBytes(info.file_size)],
+      ['Attachment store (logical / stored)', info.attachment_logical_bytes === null ? hiddenCount
+        : fmtBytes(info.attachment_logical_bytes) + ' / ' + fmtBytes(info.attachment_stored_bytes)],
+      ['Replica id', info.replica_id], ['Instance id', info.instance_id], ['Created', info.created],
+      ['Change sequence', info.sequence],
+      ['Needs fixup', info.needs_fixup
+        ? 'yes: run folio fixup ' + info.path + ' on the data directory with the server stopped' : 'no'],
+      ['Your access', access.level + (access.roles && access.roles.length ? ' · roles ' + access.roles.join(', ') : '')],
+    ];
+    facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+    const manager = state.admin || atLeast(access, 'manager');
+    if (state.admin) actions.append(button('Copy…', 'db-copy', () => copyPanel(panel, path)));
+    if (manager) {
+      actions.append(button('Compact…', 'db-compact', () => compactPanel(panel, path)));
+      actions.append(button('Delete…', 'db-delete', () => confirmIn(panel,
+        'Delete the database ' + path + '? Its file is removed for good, with every document, ' +
+        'view and attachment in it.', 'Delete ' + path, async () => {
+          await api('DELETE', '/db/' + enc(path));
+          go('#/databases', 'Deleted ' + path + '.');
+        }, path), 'danger'));
+    }
+    if (access.level === 'depositor' || atLeast(access, 'author')) {
+      newDoc.replaceChildren(el('a', { href: '#/db/' + enc(path) + '/new', id: 'new-doc' }, 'New document'));
+    }
+    try {
+      const views = await api('GET', '/db/' + enc(path) + '/views');
+      for (const v of views) {
+        chooser.append(el('option', { value: v.kind + ':' + v.name }, v.kind + ': ' + v.name));
+      }
+    } catch (e) {
+      chooser.after(failure(e));
+    }
+    const pick = () => {
+      const v = chooser.value;
+      if (!v) return changesListing(listing, path);
+      const i = v.indexOf(':');
+      return viewListing(listing, path, v.slice(0, i), v.slice(i + 1));
+    };
+    chooser.addEventListener('change', pick);
+    pick();
+  }
+
+  function button(label, id, onclick, cls) {
+    const b = el('button', { type: 'button', id }, label);
+    if (cls) b.className = cls;
+    b.addEventListener('click', onclick);
+    return b;
+  }
+
+  // POST /db/{db}/_copy?to=…[&replica=true] (administrators).
+  function copyPanel(host, path) {
+    const to = el('input', { id: 'copy-to', placeholder: 'new path, e.g. apps/crm-test.fdb' });
+    const replica = el('input', { type: 'checkbox', id: 'copy-replica' });
+    const status = el('div');
+    const form = el('form', { class: 'panel', id: 'copy-form' },
+      el('h2', {}, 'Copy ' + path),
+      el('div', { class: 'toolbar' }, el('label', {}, 'To ', to),
+        el('label', {}, replica, ' a replica (same replica id, filled by replication)'),
+        el('button', { type: 'submit', id: 'copy-go' }, 'Copy')),
+      status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      status.replaceChildren(el('p', { class: 'muted' }, 'Copying…'));
+      try {
+        const q = '?to=' + enc(to.value.trim()) + (replica.checked ? '&replica=true' : '');
+        const r = await api('POST', '/db/' + enc(path) + '/_copy' + q);
+        go('#/db/' + enc(r.database.path), 'Copied ' + path + ' to ' + r.database.path + ': ' +
+          r.documents + ' documents, ' + r.views + ' views and folders.');
+      } catch (e) {
+        status.replaceChildren(refusal('Not copied', e));
+      }
+    });
+    host.replaceChildren(form);
+  }
+
+  // POST /db/{db}/compact (Manager or administrator).
+  function compactPanel(host, path) {
+    const dry = el('input', { type: 'checkbox', id: 'compact-dry' });
+    const status = el('div', { id: 'compact-result' });
+    const go1 = button('Compact now', 'compact-go', async () => {
+      status.replaceChildren(el('p', { class: 'muted' }, 'Compacting…'));
+      try {
+        const r = await api('POST', '/db/' + enc(path) + '/compact', { dry_run: dry.checked });
+        const facts = [
+          ['Result', r.dry_run ? 'dry run: nothing written' : 'compacted'],
+          ['File size', fmtBytes(r.bytes_before) + ' → ' + fmtBytes(r.bytes_after)],
+          ['Pages', fmtNumber(r.pages_before) + ' → ' + fmtNumber(r.pages_after)],
+          ['Free pages before', fmtNumber(r.free_pages_before)],
+          ['Pages moved', fmtNumber(r.pages_moved)],
+          ['Notes lost', fmtNumber(r.notes_lost)],
+        ];
+        status.replaceChildren(el('dl', { class: 'facts' },
+          ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
+      } catch (e) {
+        status.replaceChildren(refusal('Not compacted', e));
+      }
+    });
+    host.replaceChildren(el('div', { class: 'panel' }, el('h2', {}, 'Compact ' + path),
+      el('p', { class: 'muted' }, 'Gives free pages back to the file system; the database stays in use.'),
+      el('div', { class: 'toolbar' }, el('label', {}, dry, ' dry run (report only)'), go1), status));
+  }
+
+  // The change listing: GET /db/{db}/docs?since=…&limit=50.
+  function changesListing(host, path) {
+    const body = el('tbody');
+    const pager = el('div', { class: 'toolbar' });
+    host.replaceChildren(el('table', { id: 'documents' },
+      el('thead', {}, el('tr', {},
+        el('th', {}, 'UNID'), el('th', {}, 'Subject or first text item'),
+        el('th', { class: 'num' }, 'Sequence'), el('th', { class: 'num' }, 'Change'))),
+      body), pager);
     const starts = [0];
     const load = async (since) => {
       try {
@@ -543,12 +757,66 @@
         next.disabled = !r.more;
         prev.addEventListener('click', () => { starts.pop(); load(starts[starts.length - 1]); });
         next.addEventListener('click', () => { starts.push(r.next); load(r.next); });
-        pager.replaceChildren(prev, next, el('span', { class: 'muted' }, 'changes after ' + since));
+        pager.replaceChildren(prev, next, el('span', { class: 'muted' },
+          'oldest change first · changes after ' + since));
       } catch (e) {
         body.replaceChildren(el('tr', {}, el('td', { colspan: '4' }, failure(e))));
       }
     };
     load(0);
+  }
+
+  // A view or folder, a page of entries at a time:
+  // GET /db/{db}/views/{name}?start=…&count=50&total=true&categories=true.
+  function viewListing(host, path, kind, name) {
+    const table = el('table', { id: 'entries' });
+    const pager = el('div', { class: 'toolbar' });
+    host.replaceChildren(table, pager);
+    const starts = [0];
+    const base = '/db/' + enc(path) + '/' + (kind === 'folder' ? 'folders' : 'views') + '/' + enc(name);
+    const load = async (start) => {
+      try {
+        const r = await api('GET', base + '?start=' + start + '&count=' + PAGE + '&total=true&categories=true');
+        const titles = r.titles.length ? r.titles : ['(no columns)'];
+        const rows = r.rows.map((row) => {
+          if ('category' in row) {
+            return el('tr', { class: 'category' },
+              el('td', { colspan: String(titles.length + 1) }, cell(row.category) + ' (' + row.count + ')'));
+          }
+          return el('tr', {},
+            el('td', { class: 'num' }, row.position + 1),
+            ...titles.map((t, i) => {
+              const v = cell(row.columns[t]);
+              return el('td', {}, i === 0
+                ? el('a', { href: '#/db/' + enc(path) + '/doc/' + enc(row.unid) }, v === '' ? row.unid : v)
+                : v);
+            }));
+        });
+        if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: String(titles.length + 1), class: 'muted' }, 'No entries.')));
+        table.replaceChildren(el('thead', {}, el('tr', {}, el('th', { class: 'num' }, '#'),
+          ...titles.map((t) => el('th', {}, t)))), el('tbody', {}, ...rows));
+        const entries = r.rows.filter((row) => !('category' in row));
+        const last = entries.length ? entries[entries.length - 1].position : start - 1;
+        const prev = el('button', { type: 'button' }, '‹ Previous');
+        const next = el('button', { type: 'button' }, 'Next ›');
+        prev.disabled = starts.length < 2;
+        next.disabled = last + 1 >= r.total;
+        prev.addEventListener('click', () => { starts.pop(); load(starts[starts.length - 1]); });
+        next.addEventListener('click', () => { starts.push(last + 1); load(last + 1); });
+        const shown = entries.length ? (entries[0].position + 1) + '–' + (last + 1) : 'none';
+        pager.replaceChildren(prev, next, el('span', { class: 'muted', id: 'entries-count' },
+          kind + ' ' + name + ': entries ' + shown + ' of ' + r.total));
+      } catch (e) {
+        table.replaceChildren(el('tbody', {}, el('tr', {}, el('td', {}, failure(e)))));
+      }
+    };
+    load(0);
+  }
+
+  function cell(v) {
+    if (v === null || v === undefined) return '';
+    if (Array.isArray(v)) return v.join(', ');
+    return String(v);
   }
 
   function headline(doc) {
@@ -559,45 +827,467 @@
     return '';
   }
 
+  // ---- documents -----------------------------------------------------------------------
+
+  // The items a person edits: every item but the system fields, and the
+  // access items $Readers and $Authors, which are items too.
+  const ACCESS_ITEMS = ['$Readers', '$Authors'];
+
+  function isItem(k) {
+    return !k.startsWith('$') || ACCESS_ITEMS.includes(k);
+  }
+
+  // An item's type as the page names it, from its JSON form (docs/http.md,
+  // "Documents").
   function itemType(v) {
     if (typeof v === 'string') return 'text';
     if (typeof v === 'number') return 'number';
     if (Array.isArray(v)) {
       if (v.every((x) => typeof x === 'string')) return 'text list';
       if (v.every((x) => typeof x === 'number')) return 'number list';
-      if (v.length && v[0] && v[0].$type) return v[0].$type + ' list';
-      return 'list';
+      return 'JSON';
     }
-    if (v && typeof v === 'object' && v.$type) return v.$type;
-    return typeof v;
+    if (v && typeof v === 'object') {
+      const t = { text: 'text', number: 'number', richtext: 'rich text', datetime: 'date-time',
+        'datetime-list': 'date-time list', 'text-list': 'text list', 'number-list': 'number list',
+        attachment: 'attachment' }[v.$type];
+      if (t) return t;
+    }
+    return 'JSON';
   }
 
+  const TYPES = ['text', 'text list', 'number', 'number list', 'date-time', 'date-time list', 'rich text', 'JSON'];
+
+  // An item's value as text to show or edit (lists one value a line).
   function itemValue(v) {
     if (typeof v === 'string' || typeof v === 'number') return String(v);
     if (Array.isArray(v) && v.every((x) => typeof x !== 'object')) return v.join('\n');
+    if (v && typeof v === 'object' && 'v' in v && itemType(v) !== 'JSON') {
+      return Array.isArray(v.v) ? v.v.join('\n') : String(v.v);
+    }
     return JSON.stringify(v, null, 2);
+  }
+
+  // The JSON an item of `type` edited as `text` is sent as.
+  function fromText(name, type, text) {
+    const lines = () => (text === '' ? [] : text.split('\n'));
+    const number = (s) => {
+      const n = Number(s.trim());
+      if (s.trim() === '' || !isFinite(n)) throw new Error(name + ': ' + JSON.stringify(s) + ' is not a number');
+      return n;
+    };
+    switch (type) {
+      case 'text': return text;
+      case 'text list': return { $type: 'text-list', v: lines() };
+      case 'number': return number(text);
+      case 'number list': return { $type: 'number-list', v: lines().map(number) };
+      case 'date-time': return { $type: 'datetime', v: text.trim() };
+      case 'date-time list': return { $type: 'datetime-list', v: lines().map((s) => s.trim()) };
+      case 'rich text': return { $type: 'richtext', v: text };
+      default:
+        try { return JSON.parse(text); } catch (e) { throw new Error(name + ': not JSON: ' + e.message); }
+    }
+  }
+
+  function docUrl(path, unid) {
+    return '/db/' + enc(path) + '/docs/' + enc(unid);
+  }
+
+  function attachmentUrl(path, unid, name) {
+    return docUrl(path, unid) + '/attachments/' + enc(name);
+  }
+
+  // May `access` edit `doc`? Editors and above; an Author named in
+  // $Authors. What the page offers only: the server decides.
+  function mayEdit(access, doc) {
+    if (state.admin || atLeast(access, 'editor')) return true;
+    if (access.level !== 'author') return false;
+    const authors = [].concat(doc.$Authors || []).map((a) => String(a).trim().toLowerCase());
+    const me = (state.user || '').toLowerCase();
+    return authors.includes(me) || authors.includes('*') ||
+      (access.roles || []).some((r) => authors.includes('[' + r.toLowerCase() + ']'));
   }
 
   async function documentPage(path, unid) {
     const body = el('tbody');
-    const system = el('dl', { class: 'facts' });
+    const system = el('dl', { class: 'facts', id: 'system' });
+    const actions = el('div', { class: 'toolbar', id: 'doc-actions' });
+    const panel = el('div', { id: 'doc-panel' });
+    const files = el('div', { id: 'attachments' });
     show(el('p', {}, el('a', { href: '#/db/' + enc(path) }, '‹ ' + path)),
-      el('h1', {}, 'Document ' + decodeURIComponent(unid)),
+      el('h1', {}, 'Document ' + unid), takeFlash(), actions, panel,
       system,
       el('h2', {}, 'Items'),
       el('table', { id: 'items' },
         el('thead', {}, el('tr', {}, el('th', {}, 'Name'), el('th', {}, 'Type'), el('th', {}, 'Value'))),
-        body));
+        body),
+      el('h2', {}, 'Attachments'), files);
+    let doc, access;
     try {
-      const doc = await api('GET', '/db/' + enc(path) + '/docs/' + unid);
-      const entries = Object.entries(doc);
-      system.replaceChildren(...entries.filter(([k]) => k.startsWith('$'))
-        .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, itemValue(v))]));
-      body.replaceChildren(...entries.filter(([k]) => !k.startsWith('$')).map(([k, v]) =>
-        el('tr', {}, el('td', {}, k), el('td', {}, itemType(v)), el('td', { class: 'value' }, itemValue(v)))));
+      [doc, access] = await Promise.all([api('GET', docUrl(path, unid)), accessTo(path)]);
     } catch (e) {
       system.replaceChildren(failure(e));
+      return;
     }
+    const entries = Object.entries(doc);
+    system.replaceChildren(...entries.filter(([k]) => !isItem(k) && !k.startsWith('$FILE:'))
+      .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, itemValue(v))]));
+    body.replaceChildren(...entries.filter(([k]) => isItem(k)).map(([k, v]) =>
+      el('tr', {}, el('td', {}, k), el('td', {}, itemType(v)), el('td', { class: 'value' }, itemValue(v)))));
+    const editable = mayEdit(access, doc);
+    if (editable) {
+      actions.append(el('a', { href: '#/db/' + enc(path) + '/doc/' + enc(unid) + '/edit', id: 'edit', class: 'button' }, 'Edit'));
+      actions.append(button('Delete…', 'doc-delete', () => confirmIn(panel,
+        'Delete document ' + unid + ' (sequence ' + doc.$seq + ')? A deletion stub stays for replication.',
+        'Delete the document', async () => {
+          await api('DELETE', docUrl(path, unid) + '?seq=' + doc.$seq);
+          go('#/db/' + enc(path), 'Deleted document ' + unid + '.');
+        }), 'danger'));
+    }
+    attachmentsList(files, path, unid, doc, editable);
+  }
+
+  function attachmentsList(host, path, unid, doc, editable) {
+    const list = Object.entries(doc).filter(([k]) => k.startsWith('$FILE:')).map(([, a]) => a);
+    const rows = list.map((a) => {
+      const cells = [
+        el('td', {}, a.name), el('td', {}, a.mime), el('td', { class: 'num' }, fmtBytes(a.size)),
+        el('td', {}, el('a', { href: attachmentUrl(path, unid, a.name), download: a.name, class: 'download' }, 'Download')),
+      ];
+      if (editable) {
+        cells.push(el('td', {}, button('Remove', 'remove-' + a.name, async (ev) => {
+          ev.target.disabled = true;
+          try {
+            await api('DELETE', attachmentUrl(path, unid, a.name) + '?seq=' + doc.$seq);
+            go(location.hash, 'Removed the attachment ' + a.name + '.');
+          } catch (e) {
+            host.append(refusal('Not removed', e));
+          }
+        })));
+      }
+      return el('tr', {}, ...cells);
+    });
+    const table = el('table', { id: 'files' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Name'), el('th', {}, 'Type'), el('th', { class: 'num' }, 'Size'),
+        el('th', {}, ''), editable ? el('th', {}, '') : null)),
+      el('tbody', {}, ...(rows.length ? rows
+        : [el('tr', {}, el('td', { colspan: editable ? '5' : '4', class: 'muted' }, 'None.'))])));
+    host.replaceChildren(table);
+    if (!editable) return;
+    // PUT …/attachments/{name}, the file's bytes as the body.
+    const file = el('input', { type: 'file', id: 'upload-file' });
+    const status = el('div');
+    const up = button('Upload', 'upload-go', async () => {
+      const f = file.files[0];
+      if (!f) return;
+      status.replaceChildren(el('p', { class: 'muted' }, 'Uploading ' + f.name + '…'));
+      try {
+        await api('PUT', attachmentUrl(path, unid, f.name), undefined, f);
+        go(location.hash, 'Stored the attachment ' + f.name + ' (' + fmtBytes(f.size) + ').');
+      } catch (e) {
+        status.replaceChildren(refusal('Not stored', e));
+      }
+    });
+    host.append(el('div', { class: 'toolbar' }, 'Add a file ', file, up), status);
+  }
+
+  // The editor, for a new document (unid null) or an existing one. An
+  // update is based on the sequence number read ($seq): if the document
+  // moved on since, the server answers 409 and changes nothing, and the
+  // page says so and keeps what was typed.
+  async function editPage(path, unid) {
+    const status = el('div', { id: 'edit-status' });
+    const rowsBody = el('tbody');
+    const heading = unid ? 'Edit document ' + unid : 'New document in ' + path;
+    const back = unid ? '#/db/' + enc(path) + '/doc/' + enc(unid) : '#/db/' + enc(path);
+    const note = el('div');
+    const save = el('button', { type: 'submit', id: 'save' }, 'Save');
+    const add = button('Add item', 'add-item', () => rowsBody.append(itemRow(null, null)));
+    const form = el('form', { id: 'editor' },
+      el('table', { id: 'edit-items' }, el('thead', {}, el('tr', {},
+        el('th', {}, 'Name'), el('th', {}, 'Type'), el('th', {}, 'Value (a list: one value a line)'),
+        el('th', {}, 'Remove'))), rowsBody),
+      el('div', { class: 'toolbar' }, add, save, el('a', { href: back }, 'Cancel')));
+    show(el('p', {}, el('a', { href: back }, '‹ Back')), el('h1', {}, heading), note, status, form);
+    let doc = {}, seq = null;
+    let access;
+    try {
+      [doc, access] = await Promise.all([unid ? api('GET', docUrl(path, unid)) : {}, accessTo(path)]);
+      seq = unid ? doc.$seq : null;
+    } catch (e) {
+      status.replaceChildren(failure(e));
+      form.hidden = true;
+      return;
+    }
+    const allowed = unid ? mayEdit(access, doc)
+      : state.admin || access.level === 'depositor' || atLeast(access, 'author');
+    if (!allowed) {
+      note.replaceChildren(el('p', { class: 'warning', id: 'access-warning' },
+        'Your access to ' + path + ' is ' + access.level + ', which does not let you ' +
+        (unid ? 'edit this document' : 'create documents') + ': the server will refuse a save.'));
+    }
+    if (unid) note.append(el('p', { class: 'muted' }, 'Editing sequence ' + seq + ' of the document.'));
+    const original = {};
+    for (const [k, v] of Object.entries(doc)) {
+      if (!isItem(k)) continue;
+      original[k] = { type: itemType(v), text: itemValue(v) };
+      rowsBody.append(itemRow(k, v));
+    }
+    if (!unid) rowsBody.append(itemRow(null, null));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      let changes;
+      try {
+        changes = collect(rowsBody, original);
+      } catch (e) {
+        status.replaceChildren(refusal('Not saved', e));
+        return;
+      }
+      if (!Object.keys(changes).length) {
+        status.replaceChildren(el('p', { class: 'muted' }, 'Nothing changed: nothing to save.'));
+        return;
+      }
+      save.disabled = true;
+      try {
+        if (unid) {
+          const r = await api('PUT', docUrl(path, unid), Object.assign({ $seq: seq }, changes));
+          go(back, 'Saved: the document is at sequence ' + r.seq + '.');
+        } else {
+          const r = await api('POST', '/db/' + enc(path) + '/docs', changes);
+          go('#/db/' + enc(path) + '/doc/' + enc(r.unid), 'Created document ' + r.unid + '.');
+        }
+      } catch (e) {
+        save.disabled = false;
+        if (e.status === 409) {
+          const reload = button('Discard my changes and edit the current version', 'reload-current', () => route());
+          status.replaceChildren(el('div', { class: 'error', role: 'alert', id: 'conflict' },
+            el('p', {}, 'Not saved (409 save conflict): ' + e.message + '.'),
+            el('p', {}, 'Someone saved this document after you opened it. Nothing was overwritten, ' +
+              'and your changes are still in the form below: copy what you need, then edit the current version.'),
+            reload));
+        } else {
+          status.replaceChildren(refusal('Not saved: the server refused', e));
+        }
+      }
+    });
+  }
+
+  function itemRow(name, value) {
+    const nameInput = el('input', { class: 'item-name', 'aria-label': 'item name' });
+    if (name !== null) { nameInput.value = name; nameInput.readOnly = true; }
+    const type = el('select', { class: 'item-type', 'aria-label': 'item type' },
+      ...TYPES.map((t) => el('option', { value: t }, t)));
+    type.value = name !== null ? itemType(value) : 'text';
+    const text = el('textarea', { class: 'item-value', rows: '2', 'aria-label': 'item value' });
+    text.value = name !== null ? itemValue(value) : '';
+    const remove = el('input', { type: 'checkbox', class: 'item-remove', 'aria-label': 'remove item' });
+    return el('tr', { class: 'item-row' }, el('td', {}, nameInput), el('td', {}, type), el('td', {}, text),
+      el('td', {}, remove));
+  }
+
+  // The body of a save: the items changed, added or removed (null).
+  function collect(rowsBody, original) {
+    const out = {};
+    for (const row of rowsBody.querySelectorAll('tr.item-row')) {
+      const name = row.querySelector('.item-name').value.trim();
+      const type = row.querySelector('.item-type').value;
+      const text = row.querySelector('.item-value').value;
+      const removed = row.querySelector('.item-remove').checked;
+      if (!name) {
+        if (text) throw new Error('an item with a value needs a name');
+        continue;
+      }
+      if (name.startsWith('$') && !ACCESS_ITEMS.includes(name)) {
+        throw new Error(name + ': names starting with $ are system fields (only $Readers and $Authors are items)');
+      }
+      const was = original[name];
+      if (removed) {
+        if (was) out[name] = null;
+        continue;
+      }
+      if (was && was.type === type && was.text === text) continue;
+      out[name] = fromText(name, type, text);
+    }
+    return out;
+  }
+
+  // ---- users ---------------------------------------------------------------------------
+
+  // Server users (/_users) and mail users (/mail/users): administrators
+  // only; anyone else is shown the server's refusal.
+  async function usersPage() {
+    const serverHost = el('div', { id: 'server-users' });
+    const mailHost = el('div', { id: 'mail-users' });
+    show(el('h1', {}, 'Users'), takeFlash(),
+      el('h2', {}, 'Server users'),
+      el('p', { class: 'muted' }, 'Who may sign in to this server. Passwords are stored as argon2 hashes; ' +
+        'an API token is shown once, when it is made.'),
+      serverHost,
+      el('h2', {}, 'Mail users'),
+      el('p', { class: 'muted' }, 'People in the mail directory (names.fdb), each with a mail file.'),
+      mailHost);
+    serverUsers(serverHost);
+    mailUsers(mailHost);
+  }
+
+  async function serverUsers(host) {
+    const table = el('div');
+    const panel = el('div', { id: 'user-panel' });
+    const refresh = async () => {
+      try {
+        listServerUsers(table, panel, refresh, await api('GET', '/_users'));
+        return true;
+      } catch (e) {
+        host.replaceChildren(refusal('Not shown', e));
+        return false;
+      }
+    };
+    if (!await refresh()) return;
+    host.replaceChildren(table, panel, newUserForm());
+  }
+
+  function listServerUsers(host, panel, refresh, users) {
+    const rows = users.map((u) => el('tr', {},
+      el('td', {}, u.name), el('td', {}, u.admin ? 'administrator' : 'user'), el('td', {}, u.created),
+      el('td', {}, ...(u.tokens.length ? u.tokens.map((t) => el('span', { class: 'token' }, t, ' ',
+        button('Revoke', 'revoke-' + u.name + '-' + t, () => confirmIn(panel,
+          'Revoke the API token ' + t + ' of ' + u.name + '? Programs using it can no longer sign in.',
+          'Revoke ' + t, async () => {
+            await api('DELETE', '/_users/' + enc(u.name) + '/tokens/' + enc(t));
+            go('#/users', 'Revoked the token ' + t + ' of ' + u.name + '.');
+          })))) : ['none'])),
+      el('td', {},
+        button('Reset password…', 'password-' + u.name, () => passwordPanel(panel, u.name)),
+        ' ', button('New token…', 'token-' + u.name, () => tokenPanel(panel, u.name, refresh)),
+        ' ', u.name.toLowerCase() === (state.user || '').toLowerCase() ? null
+          : button('Remove…', 'remove-' + u.name, () => confirmIn(panel,
+            'Remove the server user ' + u.name + '? Their sessions and API tokens stop working at once.',
+            'Remove ' + u.name, async () => {
+              await api('DELETE', '/_users/' + enc(u.name));
+              go('#/users', 'Removed the server user ' + u.name + '.');
+            }), 'danger'))));
+    host.replaceChildren(el('table', { id: 'users' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Name'), el('th', {}, 'Kind'), el('th', {}, 'Added'),
+        el('th', {}, 'API tokens'), el('th', {}, ''))),
+      el('tbody', {}, ...rows)));
+  }
+
+  function newUserForm() {
+    const name = el('input', { id: 'new-user-name', autocomplete: 'off' });
+    const password = el('input', { id: 'new-user-password', type: 'password', autocomplete: 'new-password' });
+    const admin = el('input', { id: 'new-user-admin', type: 'checkbox' });
+    const status = el('div');
+    const form = el('form', { class: 'panel', id: 'new-user' },
+      el('div', { class: 'toolbar' }, el('strong', {}, 'Add a user'),
+        el('label', {}, 'Name ', name), el('label', {}, 'Password (8 characters at least) ', password),
+        el('label', {}, admin, ' administrator'),
+        el('button', { type: 'submit', id: 'new-user-add' }, 'Add')),
+      status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        const u = await api('POST', '/_users', { name: name.value.trim(), password: password.value, admin: admin.checked });
+        password.value = '';
+        go('#/users', 'Added the server user ' + u.name + '.');
+      } catch (e) {
+        status.replaceChildren(refusal('Not added', e));
+      }
+    });
+    return form;
+  }
+
+  function passwordPanel(host, name) {
+    const password = el('input', { id: 'reset-password', type: 'password', autocomplete: 'new-password' });
+    const status = el('div');
+    const form = el('form', { class: 'panel', id: 'password-form' },
+      el('div', { class: 'toolbar' }, 'New password for ' + name + ' ', password,
+        el('button', { type: 'submit', id: 'reset-go' }, 'Set password')),
+      el('p', { class: 'muted' }, 'Their sessions end; their API tokens keep working.'), status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        await api('PUT', '/_users/' + enc(name) + '/password', { password: password.value });
+        password.value = '';
+        go('#/users', 'Set a new password for ' + name + '.');
+      } catch (e) {
+        status.replaceChildren(refusal('Not set', e));
+      }
+    });
+    host.replaceChildren(form);
+  }
+
+  // Makes a token and shows it this once; `refresh` redraws the list (its
+  // new label), leaving the token on the page.
+  function tokenPanel(host, name, refresh) {
+    const label = el('input', { id: 'token-label', placeholder: 'label, e.g. prometheus' });
+    const status = el('div');
+    const form = el('form', { class: 'panel', id: 'token-form' },
+      el('div', { class: 'toolbar' }, 'New API token for ' + name + ', labelled ', label,
+        el('button', { type: 'submit', id: 'token-go' }, 'Make token')), status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        const r = await api('POST', '/_users/' + enc(name) + '/tokens', { label: label.value.trim() });
+        status.replaceChildren(el('div', { class: 'notice' },
+          el('p', {}, 'The token ' + r.label + ' of ' + r.user + ' (copy it now: it is not shown again):'),
+          el('code', { id: 'new-token' }, r.token)));
+        refresh();
+      } catch (e) {
+        status.replaceChildren(refusal('Not made', e));
+      }
+    });
+    host.replaceChildren(form);
+  }
+
+  async function mailUsers(host) {
+    let people;
+    try {
+      people = await api('GET', '/mail/users');
+    } catch (e) {
+      host.replaceChildren(refusal('Not shown', e));
+      return;
+    }
+    const panel = el('div', { id: 'mail-panel' });
+    const rows = people.map((p) => el('tr', {},
+      el('td', {}, p.name), el('td', {}, p.short_name), el('td', {}, (p.aliases || []).join(', ')),
+      el('td', {}, p.mail_file), el('td', {}, p.server_user || ''),
+      el('td', {}, button('Remove…', 'remove-mail-' + p.short_name, () => {
+        const del = el('input', { type: 'checkbox', id: 'delete-mail-file' });
+        confirmIn(panel, 'Take ' + p.name + ' out of the mail directory?', 'Remove ' + p.name, async () => {
+          const r = await api('DELETE', '/mail/users/' + enc(p.name) + (del.checked ? '?delete_file=true' : ''));
+          go('#/users', 'Removed ' + r.removed + ' from the directory; mail file ' + r.mail_file + ' ' + r.file + '.');
+        });
+        document.getElementById('confirm').insertBefore(
+          el('p', {}, el('label', {}, del, ' also delete the mail file ' + p.mail_file)),
+          document.getElementById('confirm').querySelector('.toolbar'));
+      }, 'danger'))));
+    const name = el('input', { id: 'new-mail-name', placeholder: 'Alice Smith' });
+    const aliases = el('input', { id: 'new-mail-aliases', placeholder: 'alice@example.com, …' });
+    const user = el('input', { id: 'new-mail-user', placeholder: 'defaults to the name' });
+    const status = el('div');
+    const form = el('form', { class: 'panel', id: 'new-mail-person' },
+      el('div', { class: 'toolbar' }, el('strong', {}, 'Add a person'),
+        el('label', {}, 'Name ', name), el('label', {}, 'Aliases ', aliases),
+        el('label', {}, 'Server user ', user),
+        el('button', { type: 'submit', id: 'new-mail-add' }, 'Add')), status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const body = { name: name.value.trim() };
+      const list = aliases.value.split(',').map((a) => a.trim()).filter((a) => a);
+      if (list.length) body.aliases = list;
+      if (user.value.trim()) body.server_user = user.value.trim();
+      try {
+        const p = await api('POST', '/mail/users', body);
+        go('#/users', 'Added ' + p.name + ' with the mail file ' + p.mail_file + '.');
+      } catch (e) {
+        status.replaceChildren(refusal('Not added', e));
+      }
+    });
+    host.replaceChildren(el('table', { id: 'mail-people' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Name'), el('th', {}, 'Short name'), el('th', {}, 'Aliases'),
+        el('th', {}, 'Mail file'), el('th', {}, 'Server user'), el('th', {}, ''))),
+      el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: '6', class: 'muted' }, 'Nobody yet.'))]))),
+    panel, form);
   }
 
   // ---- start ---------------------------------------------------------------------------

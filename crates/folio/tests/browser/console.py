@@ -14,40 +14,16 @@ import sys
 import tempfile
 import time
 
-from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+
+from consolelib import Console
 
 XSS = "<img src=x onerror=alert(1)>"
 
 url, password, shots, folio, native = sys.argv[1:6]
-os.makedirs(shots, exist_ok=True)
-
-opts = webdriver.ChromeOptions()
-opts.binary_location = "/usr/bin/chromium"
-for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100",
-          "--disable-dev-shm-usage"]:
-    opts.add_argument(a)
-opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-from selenium.webdriver.chrome.service import Service
-service = Service(executable_path="/usr/bin/chromedriver")
-driver = webdriver.Chrome(options=opts, service=service)
-wait = WebDriverWait(driver, 20)
-
-
-def shot(name):
-    path = os.path.join(shots, name)
-    driver.save_screenshot(path)
-    print("screenshot", path)
-
-
-def no_alert():
-    try:
-        text = driver.switch_to.alert.text
-    except NoAlertPresentException:
-        return
-    raise AssertionError("an alert opened: %r" % text)
+c = Console(url, shots)
+driver, wait, shot = c.driver, c.wait, c.shot
 
 
 def legend(title):
@@ -111,12 +87,10 @@ try:
     values = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#items td.value")]
     assert XSS in values, values
     assert not driver.find_elements(By.CSS_SELECTOR, "main img"), "the Subject became an <img>"
-    no_alert()
+    c.no_alert()
     shot("document.png")
 
-    reports = [e["message"] for e in driver.get_log("browser")
-               if "Content Security Policy" in e["message"] or e["level"] == "SEVERE"
-               and "favicon" not in e["message"] and "401" not in e["message"]]
+    reports = c.console_problems()
     assert not reports, reports
     print("console browser test passed")
 except TimeoutException:

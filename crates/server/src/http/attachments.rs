@@ -135,7 +135,47 @@ pub(super) async fn get_attachment(State(s): Svc, c: Call) -> Answer {
         }
         Ok(())
     });
-    streamed(rx, |e| Err(std::io::Error::other(e.to_string()))).await
+    let name = c.param("name");
+    let mut r = streamed(rx, |e| Err(std::io::Error::other(e.to_string()))).await?;
+    download_only(r.headers_mut(), &name);
+    Ok(r)
+}
+
+/// The policy on every attachment download: nothing in it may run.
+const ATTACHMENT_CSP: &str = "sandbox; default-src 'none'";
+
+/// Makes an attachment a download, never a page of this origin: its
+/// MIME type and content are whatever the uploader said, and a `text/html`
+/// one opened in a browser at this address would run as this origin,
+/// with the signed-in console's cookie (docs/http.md, "Attachments").
+/// So it is `Content-Disposition: attachment` (saved, not shown), its
+/// type is not sniffed, and were it shown anyway, a sandboxing policy
+/// stops any script or form in it.
+fn download_only(h: &mut axum::http::HeaderMap, name: &str) {
+    use axum::http::HeaderValue;
+    // The ASCII fallback: no quote, backslash or control character can
+    // end the quoted string or the header.
+    let plain: String = name
+        .chars()
+        .map(|ch| match ch {
+            ' '..='~' if ch != '"' && ch != '\\' => ch,
+            _ => '_',
+        })
+        .collect();
+    let encoded = super::answer::encode_segment(name);
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"{plain}\"; filename*=UTF-8''{encoded}"
+    )) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(ATTACHMENT_CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
 }
 
 /// Where an attachment's content is, for the server log: its attachment

@@ -50,12 +50,24 @@ pub(super) async fn create_database(State(s): Svc, c: Call, body: Body) -> Answe
 pub(super) async fn database_info(State(s): Svc, c: Call) -> Answer {
     c.query.allow(&[])?;
     let path = c.param("db");
-    let info = c
+    let (info, sees_all) = c
         .run(&s, Op::Database, move |s, caller| {
-            s.database_info(caller, &path)
+            s.database_info_seen(caller, &path)
         })
         .await?;
-    Ok(ok(crate::json::database_info(&info)))
+    let mut out = crate::json::database_info(&info);
+    if !sees_all {
+        // Totals over every document, hidden ones included: not for a
+        // caller `$Readers` may restrict (`database_info_seen`).
+        for k in [
+            "note_count",
+            "attachment_logical_bytes",
+            "attachment_stored_bytes",
+        ] {
+            out[k] = Json::Null;
+        }
+    }
+    Ok(ok(out))
 }
 
 /// `DELETE /db/{db}`: the database's Manager or an administrator (I42).

@@ -61,6 +61,7 @@
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
 //!   mail_users.rs   mail users: create, list, remove (administrators)
+//!   users.rs        server users: list, add, password, remove, tokens (administrators)
 //!   unread.rs       `Connection: close` on an answer that left the body unread
 //!   archive.rs      archiving the transaction log
 //!   mail.rs         sending mail as the signed-in user (JSON, or a form with files)
@@ -90,6 +91,7 @@ mod observe;
 mod replicate;
 mod stream;
 mod unread;
+mod users;
 mod views;
 
 use crate::service::Service;
@@ -97,7 +99,7 @@ use answer::{no_route, wrong_method};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 use std::sync::Arc;
 
@@ -157,7 +159,10 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
                 .put(attachments::put_attachment)
                 .delete(attachments::delete_attachment),
         )
-        .route("/db/{db}/views", post(views::create_view))
+        .route(
+            "/db/{db}/views",
+            get(views::list_views).post(views::create_view),
+        )
         .route(
             "/db/{db}/views/{name}",
             get(views::read_view).delete(views::delete_view),
@@ -175,7 +180,12 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
             "/mail/users",
             get(mail_users::list_users).post(mail_users::create_user),
         )
-        .route("/mail/users/{name}", delete(mail_users::remove_user));
+        .route("/mail/users/{name}", delete(mail_users::remove_user))
+        .route("/_users", get(users::list_users).post(users::add_user))
+        .route("/_users/{name}", delete(users::remove_user))
+        .route("/_users/{name}/password", put(users::set_password))
+        .route("/_users/{name}/tokens", post(users::create_token))
+        .route("/_users/{name}/tokens/{label}", delete(users::revoke_token));
     if settings.console {
         routes = routes
             .route("/_console", get(console::redirect))

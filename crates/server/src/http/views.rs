@@ -125,6 +125,28 @@ pub(super) async fn read_view(State(s): Svc, c: Call) -> Answer {
     Ok(ok(out))
 }
 
+/// `GET /db/{db}/views`: the views and folders, `[{"name","kind"}]`.
+pub(super) async fn list_views(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let path = c.param("db");
+    let list = c
+        .run(&s, Op::OpenCollection, move |s, caller| {
+            s.list_collections(caller, &open_db(s, caller, &path)?)
+        })
+        .await?;
+    let list: Vec<Json> = list
+        .into_iter()
+        .map(|(name, kind)| {
+            let kind = match kind {
+                Kind::View => "view",
+                Kind::Folder => "folder",
+            };
+            json!({"name": name, "kind": kind})
+        })
+        .collect();
+    Ok(ok(Json::Array(list)))
+}
+
 pub(super) async fn create_view(State(s): Svc, c: Call, body: Body) -> Answer {
     c.query.allow(&[])?;
     let bytes = read_body(&c.headers, body, s.limits().max_document_bytes).await?;

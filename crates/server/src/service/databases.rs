@@ -69,4 +69,18 @@ impl Service {
     pub fn database_info(&self, caller: &Caller, path: &str) -> ServerResult<DatabaseInfo> {
         self.open_database(caller, path).map(|(_, info)| info)
     }
+
+    /// A database's description, and whether the caller sees every
+    /// document in it (an administrator: `$Readers` restricts everyone
+    /// else). The note count and attachment totals count every document,
+    /// so a door shows them only to such a caller: to anyone else they
+    /// would tell of documents hidden from them (docs/http.md).
+    pub fn database_info_seen(
+        &self,
+        caller: &Caller,
+        path: &str,
+    ) -> ServerResult<(DatabaseInfo, bool)> {
+        let (db, access) = self.reach(caller, path)?;
+        Ok((database_info(&db)?, access.sees_every_document()))
+    }
 }

@@ -41,6 +41,7 @@
 //!   calendar.rs     meetings as the signed-in user: create, respond, reschedule, cancel
 //!   meeting_op.rs   the same as one typed operation, for the native door and the CLI
 //!   mail_users.rs   mail users: the directory and mail files (administrators)
+//!   server_users.rs server users and their API tokens (administrators)
 //!   mail_send.rs    sending any form over the native door, drafts, on behalf of
 //!   mail_files.rs   the same with files: one upload split by declared sizes
 //!   archive.rs      archiving the transaction log
@@ -67,6 +68,7 @@ mod mail_users;
 mod meeting_op;
 mod peer;
 mod replicate;
+mod server_users;
 mod views;
 mod wire;
 

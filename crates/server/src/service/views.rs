@@ -193,6 +193,19 @@ impl Service {
         Ok((r.last_seq, r.notes_seen))
     }
 
+    /// The database's views and folders, by name (Reader access: whoever
+    /// may read a view may know it is there).
+    pub fn list_collections(
+        &self,
+        caller: &Caller,
+        db: &Arc<Database>,
+    ) -> ServerResult<Vec<(String, views::Kind)>> {
+        self.require(caller, db, AccessLevel::Reader)?;
+        let mut list = self.views.list(db).map_err(view_err)?;
+        list.sort_by_key(|(name, _)| name.to_lowercase());
+        Ok(list)
+    }
+
     /// Creates a view or folder from its JSON definition (Designer access).
     pub fn create_view(
         &self,
