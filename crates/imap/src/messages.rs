@@ -1,5 +1,5 @@
 //! Commands on the selected mailbox's messages: FETCH, STORE, SEARCH,
-//! EXPUNGE / UID EXPUNGE, CLOSE / UNSELECT, each by sequence number or
+//! COPY / MOVE, EXPUNGE / UID EXPUNGE, CLOSE / UNSELECT, each by sequence number or
 //! (UID form) by UID.
 //!
 //! Flags are items of the document (`mailfile.rs`), so a STORE is a
@@ -8,10 +8,15 @@
 //! (a deletion stub, which replicates like any deletion).
 
 use crate::fetch;
+use crate::mailboxes::name_of;
+use crate::store::Transfer;
+use crate::ImapError;
 use crate::search::{self, Candidate};
 use crate::seqset::resolve;
 use crate::session::{flag_fetch, flags_data, nonzero, Session, State};
 use imap_next::imap_types::core::{Charset, Tag, Vec1};
+use imap_next::imap_types::extensions::uidplus::{UidElement, UidSet};
+use imap_next::imap_types::mailbox::Mailbox;
 use imap_next::imap_types::fetch::{
     MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName,
 };
@@ -191,7 +196,7 @@ pub(crate) fn search(
             Err(e) => failed = Some(e.to_string()),
         }
     }
-    s.data(Data::Search(found));
+    s.data(Data::Search(found, None));
     match failed {
         None => s.ok(tag, None, "SEARCH done"),
         Some(why) => s.no(
@@ -200,6 +205,73 @@ pub(crate) fn search(
             &format!("some messages could not be searched: {why}"),
         ),
     }
+}
+
+/// COPY and MOVE (RFC 9051 §6.4.7, RFC 6851), by sequence number or UID.
+/// The copies' UIDs go back in COPYUID (RFC 4315): in the tagged OK of a
+/// COPY; for a MOVE in an untagged OK before the originals' EXPUNGEs, as
+/// RFC 6851 §4.3 asks. All of it is one commit (`copy.rs`), durable
+/// before any answer.
+pub(crate) fn transfer(
+    s: &mut Session,
+    tag: Tag<'static>,
+    set: &SequenceSet,
+    mailbox: Mailbox<'static>,
+    uid: bool,
+    how: Transfer,
+) {
+    let to = name_of(&mailbox);
+    let State::Selected(store, sel) = &s.state else {
+        return;
+    };
+    let verb = match how {
+        Transfer::Copy => "COPY",
+        Transfer::Move => "MOVE",
+    };
+    if how == Transfer::Move && sel.read_only {
+        return s.no(tag, None, "the mailbox is read-only (EXAMINE)");
+    }
+    let picked = match resolve(set, uid, &sel.snapshot.messages) {
+        Ok(p) => p,
+        Err(e) => return s.bad(tag, &e),
+    };
+    if picked.is_empty() {
+        return s.ok(tag, None, &format!("{verb} done: no such messages"));
+    }
+    let uids: Vec<u32> = picked.iter().map(|&i| sel.snapshot.messages[i].uid).collect();
+    let validity = sel.snapshot.uid_validity;
+    let here = sel.name == to || (to == "INBOX" && sel.name.eq_ignore_ascii_case("INBOX"));
+    match store.transfer(&sel.name, &uids, &to, how) {
+        Ok(new) => {
+            let code = Code::CopyUid {
+                uid_validity: nonzero(validity),
+                source: uid_set(&uids),
+                destination: uid_set(&new),
+            };
+            match how {
+                Transfer::Copy => {
+                    if here {
+                        s.refresh();
+                    }
+                    s.ok(tag, Some(code), "COPY done")
+                }
+                Transfer::Move => {
+                    s.untagged(code, "moved");
+                    s.refresh();
+                    s.ok(tag, None, "MOVE done")
+                }
+            }
+        }
+        Err(e @ ImapError::NoMailbox(_)) => s.no(tag, Some(Code::TryCreate), &e.to_string()),
+        Err(e) => s.no(tag, None, &format!("{verb} failed, nothing changed: {e}")),
+    }
+}
+
+/// UIDs in the order given, for COPYUID (whose two sets pair up by
+/// position).
+fn uid_set(uids: &[u32]) -> UidSet {
+    let elements: Vec<UidElement> = uids.iter().map(|&u| UidElement::Single(nonzero(u))).collect();
+    UidSet(crate::session::vec1(elements))
 }
 
 /// EXPUNGE (every `\Deleted` message) or UID EXPUNGE (those of them in

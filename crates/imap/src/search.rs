@@ -10,7 +10,7 @@
 use crate::mime;
 use crate::seqset::contains;
 use crate::store::{Mailstore, MessageMeta};
-use crate::ImapResult;
+use crate::{ImapError, ImapResult};
 use chrono::{DateTime, NaiveDate, Utc};
 use imap_next::imap_types::core::AString;
 use imap_next::imap_types::search::SearchKey;
@@ -165,5 +165,10 @@ fn matches(key: &SearchKey<'_>, c: &mut Candidate<'_>) -> ImapResult<bool> {
         K::Header(name, s) => c.header_contains(&text(name), &text(s))?,
         K::Body(s) => c.body_contains(&text(s), false)?,
         K::Text(s) => c.body_contains(&text(s), true)?,
+        K::ModSequence { .. } => {
+            return Err(ImapError::Refused(
+                "MODSEQ is CONDSTORE's, which this server does not offer".into(),
+            ))
+        }
     })
 }

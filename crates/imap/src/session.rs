@@ -32,7 +32,7 @@
 //! put into a folder later) is shown from the next SELECT (I55).
 
 use crate::limits::{SessionLimits, Transport};
-use crate::store::{Accounts, Mailstore, MessageMeta, Snapshot};
+use crate::store::{Accounts, Mailstore, MessageMeta, Snapshot, Transfer};
 use crate::{auth, mailboxes, messages};
 use imap_next::imap_types::auth::AuthMechanism;
 use imap_next::imap_types::command::{Command, CommandBody};
@@ -64,6 +64,20 @@ pub enum Step {
     /// guessing passwords costs time), reading nothing meanwhile.
     Pause(std::time::Duration),
 }
+
+/// What a signed-in session can do beyond IMAP4rev1, exactly what is
+/// implemented: IDLE (RFC 2177), UIDPLUS (RFC 4315), UNSELECT (RFC
+/// 3691), SPECIAL-USE (RFC 6154), MOVE (RFC 6851), NAMESPACE (RFC 2342),
+/// ENABLE (RFC 5161; nothing can be enabled yet).
+const AFTER_SIGN_IN: [&str; 7] = [
+    "IDLE",
+    "UIDPLUS",
+    "UNSELECT",
+    "SPECIAL-USE",
+    "MOVE",
+    "NAMESPACE",
+    "ENABLE",
+];
 
 /// Refused sign-ins a session may make; the next one ends it.
 const MAX_FAILED_LOGINS: u32 = 5;
@@ -275,6 +289,9 @@ impl Session {
                 item_names,
             } => mailboxes::status(self, tag, mailbox, &item_names),
             CommandBody::Create { mailbox } => mailboxes::create(self, tag, mailbox),
+            CommandBody::Rename { from, to } => mailboxes::rename(self, tag, from, to),
+            CommandBody::Namespace => mailboxes::namespace(self, tag),
+            CommandBody::Enable { .. } => self.enable(tag),
             CommandBody::Delete { mailbox } => mailboxes::delete(self, tag, mailbox),
             CommandBody::Subscribe { .. } | CommandBody::Unsubscribe { .. } => {
                 // Every mailbox is subscribed: LSUB answers what LIST does.
@@ -312,8 +329,31 @@ impl Session {
                 criteria,
                 uid,
             } => messages::search(self, tag, charset, criteria, uid),
+            CommandBody::Copy {
+                sequence_set,
+                mailbox,
+                uid,
+            } => messages::transfer(self, tag, &sequence_set, mailbox, uid, Transfer::Copy),
+            CommandBody::Move {
+                sequence_set,
+                mailbox,
+                uid,
+            } => messages::transfer(self, tag, &sequence_set, mailbox, uid, Transfer::Move),
             _ => self.bad(tag, "command not supported by Folio"),
         }
+    }
+
+    /// ENABLE (RFC 5161): nothing here needs enabling yet, so every
+    /// extension named is left off and `* ENABLED` lists none. Only
+    /// before a mailbox is selected.
+    fn enable(&mut self, tag: Tag<'static>) {
+        if matches!(self.state, State::Selected(..)) {
+            return self.bad(tag, "ENABLE only before selecting a mailbox");
+        }
+        self.data(Data::Enabled {
+            capabilities: Vec::new(),
+        });
+        self.ok(tag, None, "ENABLE done");
     }
 
     fn starttls(&mut self, tag: Tag<'static>) {
@@ -376,10 +416,7 @@ impl Session {
                 c.push(Capability::LoginDisabled);
             }
         } else {
-            c.push(Capability::Idle);
-            c.push(Capability::UidPlus);
-            c.push(Capability::Unselect);
-            c.push(atom_capability("SPECIAL-USE"));
+            c.extend(AFTER_SIGN_IN.iter().copied().map(atom_capability));
         }
         c
     }

@@ -69,6 +69,16 @@ pub struct Snapshot {
     pub messages: Vec<MessageMeta>,
 }
 
+/// What COPY and MOVE do to the messages they take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transfer {
+    /// The originals stay where they are.
+    Copy,
+    /// The originals leave the source mailbox, in the same commit that
+    /// stores the copies (RFC 6851).
+    Move,
+}
+
 /// A person's mail as the session sees it (see the module docs). Names
 /// are IMAP names; unknown ones are [`crate::ImapError::NoMailbox`].
 pub trait Mailstore: Send {
@@ -88,10 +98,18 @@ pub trait Mailstore: Send {
     /// Stores a new message in the mailbox; durable when this returns.
     /// Answers its UID.
     fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32>;
+    /// Copies the messages `uids` of `from` into `to` (or moves them),
+    /// durable when this returns, all of them or none. Answers the
+    /// copies' UIDs in the order of `uids`: new UIDs of `to`, above every
+    /// UID it has had (RFC 4315 COPYUID).
+    fn transfer(&self, from: &str, uids: &[u32], to: &str, how: Transfer) -> ImapResult<Vec<u32>>;
     /// Makes a user folder.
     fn create(&self, mailbox: &str) -> ImapResult<()>;
     /// Removes a user folder (its messages stay in the mail file).
     fn delete(&self, mailbox: &str) -> ImapResult<()>;
+    /// Renames a user folder, and the folders below it in the hierarchy
+    /// (`from/...`), in one commit.
+    fn rename(&self, from: &str, to: &str) -> ImapResult<()>;
     /// A number that changes whenever anything in the store may have
     /// (the database's change sequence), cheap enough to read often: an
     /// idling session looks again only when it moved.

@@ -5,7 +5,7 @@
 
 use imap::{
     Accounts, ImapError, ImapResult, LoginRefused, MailboxInfo, Mailstore, MessageMeta, Session,
-    SessionLimits, Snapshot, SpecialUse, Step, Transport,
+    SessionLimits, Snapshot, SpecialUse, Step, Transfer, Transport,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -110,6 +110,35 @@ impl Mailstore for Model {
     }
     fn delete(&self, mailbox: &str) -> ImapResult<()> {
         self.boxes.lock().unwrap().remove(mailbox);
+        Ok(())
+    }
+    fn transfer(&self, from: &str, uids: &[u32], to: &str, how: Transfer) -> ImapResult<Vec<u32>> {
+        let mut boxes = self.boxes.lock().unwrap();
+        if !boxes.contains_key(to) {
+            return Err(ImapError::NoMailbox(to.into()));
+        }
+        let mut next = self.next_uid.lock().unwrap();
+        let mut new = Vec::new();
+        for u in uids {
+            let m = boxes[from].get(u).cloned().ok_or(ImapError::NoMessage(*u))?;
+            if how == Transfer::Move {
+                boxes.get_mut(from).unwrap().remove(u);
+            }
+            boxes.get_mut(to).unwrap().insert(*next, m);
+            new.push(*next);
+            *next += 1;
+        }
+        Ok(new)
+    }
+    fn rename(&self, from: &str, to: &str) -> ImapResult<()> {
+        let mut boxes = self.boxes.lock().unwrap();
+        if boxes.contains_key(to) {
+            return Err(ImapError::MailboxExists(to.into()));
+        }
+        let b = boxes
+            .remove(from)
+            .ok_or_else(|| ImapError::NoMailbox(from.into()))?;
+        boxes.insert(to.into(), b);
         Ok(())
     }
     fn change_marker(&self) -> u64 {
@@ -220,6 +249,57 @@ fn a_whole_conversation() {
     let (out, closed) = talk(&mut s, b"a12 LOGOUT\r\n");
     assert!(out.contains("* BYE") && out.contains("a12 OK"), "{out}");
     assert!(closed);
+}
+
+#[test]
+fn copy_and_move_answer_copyuid_and_expunge_in_order() {
+    let model = Model::new();
+    for i in 0..3 {
+        model
+            .append("INBOX", &[], format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes())
+            .unwrap();
+    }
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"");
+    talk(&mut s, b"a1 LOGIN bob secret\r\n");
+    let (out, _) = talk(&mut s, b"a2 CAPABILITY\r\n");
+    assert!(
+        out.contains(
+            "* CAPABILITY IMAP4REV1 IDLE UIDPLUS UNSELECT SPECIAL-USE MOVE NAMESPACE ENABLE\r\n"
+        ),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a3 NAMESPACE\r\n");
+    assert!(out.contains("* NAMESPACE ((\"\" \"/\")) NIL NIL\r\n"), "{out}");
+    let (out, _) = talk(&mut s, b"a4 ENABLE CONDSTORE\r\n");
+    assert!(out.contains("* ENABLED\r\na4 OK"), "{out}");
+    talk(&mut s, b"a5 CREATE Archive\r\n");
+    talk(&mut s, b"a6 SELECT INBOX\r\n");
+    let (out, _) = talk(&mut s, b"a7 ENABLE CONDSTORE\r\n");
+    assert!(out.contains("a7 BAD"), "ENABLE after SELECT: {out}");
+    let (out, _) = talk(&mut s, b"a8 COPY 1:2 Archive\r\n");
+    assert!(out.contains("a8 OK [COPYUID 7 1,2 4,5]"), "{out}");
+    let (out, _) = talk(&mut s, b"a9 UID MOVE 2 Archive\r\n");
+    let copyuid = out.find("* OK [COPYUID 7 2 6]").expect(&out);
+    let expunge = out.find("* 2 EXPUNGE").expect(&out);
+    let done = out.find("a9 OK").expect(&out);
+    assert!(copyuid < expunge && expunge < done, "RFC 6851 order: {out}");
+    let (out, _) = talk(&mut s, b"a10 MOVE 1 Nowhere\r\n");
+    assert!(out.contains("a10 NO [TRYCREATE]"), "{out}");
+    let (out, _) = talk(&mut s, b"a11 UID MOVE 99 Archive\r\n");
+    assert!(out.contains("a11 OK"), "no such UID, nothing moved: {out}");
+    let (out, _) = talk(&mut s, b"a12 MOVE 9 Archive\r\n");
+    assert!(out.contains("a12 BAD"), "{out}");
+    let (out, _) = talk(&mut s, b"a13 EXAMINE INBOX\r\n");
+    assert!(out.contains("* 2 EXISTS"), "{out}");
+    let (out, _) = talk(&mut s, b"a14 MOVE 1 Archive\r\n");
+    assert!(out.contains("a14 NO"), "read-only: {out}");
+    let (out, _) = talk(&mut s, b"a15 RENAME Archive Kept\r\n");
+    assert!(out.contains("a15 OK"), "{out}");
+    let (out, _) = talk(&mut s, b"a16 STATUS Kept (MESSAGES)\r\n");
+    assert!(out.contains("(MESSAGES 3)"), "{out}");
+    let (out, _) = talk(&mut s, b"a17 RENAME INBOX Other\r\n");
+    assert!(out.contains("a17 NO"), "{out}");
 }
 
 #[test]
