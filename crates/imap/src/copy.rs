@@ -113,42 +113,44 @@ impl MailFileStore {
         let to_folder = dest.folder;
         let db = self.db.clone();
         let content = staged.clone();
-        let ids = self.views.with_folder_edits(&self.db, &folders, move |edits| {
-            db.foreign_batch(&content, move |t| {
-                let mut ids = Vec::with_capacity(staged.len());
-                for s in &staged {
-                    match t.put(s)? {
-                        ForeignOutcome::Stored(m) => ids.push(m.note_id.0),
-                        other => {
-                            return Err(NsfError::Invalid(format!(
-                                "a copy was not stored: {other:?}"
-                            )))
+        let ids = self
+            .views
+            .with_folder_edits(&self.db, &folders, move |edits| {
+                db.foreign_batch(&content, move |t| {
+                    let mut ids = Vec::with_capacity(staged.len());
+                    for s in &staged {
+                        match t.put(s)? {
+                            ForeignOutcome::Stored(m) => ids.push(m.note_id.0),
+                            other => {
+                                return Err(NsfError::Invalid(format!(
+                                    "a copy was not stored: {other:?}"
+                                )))
+                            }
                         }
                     }
-                }
-                let mut ix = t.index();
-                let mut edits = edits.into_iter();
-                if to_folder {
-                    file(edits.next(), |e| e.add(&mut ix, &filed))?;
-                }
-                let unfiled: Vec<Unid> = leaving
-                    .iter()
-                    .filter_map(|l| match l {
-                        Leaving::Unfile(u) => Some(*u),
-                        Leaving::Delete(_) => None,
-                    })
-                    .collect();
-                if unfiling {
-                    file(edits.next(), |e| e.remove(&mut ix, &unfiled))?;
-                }
-                for l in &leaving {
-                    if let Leaving::Delete(id) = l {
-                        ix.delete_note(*id)?;
+                    let mut ix = t.index();
+                    let mut edits = edits.into_iter();
+                    if to_folder {
+                        file(edits.next(), |e| e.add(&mut ix, &filed))?;
                     }
-                }
-                Ok(ids)
-            })
-        })??;
+                    let unfiled: Vec<Unid> = leaving
+                        .iter()
+                        .filter_map(|l| match l {
+                            Leaving::Unfile(u) => Some(*u),
+                            Leaving::Delete(_) => None,
+                        })
+                        .collect();
+                    if unfiling {
+                        file(edits.next(), |e| e.remove(&mut ix, &unfiled))?;
+                    }
+                    for l in &leaving {
+                        if let Leaving::Delete(id) = l {
+                            ix.delete_note(*id)?;
+                        }
+                    }
+                    Ok(ids)
+                })
+            })??;
         Ok(ids)
     }
 
@@ -187,8 +189,11 @@ impl MailFileStore {
             .filter(|i| !matches!(i.value, ItemValue::Attachment(_)))
             .cloned()
             .collect();
-        let has = |items: &[Item], name: &str| items.iter().any(|i| i.name.eq_ignore_ascii_case(name));
-        let remove = |items: &mut Vec<Item>, name: &str| items.retain(|i| !i.name.eq_ignore_ascii_case(name));
+        let has =
+            |items: &[Item], name: &str| items.iter().any(|i| i.name.eq_ignore_ascii_case(name));
+        let remove = |items: &mut Vec<Item>, name: &str| {
+            items.retain(|i| !i.name.eq_ignore_ascii_case(name))
+        };
         let date = |name: &str| Item {
             name: name.into(),
             value: ItemValue::DateTime(now),
@@ -237,11 +242,11 @@ impl MailFileStore {
                     size: a.size,
                     crc32c: a.crc32c,
                 },
-                None => ForeignContent::Bytes(
-                    self.read_attachment(note.oid.unid, &a.name).ok_or_else(|| {
-                        ImapError::Refused(format!("the message's {} cannot be read", a.name))
-                    })?,
-                ),
+                None => {
+                    ForeignContent::Bytes(self.read_attachment(note.oid.unid, &a.name).ok_or_else(
+                        || ImapError::Refused(format!("the message's {} cannot be read", a.name)),
+                    )?)
+                }
             };
             attachments.push(ForeignAttachment {
                 name: a.name.clone(),
@@ -287,7 +292,8 @@ fn file(
     edit: Option<FolderEdit>,
     f: impl FnOnce(&FolderEdit) -> views::ViewResult<()>,
 ) -> nsf::NsfResult<()> {
-    let edit = edit.ok_or_else(|| NsfError::Invalid("internal error: a folder edit is missing".into()))?;
+    let edit =
+        edit.ok_or_else(|| NsfError::Invalid("internal error: a folder edit is missing".into()))?;
     f(&edit).map_err(|e| match e {
         views::ViewError::Nsf(e) => e,
         e => NsfError::Invalid(format!("folder {}: {e}", edit.name())),

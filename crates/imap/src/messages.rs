@@ -9,18 +9,18 @@
 
 use crate::fetch;
 use crate::mailboxes::name_of;
-use crate::store::Transfer;
-use crate::ImapError;
 use crate::search::{self, Candidate};
 use crate::seqset::resolve;
 use crate::session::{flag_fetch, flags_data, nonzero, Session, State};
+use crate::store::Transfer;
+use crate::ImapError;
 use imap_next::imap_types::core::{Charset, Tag, Vec1};
 use imap_next::imap_types::extensions::uidplus::{UidElement, UidSet};
-use imap_next::imap_types::mailbox::Mailbox;
 use imap_next::imap_types::fetch::{
     MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName,
 };
 use imap_next::imap_types::flag::{Flag, StoreResponse, StoreType};
+use imap_next::imap_types::mailbox::Mailbox;
 use imap_next::imap_types::response::{Code, Data};
 use imap_next::imap_types::search::SearchKey;
 use imap_next::imap_types::sequence::SequenceSet;
@@ -238,7 +238,10 @@ pub(crate) fn transfer(
     if picked.is_empty() {
         return s.ok(tag, None, &format!("{verb} done: no such messages"));
     }
-    let uids: Vec<u32> = picked.iter().map(|&i| sel.snapshot.messages[i].uid).collect();
+    let uids: Vec<u32> = picked
+        .iter()
+        .map(|&i| sel.snapshot.messages[i].uid)
+        .collect();
     let validity = sel.snapshot.uid_validity;
     let here = sel.name == to || (to == "INBOX" && sel.name.eq_ignore_ascii_case("INBOX"));
     match store.transfer(&sel.name, &uids, &to, how) {
@@ -270,7 +273,10 @@ pub(crate) fn transfer(
 /// UIDs in the order given, for COPYUID (whose two sets pair up by
 /// position).
 fn uid_set(uids: &[u32]) -> UidSet {
-    let elements: Vec<UidElement> = uids.iter().map(|&u| UidElement::Single(nonzero(u))).collect();
+    let elements: Vec<UidElement> = uids
+        .iter()
+        .map(|&u| UidElement::Single(nonzero(u)))
+        .collect();
     UidSet(crate::session::vec1(elements))
 }
 

@@ -120,7 +120,10 @@ impl Mailstore for Model {
         let mut next = self.next_uid.lock().unwrap();
         let mut new = Vec::new();
         for u in uids {
-            let m = boxes[from].get(u).cloned().ok_or(ImapError::NoMessage(*u))?;
+            let m = boxes[from]
+                .get(u)
+                .cloned()
+                .ok_or(ImapError::NoMessage(*u))?;
             if how == Transfer::Move {
                 boxes.get_mut(from).unwrap().remove(u);
             }
@@ -256,7 +259,11 @@ fn copy_and_move_answer_copyuid_and_expunge_in_order() {
     let model = Model::new();
     for i in 0..3 {
         model
-            .append("INBOX", &[], format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes())
+            .append(
+                "INBOX",
+                &[],
+                format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes(),
+            )
             .unwrap();
     }
     let mut s = session(&model, LOOPBACK);
@@ -270,7 +277,10 @@ fn copy_and_move_answer_copyuid_and_expunge_in_order() {
         "{out}"
     );
     let (out, _) = talk(&mut s, b"a3 NAMESPACE\r\n");
-    assert!(out.contains("* NAMESPACE ((\"\" \"/\")) NIL NIL\r\n"), "{out}");
+    assert!(
+        out.contains("* NAMESPACE ((\"\" \"/\")) NIL NIL\r\n"),
+        "{out}"
+    );
     let (out, _) = talk(&mut s, b"a4 ENABLE CONDSTORE\r\n");
     assert!(out.contains("* ENABLED\r\na4 OK"), "{out}");
     talk(&mut s, b"a5 CREATE Archive\r\n");

@@ -109,7 +109,8 @@ impl Views {
                 name: name.to_string(),
             });
         }
-        Ok(db.index_read(|r| btree::get(r, st.members_root, &id.0.to_be_bytes()))?
+        Ok(db
+            .index_read(|r| btree::get(r, st.members_root, &id.0.to_be_bytes()))?
             .is_some())
     }
 

@@ -296,7 +296,12 @@ impl Views {
     }
 
     /// Why the index must be rebuilt before use, if it must.
-    pub(crate) fn rebuild_reason(&self, db: &Database, name: &str, st: &ViewState) -> Option<String> {
+    pub(crate) fn rebuild_reason(
+        &self,
+        db: &Database,
+        name: &str,
+        st: &ViewState,
+    ) -> Option<String> {
         if !st.built() {
             return Some("first use".into());
         }
