@@ -585,6 +585,7 @@ print(json.dumps(out))
     assert_eq!(
         caps,
         [
+            "CONDSTORE",
             "ENABLE",
             "IDLE",
             "IMAP4REV1",

@@ -120,6 +120,119 @@ print(json.dumps(out))
     server.stop();
 }
 
+/// CONDSTORE through imapclient: HIGHESTMODSEQ from the mail file's
+/// change sequence, FETCH CHANGEDSINCE answering only what changed (here,
+/// a flag set by another session), STORE UNCHANGEDSINCE refusing a stale
+/// change; and the mod-sequences survive a restart.
+#[test]
+fn imapclient_resyncs_by_modseq() {
+    common::mail_clients();
+    let tmp = mail_dir();
+    let server = Server::start(tmp.path());
+    let imap = server.imap.clone().unwrap();
+    let script = r#"
+import json, sys
+from imapclient import IMAPClient
+host, port = sys.argv[1].rsplit(':', 1)
+def client():
+    c = IMAPClient(host, port=int(port), ssl=False)
+    c.login('bob', 'bob-password')
+    return c
+c = client()
+out = {'enabled': [x.decode() for x in c.enable('CONDSTORE')]}
+for i in range(4):
+    c.append('INBOX', b'Subject: r%d\r\n\r\nbody\r\n' % i)
+sel = c.select_folder('INBOX')
+high = sel[b'HIGHESTMODSEQ']
+uids = c.search(['ALL'])
+before = c.fetch(uids, ['MODSEQ', 'FLAGS'])
+out['modseqs'] = [before[u][b'MODSEQ'][0] for u in uids]
+out['high'] = high
+other = client()
+other.select_folder('INBOX')
+other.add_flags(uids[2], [b'\\Seen'])
+other.logout()
+c.noop()
+changed = c.fetch(uids, ['FLAGS'], modifiers=['CHANGEDSINCE %d' % high])
+out['changed'] = sorted(changed.keys())
+out['changed_modseq'] = changed[uids[2]][b'MODSEQ'][0]
+c.logout()
+print(json.dumps(out))
+"#;
+    let out = common::python(script, &[&imap]);
+    assert_eq!(out["enabled"], common::json(r#"["CONDSTORE"]"#), "{out}");
+    let high = out["high"].as_u64().unwrap();
+    let modseqs: Vec<u64> = out["modseqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_u64().unwrap())
+        .collect();
+    assert!(modseqs.iter().all(|&m| m >= 1 && m <= high), "{out}");
+    let uids: Vec<u64> = out["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        uids.len(),
+        1,
+        "only the message another session changed: {out}"
+    );
+    assert!(out["changed_modseq"].as_u64().unwrap() > high, "{out}");
+
+    // UNCHANGEDSINCE through imaplib: a store based on the old
+    // HIGHESTMODSEQ is refused for the message changed since.
+    let stale = common::python(
+        r#"
+import imaplib, json, sys
+host, port = sys.argv[1].rsplit(':', 1)
+m = imaplib.IMAP4(host, int(port))
+m.login('bob', 'bob-password')
+typ, _ = m.select('INBOX')
+typ, data = m.uid('FETCH', '1:*', '(UID MODSEQ)')
+rows = [d.decode() for d in data]
+typ, r = m._simple_command('STORE', '1:*', '(UNCHANGEDSINCE %s)' % sys.argv[2], '+FLAGS', '(\\Flagged)')
+modified = m.response('MODIFIED')[1][0]
+m.response('FETCH')  # the STORE's own FETCH answers, read
+typ, data = m.fetch('1:*', '(FLAGS)')
+flags = [d.decode() for d in data]
+m.logout()
+print(json.dumps({'store': typ, 'modified': modified.decode() if modified else None, 'flags': flags, 'rows': rows}))
+"#,
+        &[&imap, &high.to_string()],
+    );
+    assert_eq!(stale["store"], "OK", "{stale}");
+    assert_eq!(stale["modified"], "3", "the message changed since: {stale}");
+    let flags = stale["flags"].to_string();
+    assert_eq!(flags.matches("Flagged").count(), 3, "{flags}");
+    assert!(
+        flags.contains("3 (FLAGS (\\\\Seen))"),
+        "left alone: {flags}"
+    );
+    server.stop();
+    // After a restart the mod-sequences are the same (they are the
+    // documents' change sequence numbers).
+    let server = Server::start(tmp.path());
+    let imap = server.imap.clone().unwrap();
+    let again = common::python(
+        r#"
+import imaplib, json, sys
+host, port = sys.argv[1].rsplit(':', 1)
+m = imaplib.IMAP4(host, int(port))
+m.login('bob', 'bob-password')
+m.select('INBOX')
+typ, data = m.uid('FETCH', '1:*', '(UID MODSEQ)')
+m.logout()
+print(json.dumps([d.decode() for d in data]))
+"#,
+        &[&imap],
+    );
+    assert!(again.to_string().contains("MODSEQ ("), "{again}");
+    server.stop();
+}
+
 /// One message of a Maildir: its subject and its flags (the letters after
 /// `:2,` in its file name).
 fn maildir(dir: &Path) -> BTreeMap<String, (String, PathBuf)> {

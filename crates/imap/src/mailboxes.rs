@@ -6,9 +6,10 @@
 //! keeps the whole name as one folder name. `INBOX` is the Inbox folder
 //! whatever the case it is written in (RFC 9051 §5.1).
 
-use crate::session::{nonzero, Selected, Session, State};
+use crate::session::{nonzero, nonzero64, Selected, Session, State};
 use crate::store::{MailboxInfo, Mailstore};
 use crate::ImapError;
+use imap_next::imap_types::command::SelectParameter;
 use imap_next::imap_types::core::{Atom, IString, QuotedChar, Tag};
 use imap_next::imap_types::extensions::binary::LiteralOrLiteral8;
 use imap_next::imap_types::extensions::namespace::Namespace;
@@ -134,11 +135,25 @@ pub(crate) fn select(
     tag: Tag<'static>,
     mailbox: Mailbox<'static>,
     read_only: bool,
+    parameters: Vec<SelectParameter>,
 ) {
     let name = name_of(&mailbox);
+    for p in &parameters {
+        match p {
+            SelectParameter::CondStore => s.condstore = true,
+            SelectParameter::QResync { .. } => {
+                return s.bad(tag, "QRESYNC is not offered (CONDSTORE is)")
+            }
+        }
+    }
     // Selecting leaves the selected mailbox first, even if it fails.
     let store = match std::mem::replace(&mut s.state, State::Logout) {
-        State::Authenticated(st) | State::Selected(st, _) => st,
+        State::Authenticated(st) => st,
+        State::Selected(st, _) => {
+            // RFC 7162 §3.2.11: what follows is about the new mailbox.
+            s.untagged(Code::Closed, "the previous mailbox is closed");
+            st
+        }
         other => {
             s.state = other;
             return s.bad(tag, "sign in first");
@@ -174,6 +189,10 @@ pub(crate) fn select(
         "UIDs valid",
     );
     s.untagged(Code::UidNext(nonzero(snapshot.uid_next)), "next UID");
+    s.untagged(
+        Code::HighestModSeq(nonzero64(snapshot.highest_modseq)),
+        "highest mod-sequence",
+    );
     let (code, text) = if read_only {
         (Code::ReadOnly, "EXAMINE done")
     } else {
@@ -222,6 +241,9 @@ pub(crate) fn status(
                 Some(StatusDataItem::Unseen(m.len() as u32 - count("\\Seen")))
             }
             StatusDataItemName::Deleted => Some(StatusDataItem::Deleted(count("\\Deleted"))),
+            StatusDataItemName::HighestModSeq => {
+                Some(StatusDataItem::HighestModSeq(snapshot.highest_modseq))
+            }
             _ => None,
         })
         .collect();

@@ -157,6 +157,7 @@ impl MailFileStore {
                 _ => note.added.0,
             },
             size: u32::try_from(size).unwrap_or(u32::MAX),
+            modseq: note.change_seq.0.max(1),
         })
     }
 }
@@ -194,6 +195,9 @@ impl Mailstore for MailFileStore {
 
     fn snapshot(&self, mailbox: &str) -> ImapResult<Snapshot> {
         let source = self.source(mailbox)?;
+        // Read first: a change after it shows in a message's modseq
+        // above it, never the other way round.
+        let highest = self.db.last_seq().0;
         let info = self.db.info()?;
         let view = self
             .views
@@ -217,9 +221,14 @@ impl Mailstore for MailFileStore {
                 messages.push(self.meta(&note)?);
             }
         }
+        let highest = messages
+            .iter()
+            .map(|m| m.modseq)
+            .fold(highest.max(1), u64::max);
         Ok(Snapshot {
             uid_validity: uid_validity(info.instance_id.0),
             uid_next: info.next_note_id.max(1),
+            highest_modseq: highest,
             messages,
         })
     }
@@ -229,14 +238,35 @@ impl Mailstore for MailFileStore {
         self.bytes_of(&note)
     }
 
-    fn set_flags(&self, _mailbox: &str, uid: u32, flags: &[String]) -> ImapResult<()> {
+    fn set_flags(
+        &self,
+        _mailbox: &str,
+        uid: u32,
+        flags: &[String],
+        unchanged_since: Option<u64>,
+    ) -> ImapResult<Option<u64>> {
         let note = self.note(uid)?;
         let set = ItemUpdate::Set(Item {
             name: FLAGS_ITEM.into(),
             value: ItemValue::TextList(flags.to_vec()),
         });
-        self.db.update(note.oid.unid, vec![set], None, true)?;
-        Ok(())
+        let Some(limit) = unchanged_since else {
+            let meta = self.db.update(note.oid.unid, vec![set], None, true)?;
+            return Ok(Some(meta.change_seq.0));
+        };
+        if note.change_seq.0 > limit {
+            return Ok(None);
+        }
+        // Based on the version just compared: a change in between makes
+        // it a save conflict, which is what UNCHANGEDSINCE reports.
+        match self
+            .db
+            .update(note.oid.unid, vec![set], Some(note.oid.seq_num), false)
+        {
+            Ok(meta) => Ok(Some(meta.change_seq.0)),
+            Err(nsf::NsfError::SaveConflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()> {
@@ -259,7 +289,7 @@ impl Mailstore for MailFileStore {
                 .folder_remove(&self.db, &source.design, &[note.oid.unid])?;
             let mut flags = flags_of(&note);
             flags.retain(|f| !f.eq_ignore_ascii_case("\\Deleted"));
-            self.set_flags(mailbox, uid, &flags)?;
+            self.set_flags(mailbox, uid, &flags, None)?;
         }
         Ok(())
     }

@@ -57,6 +57,10 @@ pub struct MessageMeta {
     pub internal_date: i64,
     /// The size of the message as FETCH serves it, in bytes.
     pub size: u32,
+    /// Its mod-sequence (RFC 7162 MODSEQ): the document's change sequence
+    /// in the mail file, which every change of it (flags included) moves
+    /// up. Never 0.
+    pub modseq: u64,
 }
 
 /// A mailbox at one moment: its messages in UID order.
@@ -66,6 +70,9 @@ pub struct Snapshot {
     /// Greater than every UID the mailbox has had or will get next
     /// (design.md I55).
     pub uid_next: u32,
+    /// At least every message's `modseq` (RFC 7162 HIGHESTMODSEQ): the
+    /// mail file's change sequence, read before the messages were.
+    pub highest_modseq: u64,
     pub messages: Vec<MessageMeta>,
 }
 
@@ -90,8 +97,17 @@ pub trait Mailstore: Send {
     /// The message's bytes as served (RFC 5322): as received for mail
     /// that came by SMTP.
     fn message(&self, mailbox: &str, uid: u32) -> ImapResult<Vec<u8>>;
-    /// Replaces the message's flags (`\Recent` is never stored).
-    fn set_flags(&self, mailbox: &str, uid: u32, flags: &[String]) -> ImapResult<()>;
+    /// Replaces the message's flags (`\Recent` is never stored) and
+    /// answers its new mod-sequence; with `unchanged_since`, only if the
+    /// message's mod-sequence is not above it (RFC 7162 UNCHANGEDSINCE),
+    /// answering `None` (and changing nothing) if it is.
+    fn set_flags(
+        &self,
+        mailbox: &str,
+        uid: u32,
+        flags: &[String],
+        unchanged_since: Option<u64>,
+    ) -> ImapResult<Option<u64>>;
     /// Deletes the messages (a deletion stub each, so replicas and other
     /// sessions see it); durable when this returns.
     fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()>;
