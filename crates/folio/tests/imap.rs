@@ -499,3 +499,324 @@ fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
+
+/// COPY, MOVE, UIDPLUS, RENAME, NAMESPACE and ENABLE through imaplib. A
+/// copy is a message of its own (a new document, design.md I56): new
+/// UIDs in the destination, its own flags, and expunging it leaves the
+/// original alone.
+#[test]
+fn copy_move_rename_and_the_capabilities_that_say_so() {
+    let tmp = mail_dir();
+    let d = tmp.path();
+    let server = Server::start(d);
+    let imap = server.imap.clone().unwrap();
+    let script = [
+        COMMON,
+        r#"
+out = {}
+m = login(sys.argv[1])
+typ, caps = m.capability()
+out['caps'] = sorted(caps[0].decode().split())
+for i in range(3):
+    m.append('INBOX', '(\\Flagged)' if i == 0 else None, None,
+             ('Subject: m%d\r\nMessage-ID: <m%d@x>\r\n\r\nbody %d\r\n' % (i, i, i)).encode())
+typ, _ = m.create('Archive')
+typ, st = m.status('Archive', '(UIDNEXT UIDVALIDITY)')
+out['archive_before'] = st[0].decode()
+m.select('INBOX')
+typ, f = m.fetch('1:*', '(UID)')
+out['inbox_uids'] = [x.decode() for x in f]
+typ, c = m.copy('1', 'Archive')
+out['copy'] = [typ, c[0].decode()]
+typ, r = m._simple_command('COPY', '1', 'Archive')
+out['copy_resp'] = m.response('COPYUID')[1][0].decode()
+typ, moved = m.uid('MOVE', out['inbox_uids'][1].split('UID ')[1].rstrip(')'), 'Archive')
+out['move'] = typ
+out['move_copyuid'] = m.response('COPYUID')[1][0].decode()
+out['move_expunge'] = [x.decode() for x in m.response('EXPUNGE')[1] if x]
+typ, n = m.select('INBOX')
+out['inbox_after'] = n[0].decode()
+typ, nope = m._simple_command('MOVE', '1', 'Nowhere')
+out['nowhere'] = [typ, nope[0].decode()]
+typ, r = m.copy('1', '"All Documents"')
+out['to_all'] = [typ, r[0].decode()]
+typ, n = m.select('Archive')
+out['archive_exists'] = n[0].decode()
+typ, f = m.fetch('1:*', '(UID FLAGS BODY.PEEK[HEADER.FIELDS (SUBJECT)])')
+out['archive'] = [x[0].decode() + x[1].decode().strip() for x in f if isinstance(x, tuple)]
+m.store('1', '+FLAGS', '\\Seen \\Deleted')
+typ, gone = m.expunge()
+out['archive_expunged'] = [g.decode() for g in gone if g]
+m.select('INBOX')
+typ, f = m.fetch('1:*', '(FLAGS BODY.PEEK[HEADER.FIELDS (SUBJECT)])')
+out['inbox'] = [x[0].decode() + x[1].decode().strip() for x in f if isinstance(x, tuple)]
+typ, ns = m.namespace()
+out['namespace'] = ns[0].decode()
+m.close()
+typ, en = m._simple_command('ENABLE', 'CONDSTORE')
+out['enable'] = [typ, [x.decode() for x in m.response('ENABLED')[1] if x is not None]]
+m.create('Projects')
+m.create('Projects/2026')
+typ, r = m.rename('Projects', 'Work')
+out['rename'] = typ
+typ, r = m.rename('Archive', 'Sent')
+out['rename_taken'] = [typ, r[0].decode()]
+typ, r = m.rename('INBOX', 'Old')
+out['rename_inbox'] = typ
+typ, r = m.rename('Drafts', 'Mine')
+out['rename_drafts'] = typ
+typ, r = m.rename('Archive', 'Kept')
+typ, boxes = m.list()
+out['boxes'] = [b.decode().split(' "/" ')[1] for b in boxes]
+typ, n = m.select('Kept')
+out['kept'] = n[0].decode()
+m.logout()
+print(json.dumps(out))
+"#,
+    ]
+    .concat();
+    let out = common::python(&script, &[&imap]);
+    let caps: Vec<String> = out["caps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        caps,
+        [
+            "CONDSTORE",
+            "ENABLE",
+            "IDLE",
+            "IMAP4REV1",
+            "MOVE",
+            "NAMESPACE",
+            "SPECIAL-USE",
+            "UIDPLUS",
+            "UNSELECT"
+        ],
+        "exactly what is implemented"
+    );
+    let before = out["archive_before"].as_str().unwrap();
+    let validity = number_after(before, "UIDVALIDITY ");
+    let uid_next = number_after(before, "UIDNEXT ");
+    let inbox_uids: Vec<u64> = out["inbox_uids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| number_after(u.as_str().unwrap(), "UID "))
+        .collect();
+    assert_eq!(out["copy"][0], "OK", "{out}");
+    // COPYUID validity source destination: a new UID, at or above the
+    // UIDNEXT the destination had.
+    let copyuid = out["copy_resp"].as_str().unwrap();
+    let parts: Vec<&str> = copyuid.split(' ').collect();
+    assert_eq!(parts[0].parse::<u64>().unwrap(), validity, "{copyuid}");
+    assert_eq!(parts[1].parse::<u64>().unwrap(), inbox_uids[0]);
+    assert!(parts[2].parse::<u64>().unwrap() >= uid_next, "{copyuid}");
+    assert_eq!(out["move"], "OK", "{out}");
+    let moved: Vec<&str> = out["move_copyuid"].as_str().unwrap().split(' ').collect();
+    assert_eq!(moved[1].parse::<u64>().unwrap(), inbox_uids[1]);
+    assert!(moved[2].parse::<u64>().unwrap() > parts[2].parse::<u64>().unwrap());
+    assert_eq!(out["move_expunge"], json("[\"2\"]"), "{out}");
+    assert_eq!(out["inbox_after"], "2");
+    assert_eq!(out["nowhere"][0], "NO", "{out}");
+    assert!(
+        out["nowhere"][1].as_str().unwrap().contains("[TRYCREATE]"),
+        "{out}"
+    );
+    assert_eq!(out["to_all"][0], "NO", "{out}");
+    assert!(
+        out["to_all"][1].as_str().unwrap().contains("All Documents"),
+        "{out}"
+    );
+    // Archive: two copies of m0 (\Flagged kept) and the moved m1.
+    assert_eq!(out["archive_exists"], "3", "{out}");
+    let archive = out["archive"].to_string();
+    assert_eq!(archive.matches("Subject: m0").count(), 2, "{archive}");
+    assert_eq!(archive.matches("Subject: m1").count(), 1, "{archive}");
+    assert!(
+        archive.contains("\\\\Flagged"),
+        "flags go with a copy: {archive}"
+    );
+    assert_eq!(out["archive_expunged"], json("[\"1\"]"));
+    // The original m0 in INBOX: still there, \Flagged, not \Seen.
+    let inbox = out["inbox"].to_string();
+    assert!(inbox.contains("Subject: m0"), "{inbox}");
+    assert!(!inbox.contains("Subject: m1"), "moved away: {inbox}");
+    assert!(
+        !inbox.contains("Seen"),
+        "the copy's flags are its own: {inbox}"
+    );
+    assert_eq!(out["namespace"], "((\"\" \"/\")) NIL NIL");
+    assert_eq!(out["enable"][0], "OK", "{out}");
+    assert_eq!(out["rename"], "OK");
+    assert_eq!(out["rename_taken"][0], "NO");
+    assert!(
+        out["rename_taken"][1]
+            .as_str()
+            .unwrap()
+            .contains("ALREADYEXISTS"),
+        "{out}"
+    );
+    assert_eq!(out["rename_inbox"], "NO");
+    assert_eq!(out["rename_drafts"], "NO");
+    let boxes = out["boxes"].to_string();
+    for b in ["Work", "Work/2026", "Kept"] {
+        assert!(
+            boxes.contains(&format!("\\\"{b}\\\"")) || boxes.contains(&format!("\"{b}\"")),
+            "{b} in {boxes}"
+        );
+    }
+    assert!(!boxes.contains("Projects"), "{boxes}");
+    assert!(!boxes.contains("Archive"), "{boxes}");
+    assert_eq!(out["kept"], "2", "the renamed folder keeps its messages");
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+    server.stop();
+}
+
+fn number_after(text: &str, key: &str) -> u64 {
+    let at = text.find(key).unwrap_or_else(|| panic!("{key} in {text}")) + key.len();
+    text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// kill -9 while a client copies and moves messages one by one: after the
+/// restart every message is in exactly one of INBOX and Archive (a MOVE
+/// is one commit: never lost, never in both), every acknowledged MOVE is
+/// done, and every acknowledged COPY is there once (the one in flight at
+/// the kill at most once).
+#[test]
+fn a_kill_during_copies_and_moves_loses_and_doubles_nothing() {
+    const N: usize = 40;
+    let tmp = mail_dir();
+    let d = tmp.path();
+    let server = Server::start(d);
+    let imap = server.imap.clone().unwrap();
+    common::python(
+        &[
+            COMMON,
+            r#"
+m = login(sys.argv[1])
+m.create('Archive')
+m.create('Copies')
+for i in range(int(sys.argv[2])):
+    m.append('INBOX', None, None, ('Subject: n%d\r\n\r\nbody %d\r\n' % (i, i)).encode())
+m.logout()
+print('{}')
+"#,
+        ]
+        .concat(),
+        &[&imap, &N.to_string()],
+    );
+    let mut child = Command::new("python3")
+        .arg("-")
+        .arg(&imap)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let script = [
+        COMMON,
+        r#"
+m = login(sys.argv[1])
+m.select('INBOX')
+typ, f = m.fetch('1:*', '(UID BODY.PEEK[HEADER.FIELDS (SUBJECT)])')
+pairs = [(x[0].decode().split('UID ')[1].split(' ')[0], x[1].decode().split(':', 1)[1].strip())
+         for x in f if isinstance(x, tuple)]
+try:
+    for uid, subject in pairs:
+        typ, _ = m.uid('COPY', uid, 'Copies')
+        if typ != 'OK':
+            break
+        print('c', subject, flush=True)
+        typ, _ = m.uid('MOVE', uid, 'Archive')
+        if typ != 'OK':
+            break
+        print('m', subject, flush=True)
+except Exception:
+    pass
+"#,
+    ]
+    .concat();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut acked: Vec<String> = Vec::new();
+    while acked.len() < 10 {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut lines, &mut line).unwrap() == 0 {
+            break;
+        }
+        acked.push(line.trim().to_string());
+    }
+    server.kill();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
+    child.wait().unwrap();
+    acked.extend(rest.lines().map(|l| l.trim().to_string()));
+    assert!(acked.len() >= 10, "some were acknowledged first: {acked:?}");
+
+    let server = Server::start(d);
+    let imap = server.imap.clone().unwrap();
+    let seen = common::python(
+        &[
+            COMMON,
+            r#"
+m = login(sys.argv[1])
+out = {}
+for box in ['INBOX', 'Archive', 'Copies']:
+    typ, n = m.select(box, readonly=True)
+    subjects = []
+    if int(n[0]) > 0:
+        typ, data = m.fetch('1:*', '(BODY.PEEK[HEADER.FIELDS (SUBJECT)])')
+        subjects = [x[1].decode().split(':', 1)[1].strip() for x in data if isinstance(x, tuple)]
+    out[box] = subjects
+m.logout()
+print(json.dumps(out))
+"#,
+        ]
+        .concat(),
+        &[&imap],
+    );
+    let list = |b: &str| -> Vec<String> {
+        seen[b]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (inbox, archive, copies) = (list("INBOX"), list("Archive"), list("Copies"));
+    let count = |l: &[String], s: &str| l.iter().filter(|x| *x == s).count();
+    for i in 0..N {
+        let s = format!("n{i}");
+        assert_eq!(
+            count(&inbox, &s) + count(&archive, &s),
+            1,
+            "{s} in exactly one of INBOX {inbox:?} and Archive {archive:?}"
+        );
+        assert!(count(&copies, &s) <= 1, "{s} copied twice: {copies:?}");
+        if acked.contains(&format!("m {s}")) {
+            assert_eq!(count(&archive, &s), 1, "acknowledged move of {s} lost");
+        }
+        if acked.contains(&format!("c {s}")) {
+            assert_eq!(count(&copies, &s), 1, "acknowledged copy of {s} lost");
+        }
+    }
+    // Nothing past the one command in flight at the kill.
+    let moves = acked.iter().filter(|a| a.starts_with("m ")).count();
+    let copied = acked.iter().filter(|a| a.starts_with("c ")).count();
+    assert!(archive.len() <= moves + 1, "{archive:?} vs {acked:?}");
+    assert!(copies.len() <= copied + 1, "{copies:?} vs {acked:?}");
+    server.stop();
+}

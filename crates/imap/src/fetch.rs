@@ -3,7 +3,7 @@
 //! INTERNALDATE and RFC822.SIZE come from the snapshot alone).
 
 use crate::mime;
-use crate::session::{flag_fetch, nonzero};
+use crate::session::{flag_fetch, nonzero, nonzero64};
 use crate::store::{Mailstore, MessageMeta};
 use crate::{ImapError, ImapResult};
 use chrono::{FixedOffset, TimeZone};
@@ -102,7 +102,8 @@ pub(crate) fn items(
                 );
                 MessageDataItem::Rfc822Text(literal(t)?)
             }
-            // Not offered (no BINARY, no CONDSTORE capability).
+            MessageDataItemName::ModSeq => MessageDataItem::ModSeq(nonzero64(m.modseq)),
+            // Not offered (no BINARY).
             _ => continue,
         };
         out.push(item);

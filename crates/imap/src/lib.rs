@@ -10,19 +10,21 @@
 //! ```text
 //!   session.rs    the sans-I/O state machine: bytes in, bytes out
 //!   auth.rs       LOGIN, AUTHENTICATE PLAIN, the plaintext rule
-//!   mailboxes.rs  LIST/LSUB, SELECT/EXAMINE, STATUS, CREATE/DELETE, APPEND
-//!   messages.rs   FETCH, STORE, SEARCH, EXPUNGE, COPY (sequence numbers and UIDs)
+//!   mailboxes.rs  LIST/LSUB, SELECT/EXAMINE, STATUS, CREATE/DELETE/RENAME, APPEND
+//!   messages.rs   FETCH, STORE, SEARCH, EXPUNGE, COPY/MOVE (sequence numbers and UIDs)
 //!   fetch.rs      one message's FETCH items
 //!   mime.rs       sections, ENVELOPE, BODYSTRUCTURE from the message's bytes
 //!   search.rs     SEARCH keys against a message
 //!   seqset.rs     sequence sets over a snapshot, bounded by its size
 //!   store.rs      the Mailstore and Accounts traits the session calls
 //!   mailfile.rs   Mailstore over a mail file (nsf + views)
+//!   copy.rs       COPY and MOVE on a mail file: copies filed in one commit
 //!   render.rs     MIME for a document that did not arrive as MIME
 //!   limits.rs     SessionLimits and Transport
 //! ```
 
 mod auth;
+mod copy;
 mod error;
 mod fetch;
 mod limits;
@@ -41,5 +43,5 @@ pub use limits::{SessionLimits, Transport};
 pub use mailfile::{MailFileStore, FLAGS_ITEM};
 pub use session::{Session, Step};
 pub use store::{
-    Accounts, LoginRefused, MailboxInfo, Mailstore, MessageMeta, Snapshot, SpecialUse,
+    Accounts, LoginRefused, MailboxInfo, Mailstore, MessageMeta, Snapshot, SpecialUse, Transfer,
 };

@@ -6,14 +6,16 @@
 //! keeps the whole name as one folder name. `INBOX` is the Inbox folder
 //! whatever the case it is written in (RFC 9051 §5.1).
 
-use crate::session::{nonzero, Selected, Session, State};
+use crate::session::{nonzero, nonzero64, Selected, Session, State};
 use crate::store::{MailboxInfo, Mailstore};
 use crate::ImapError;
-use imap_next::imap_types::core::{Atom, QuotedChar, Tag};
+use imap_next::imap_types::command::SelectParameter;
+use imap_next::imap_types::core::{Atom, IString, QuotedChar, Tag};
 use imap_next::imap_types::extensions::binary::LiteralOrLiteral8;
+use imap_next::imap_types::extensions::namespace::Namespace;
 use imap_next::imap_types::flag::{Flag, FlagNameAttribute, FlagPerm};
 use imap_next::imap_types::mailbox::{ListMailbox, Mailbox};
-use imap_next::imap_types::response::{Code, Data, Status};
+use imap_next::imap_types::response::{Code, CodeOther, Data, Status};
 use imap_next::imap_types::status::{StatusDataItem, StatusDataItemName};
 use std::borrow::Cow;
 
@@ -133,11 +135,25 @@ pub(crate) fn select(
     tag: Tag<'static>,
     mailbox: Mailbox<'static>,
     read_only: bool,
+    parameters: Vec<SelectParameter>,
 ) {
     let name = name_of(&mailbox);
+    for p in &parameters {
+        match p {
+            SelectParameter::CondStore => s.condstore = true,
+            SelectParameter::QResync { .. } => {
+                return s.bad(tag, "QRESYNC is not offered (CONDSTORE is)")
+            }
+        }
+    }
     // Selecting leaves the selected mailbox first, even if it fails.
     let store = match std::mem::replace(&mut s.state, State::Logout) {
-        State::Authenticated(st) | State::Selected(st, _) => st,
+        State::Authenticated(st) => st,
+        State::Selected(st, _) => {
+            // RFC 7162 §3.2.11: what follows is about the new mailbox.
+            s.untagged(Code::Closed, "the previous mailbox is closed");
+            st
+        }
         other => {
             s.state = other;
             return s.bad(tag, "sign in first");
@@ -173,6 +189,10 @@ pub(crate) fn select(
         "UIDs valid",
     );
     s.untagged(Code::UidNext(nonzero(snapshot.uid_next)), "next UID");
+    s.untagged(
+        Code::HighestModSeq(nonzero64(snapshot.highest_modseq)),
+        "highest mod-sequence",
+    );
     let (code, text) = if read_only {
         (Code::ReadOnly, "EXAMINE done")
     } else {
@@ -221,6 +241,9 @@ pub(crate) fn status(
                 Some(StatusDataItem::Unseen(m.len() as u32 - count("\\Seen")))
             }
             StatusDataItemName::Deleted => Some(StatusDataItem::Deleted(count("\\Deleted"))),
+            StatusDataItemName::HighestModSeq => {
+                Some(StatusDataItem::HighestModSeq(snapshot.highest_modseq))
+            }
             _ => None,
         })
         .collect();
@@ -253,6 +276,62 @@ pub(crate) fn delete(s: &mut Session, tag: Tag<'static>, mailbox: Mailbox<'stati
         Ok(()) => s.ok(tag, None, "DELETE done"),
         Err(e) => s.no(tag, None, &e.to_string()),
     }
+}
+
+/// RENAME (RFC 9051 §6.3.6) of a user folder, with the folders below
+/// it. The Inbox and the template's views are refused (renaming INBOX,
+/// which RFC 9051 defines as moving its messages, is not offered).
+pub(crate) fn rename(
+    s: &mut Session,
+    tag: Tag<'static>,
+    from: Mailbox<'static>,
+    to: Mailbox<'static>,
+) {
+    let (from, to) = (name_of(&from), name_of(&to));
+    let to = to.trim_end_matches('/').to_string();
+    if from == "INBOX" {
+        return s.no(tag, Some(code("CANNOT")), "INBOX cannot be renamed here");
+    }
+    let Some(store) = s.store() else { return };
+    match store.rename(&from, &to) {
+        Ok(()) => {
+            // The selected mailbox keeps being selected under its new name.
+            if let State::Selected(_, sel) = &mut s.state {
+                if sel.name == from {
+                    sel.name = to;
+                } else if let Some(rest) = sel.name.strip_prefix(&format!("{from}/")) {
+                    sel.name = format!("{to}/{rest}");
+                }
+            }
+            s.ok(tag, None, "RENAME done")
+        }
+        Err(e @ ImapError::MailboxExists(_)) => {
+            s.no(tag, Some(code("ALREADYEXISTS")), &e.to_string())
+        }
+        Err(e @ ImapError::NoMailbox(_)) => s.no(tag, Some(code("NONEXISTENT")), &e.to_string()),
+        Err(e) => s.no(tag, Some(code("CANNOT")), &e.to_string()),
+    }
+}
+
+/// A response code of RFC 5530 that imap-types has no variant for.
+pub(crate) fn code(atom: &'static str) -> Code<'static> {
+    Code::Other(CodeOther::unvalidated(atom.as_bytes()))
+}
+
+/// NAMESPACE (RFC 2342): one personal namespace, the empty prefix with
+/// `/` as delimiter; no other users' or shared ones yet.
+pub(crate) fn namespace(s: &mut Session, tag: Tag<'static>) {
+    let personal = Namespace {
+        prefix: IString::try_from("").expect("an empty quoted string"),
+        delimiter: QuotedChar::try_from('/').ok(),
+        extensions: Vec::new(),
+    };
+    s.data(Data::Namespace {
+        personal: vec![personal],
+        other: Vec::new(),
+        shared: Vec::new(),
+    });
+    s.ok(tag, None, "NAMESPACE done");
 }
 
 pub(crate) fn append(

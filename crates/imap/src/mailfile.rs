@@ -22,7 +22,7 @@
 //! hides from them is in no snapshot, so in no count, SEARCH or FETCH.
 
 use crate::render::render;
-use crate::store::{MailboxInfo, Mailstore, MessageMeta, Snapshot, SpecialUse};
+use crate::store::{MailboxInfo, Mailstore, MessageMeta, Snapshot, SpecialUse, Transfer};
 use crate::{ImapError, ImapResult};
 use mail::item;
 use nsf::{
@@ -37,6 +37,10 @@ use views::{ColumnDef, Kind, Row, Sort, Start, ViewDef, Views};
 /// then keywords).
 pub const FLAGS_ITEM: &str = "IMAPFlags";
 
+/// The item holding a copy's INTERNALDATE, the original's (date-time);
+/// without it, INTERNALDATE is when the document was added to the file.
+pub const IMAP_DATE_ITEM: &str = "IMAPDate";
+
 /// The built-in mailboxes: IMAP name, view or folder, special use.
 const BUILT_IN: [(&str, &str, Option<SpecialUse>); 4] = [
     ("INBOX", mail::INBOX, None),
@@ -50,17 +54,17 @@ const NOT_MAILBOXES: [&str; 2] = ["Calendar", mail::NOTICES_VIEW];
 
 /// A person's mail file seen through their access (see the module docs).
 pub struct MailFileStore {
-    db: Arc<Database>,
-    views: Arc<Views>,
-    access: Access,
+    pub(crate) db: Arc<Database>,
+    pub(crate) views: Arc<Views>,
+    pub(crate) access: Access,
 }
 
 /// Where a mailbox's messages come from.
-struct Source {
+pub(crate) struct Source {
     /// The folder or view's name in the mail file.
-    design: String,
-    folder: bool,
-    special: Option<SpecialUse>,
+    pub(crate) design: String,
+    pub(crate) folder: bool,
+    pub(crate) special: Option<SpecialUse>,
 }
 
 impl MailFileStore {
@@ -68,7 +72,7 @@ impl MailFileStore {
         MailFileStore { db, views, access }
     }
 
-    fn source(&self, name: &str) -> ImapResult<Source> {
+    pub(crate) fn source(&self, name: &str) -> ImapResult<Source> {
         if let Some((_, design, special)) = BUILT_IN
             .iter()
             .find(|(n, _, _)| *n == name || (*n == "INBOX" && name.eq_ignore_ascii_case(n)))
@@ -90,7 +94,7 @@ impl MailFileStore {
         Err(ImapError::NoMailbox(name.to_string()))
     }
 
-    fn user_folders(&self) -> ImapResult<Vec<String>> {
+    pub(crate) fn user_folders(&self) -> ImapResult<Vec<String>> {
         Ok(self
             .views
             .list(&self.db)?
@@ -101,7 +105,7 @@ impl MailFileStore {
     }
 
     /// The readable document with note id `uid`.
-    fn note(&self, uid: u32) -> ImapResult<Note> {
+    pub(crate) fn note(&self, uid: u32) -> ImapResult<Note> {
         match self.db.get_by_id(NoteId(uid))? {
             Some(n) if !n.deleted && self.access.can_read(&n) => Ok(n),
             _ => Err(ImapError::NoMessage(uid)),
@@ -118,7 +122,7 @@ impl MailFileStore {
         }
     }
 
-    fn read_attachment(&self, unid: Unid, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn read_attachment(&self, unid: Unid, name: &str) -> Option<Vec<u8>> {
         let mut r = self.db.open_attachment(unid, name).ok()?;
         let mut out = Vec::new();
         r.read_to_end(&mut out).ok()?;
@@ -148,8 +152,12 @@ impl MailFileStore {
         Ok(MessageMeta {
             uid: note.note_id.0,
             flags: flags_of(note),
-            internal_date: note.added.0,
+            internal_date: match note.item(IMAP_DATE_ITEM).map(|i| &i.value) {
+                Some(ItemValue::DateTime(t)) => t.0,
+                _ => note.added.0,
+            },
             size: u32::try_from(size).unwrap_or(u32::MAX),
+            modseq: note.change_seq.0.max(1),
         })
     }
 }
@@ -187,6 +195,9 @@ impl Mailstore for MailFileStore {
 
     fn snapshot(&self, mailbox: &str) -> ImapResult<Snapshot> {
         let source = self.source(mailbox)?;
+        // Read first: a change after it shows in a message's modseq
+        // above it, never the other way round.
+        let highest = self.db.last_seq().0;
         let info = self.db.info()?;
         let view = self
             .views
@@ -210,9 +221,14 @@ impl Mailstore for MailFileStore {
                 messages.push(self.meta(&note)?);
             }
         }
+        let highest = messages
+            .iter()
+            .map(|m| m.modseq)
+            .fold(highest.max(1), u64::max);
         Ok(Snapshot {
             uid_validity: uid_validity(info.instance_id.0),
             uid_next: info.next_note_id.max(1),
+            highest_modseq: highest,
             messages,
         })
     }
@@ -222,22 +238,64 @@ impl Mailstore for MailFileStore {
         self.bytes_of(&note)
     }
 
-    fn set_flags(&self, _mailbox: &str, uid: u32, flags: &[String]) -> ImapResult<()> {
+    fn set_flags(
+        &self,
+        _mailbox: &str,
+        uid: u32,
+        flags: &[String],
+        unchanged_since: Option<u64>,
+    ) -> ImapResult<Option<u64>> {
         let note = self.note(uid)?;
         let set = ItemUpdate::Set(Item {
             name: FLAGS_ITEM.into(),
             value: ItemValue::TextList(flags.to_vec()),
         });
-        self.db.update(note.oid.unid, vec![set], None, true)?;
+        let Some(limit) = unchanged_since else {
+            let meta = self.db.update(note.oid.unid, vec![set], None, true)?;
+            return Ok(Some(meta.change_seq.0));
+        };
+        if note.change_seq.0 > limit {
+            return Ok(None);
+        }
+        // Based on the version just compared: a change in between makes
+        // it a save conflict, which is what UNCHANGEDSINCE reports.
+        match self
+            .db
+            .update(note.oid.unid, vec![set], Some(note.oid.seq_num), false)
+        {
+            Ok(meta) => Ok(Some(meta.change_seq.0)),
+            Err(nsf::NsfError::SaveConflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()> {
+        let source = self.source(mailbox)?;
+        let others = if source.folder {
+            self.other_folders(&source.design)?
+        } else {
+            Vec::new()
+        };
+        for &uid in uids {
+            let note = self.note(uid)?;
+            if !self.held_elsewhere(&note, &others)? {
+                self.db.delete(note.oid.unid, None, true)?;
+                continue;
+            }
+            // Another folder holds the same document (filed there through
+            // Folio's own API): it leaves this folder only, and the
+            // \Deleted meant for this folder does not follow it there.
+            self.views
+                .folder_remove(&self.db, &source.design, &[note.oid.unid])?;
+            let mut flags = flags_of(&note);
+            flags.retain(|f| !f.eq_ignore_ascii_case("\\Deleted"));
+            self.set_flags(mailbox, uid, &flags, None)?;
+        }
         Ok(())
     }
 
-    fn expunge(&self, _mailbox: &str, uids: &[u32]) -> ImapResult<()> {
-        for &uid in uids {
-            let note = self.note(uid)?;
-            self.db.delete(note.oid.unid, None, true)?;
-        }
-        Ok(())
+    fn transfer(&self, from: &str, uids: &[u32], to: &str, how: Transfer) -> ImapResult<Vec<u32>> {
+        self.transfer_messages(from, uids, to, how)
     }
 
     fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32> {
@@ -310,17 +368,7 @@ impl Mailstore for MailFileStore {
     }
 
     fn create(&self, mailbox: &str) -> ImapResult<()> {
-        if mailbox.is_empty()
-            || BUILT_IN
-                .iter()
-                .any(|(n, d, _)| n.eq_ignore_ascii_case(mailbox) || d.eq_ignore_ascii_case(mailbox))
-            || NOT_MAILBOXES
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(mailbox))
-        {
-            return Err(ImapError::MailboxExists(mailbox.to_string()));
-        }
-        if self.user_folders()?.iter().any(|f| f == mailbox) {
+        if self.taken(mailbox)? {
             return Err(ImapError::MailboxExists(mailbox.to_string()));
         }
         let column = |title: &str, formula: &str, sort| ColumnDef {
@@ -353,8 +401,57 @@ impl Mailstore for MailFileStore {
         Ok(())
     }
 
+    fn rename(&self, from: &str, to: &str) -> ImapResult<()> {
+        let source = self.source(from)?;
+        if !source.folder || source.design == mail::INBOX {
+            return Err(ImapError::Refused(format!(
+                "{from} belongs to the mail template and cannot be renamed"
+            )));
+        }
+        let below = format!("{}/", source.design);
+        if to.starts_with(&below) {
+            return Err(ImapError::Refused(format!(
+                "{from} cannot move below itself"
+            )));
+        }
+        let case_only = to.eq_ignore_ascii_case(&source.design);
+        if !case_only && self.taken(to)? {
+            return Err(ImapError::MailboxExists(to.to_string()));
+        }
+        // The folder, then every folder below it (RFC 9051 §6.3.6).
+        let mut pairs = vec![(source.design.clone(), to.to_string())];
+        for f in self.user_folders()? {
+            if let Some(rest) = f.strip_prefix(&below) {
+                let new = format!("{to}/{rest}");
+                if self.taken(&new)? {
+                    return Err(ImapError::MailboxExists(new));
+                }
+                pairs.push((f, new));
+            }
+        }
+        self.views.rename(&self.db, &pairs)?;
+        Ok(())
+    }
+
     fn change_marker(&self) -> u64 {
         self.db.last_seq().0
+    }
+}
+
+impl MailFileStore {
+    /// Whether a new folder may not be called `name`: empty, a name of
+    /// the template (in any case), or a folder's already.
+    fn taken(&self, name: &str) -> ImapResult<bool> {
+        let template = BUILT_IN
+            .iter()
+            .any(|(n, d, _)| n.eq_ignore_ascii_case(name) || d.eq_ignore_ascii_case(name))
+            || NOT_MAILBOXES.iter().any(|n| n.eq_ignore_ascii_case(name));
+        Ok(name.is_empty()
+            || template
+            || self
+                .user_folders()?
+                .iter()
+                .any(|f| f.eq_ignore_ascii_case(name)))
     }
 }
 

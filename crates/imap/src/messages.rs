@@ -1,5 +1,5 @@
 //! Commands on the selected mailbox's messages: FETCH, STORE, SEARCH,
-//! EXPUNGE / UID EXPUNGE, CLOSE / UNSELECT, each by sequence number or
+//! COPY / MOVE, EXPUNGE / UID EXPUNGE, CLOSE / UNSELECT, each by sequence number or
 //! (UID form) by UID.
 //!
 //! Flags are items of the document (`mailfile.rs`), so a STORE is a
@@ -8,17 +8,24 @@
 //! (a deletion stub, which replicates like any deletion).
 
 use crate::fetch;
+use crate::mailboxes::name_of;
 use crate::search::{self, Candidate};
 use crate::seqset::resolve;
-use crate::session::{flag_fetch, flags_data, nonzero, Session, State};
+use crate::session::{flag_fetch, flags_data, nonzero, nonzero64, Session, State};
+use crate::store::Transfer;
+use crate::ImapError;
+use imap_next::imap_types::command::{FetchModifier, StoreModifier};
 use imap_next::imap_types::core::{Charset, Tag, Vec1};
+use imap_next::imap_types::extensions::uidplus::{UidElement, UidSet};
 use imap_next::imap_types::fetch::{
     MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName,
 };
 use imap_next::imap_types::flag::{Flag, StoreResponse, StoreType};
+use imap_next::imap_types::mailbox::Mailbox;
 use imap_next::imap_types::response::{Code, Data};
 use imap_next::imap_types::search::SearchKey;
 use imap_next::imap_types::sequence::SequenceSet;
+use imap_next::imap_types::sequence::{SeqOrUid, Sequence};
 use imap_next::imap_types::ToStatic;
 
 pub(crate) fn fetch(
@@ -27,6 +34,7 @@ pub(crate) fn fetch(
     set: &SequenceSet,
     names: MacroOrMessageDataItemNames<'static>,
     uid: bool,
+    modifiers: Vec<FetchModifier>,
 ) {
     let mut names: Vec<MessageDataItemName<'static>> = match names {
         MacroOrMessageDataItemNames::Macro(m) => m.expand().iter().map(|n| n.to_static()).collect(),
@@ -35,6 +43,24 @@ pub(crate) fn fetch(
     if uid && !names.contains(&MessageDataItemName::Uid) {
         names.push(MessageDataItemName::Uid);
     }
+    let mut changed_since = None;
+    for m in modifiers {
+        match m {
+            FetchModifier::ChangedSince(n) => changed_since = Some(n.get()),
+            FetchModifier::Vanished => {
+                return s.bad(tag, "VANISHED is QRESYNC's, which is not offered")
+            }
+        }
+    }
+    // RFC 7162 §3.1.4: CHANGEDSINCE implies MODSEQ; either turns
+    // CONDSTORE on.
+    if changed_since.is_some() && !names.contains(&MessageDataItemName::ModSeq) {
+        names.push(MessageDataItemName::ModSeq);
+    }
+    if names.contains(&MessageDataItemName::ModSeq) {
+        s.condstore = true;
+    }
+    let condstore = s.condstore;
     let State::Selected(store, sel) = &mut s.state else {
         return;
     };
@@ -46,6 +72,9 @@ pub(crate) fn fetch(
     let mut failed = None;
     for i in picked {
         let meta = sel.snapshot.messages[i].clone();
+        if changed_since.is_some_and(|n| meta.modseq <= n) {
+            continue;
+        }
         let mut got = match fetch::items(store.as_ref(), &sel.name, &meta, &names) {
             Ok(g) => g,
             Err(e) => {
@@ -57,9 +86,16 @@ pub(crate) fn fetch(
         if got.sets_seen && unseen && !sel.read_only {
             let mut flags = meta.flags.clone();
             flags.push("\\Seen".into());
-            if store.set_flags(&sel.name, meta.uid, &flags).is_ok() {
+            if let Ok(Some(modseq)) = store.set_flags(&sel.name, meta.uid, &flags, None) {
                 let now = flag_fetch(&flags);
                 sel.snapshot.messages[i].flags = flags;
+                sel.snapshot.messages[i].modseq = modseq;
+                if condstore {
+                    let m = MessageDataItem::ModSeq(nonzero64(modseq));
+                    got.items
+                        .retain(|it| !matches!(it, MessageDataItem::ModSeq(_)));
+                    got.items.push(m);
+                }
                 // RFC 9051 §6.4.5: the changed flags go with the answer.
                 match got
                     .items
@@ -95,11 +131,20 @@ pub(crate) fn store(
     s: &mut Session,
     tag: Tag<'static>,
     set: &SequenceSet,
-    kind: StoreType,
-    response: StoreResponse,
-    flags: Vec<Flag<'static>>,
+    (kind, response, flags): (StoreType, StoreResponse, Vec<Flag<'static>>),
     uid: bool,
+    modifiers: Vec<StoreModifier>,
 ) {
+    let unchanged_since = modifiers
+        .iter()
+        .map(|m| match m {
+            StoreModifier::UnchangedSince(n) => *n,
+        })
+        .next();
+    if unchanged_since.is_some() {
+        s.condstore = true;
+    }
+    let condstore = s.condstore;
     let State::Selected(store, sel) = &mut s.state else {
         return;
     };
@@ -113,26 +158,44 @@ pub(crate) fn store(
     let given: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
     let mut out = Vec::new();
     let mut failed = None;
+    let mut modified = Vec::new();
     for i in picked {
         let m = &sel.snapshot.messages[i];
         let new = updated(&m.flags, &given, &kind);
         if new != m.flags {
-            if let Err(e) = store.set_flags(&sel.name, m.uid, &new) {
-                failed = Some(e.to_string());
-                continue;
+            match store.set_flags(&sel.name, m.uid, &new, unchanged_since) {
+                Ok(Some(modseq)) => {
+                    sel.snapshot.messages[i].flags = new;
+                    sel.snapshot.messages[i].modseq = modseq;
+                }
+                // Changed since the client's UNCHANGEDSINCE: left alone.
+                Ok(None) => {
+                    modified.push(if uid { m.uid } else { i as u32 + 1 });
+                    continue;
+                }
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    continue;
+                }
             }
-            sel.snapshot.messages[i].flags = new;
         }
         if response == StoreResponse::Answer {
-            out.push(flags_data(i, &sel.snapshot.messages[i], uid));
+            out.push(flags_data(i, &sel.snapshot.messages[i], uid, condstore));
         }
     }
     for d in out {
         s.data(d);
     }
-    match failed {
+    if let Some(why) = failed {
+        return s.no(tag, None, &format!("some flags could not be stored: {why}"));
+    }
+    match modified_set(&modified) {
         None => s.ok(tag, None, "STORE done"),
-        Some(why) => s.no(tag, None, &format!("some flags could not be stored: {why}")),
+        Some(set) => s.ok(
+            tag,
+            Some(Code::Modified(set)),
+            "STORE done but for messages changed since UNCHANGEDSINCE",
+        ),
     }
 }
 
@@ -183,15 +246,24 @@ pub(crate) fn search(
     let last_uid = msgs.last().map_or(0, |m| m.uid);
     let mut found = Vec::new();
     let mut failed = None;
+    let mut highest = 0;
     for (i, m) in msgs.iter().enumerate() {
         let mut c = Candidate::new(store.as_ref(), &sel.name, m, i as u32 + 1, count, last_uid);
         match search::all(criteria.as_ref(), &mut c) {
-            Ok(true) => found.push(nonzero(if uid { m.uid } else { i as u32 + 1 })),
+            Ok(true) => {
+                found.push(nonzero(if uid { m.uid } else { i as u32 + 1 }));
+                highest = highest.max(m.modseq);
+            }
             Ok(false) => {}
             Err(e) => failed = Some(e.to_string()),
         }
     }
-    s.data(Data::Search(found));
+    let with_modseq = criteria.as_ref().iter().any(search::uses_modseq);
+    let modseq = (with_modseq && highest > 0).then(|| nonzero64(highest));
+    if with_modseq {
+        s.condstore = true;
+    }
+    s.data(Data::Search(found, modseq));
     match failed {
         None => s.ok(tag, None, "SEARCH done"),
         Some(why) => s.no(
@@ -200,6 +272,88 @@ pub(crate) fn search(
             &format!("some messages could not be searched: {why}"),
         ),
     }
+}
+
+/// COPY and MOVE (RFC 9051 §6.4.7, RFC 6851), by sequence number or UID.
+/// The copies' UIDs go back in COPYUID (RFC 4315): in the tagged OK of a
+/// COPY; for a MOVE in an untagged OK before the originals' EXPUNGEs, as
+/// RFC 6851 §4.3 asks. All of it is one commit (`copy.rs`), durable
+/// before any answer.
+pub(crate) fn transfer(
+    s: &mut Session,
+    tag: Tag<'static>,
+    set: &SequenceSet,
+    mailbox: Mailbox<'static>,
+    uid: bool,
+    how: Transfer,
+) {
+    let to = name_of(&mailbox);
+    let State::Selected(store, sel) = &s.state else {
+        return;
+    };
+    let verb = match how {
+        Transfer::Copy => "COPY",
+        Transfer::Move => "MOVE",
+    };
+    if how == Transfer::Move && sel.read_only {
+        return s.no(tag, None, "the mailbox is read-only (EXAMINE)");
+    }
+    let picked = match resolve(set, uid, &sel.snapshot.messages) {
+        Ok(p) => p,
+        Err(e) => return s.bad(tag, &e),
+    };
+    if picked.is_empty() {
+        return s.ok(tag, None, &format!("{verb} done: no such messages"));
+    }
+    let uids: Vec<u32> = picked
+        .iter()
+        .map(|&i| sel.snapshot.messages[i].uid)
+        .collect();
+    let validity = sel.snapshot.uid_validity;
+    let here = sel.name == to || (to == "INBOX" && sel.name.eq_ignore_ascii_case("INBOX"));
+    match store.transfer(&sel.name, &uids, &to, how) {
+        Ok(new) => {
+            let code = Code::CopyUid {
+                uid_validity: nonzero(validity),
+                source: uid_set(&uids),
+                destination: uid_set(&new),
+            };
+            match how {
+                Transfer::Copy => {
+                    if here {
+                        s.refresh();
+                    }
+                    s.ok(tag, Some(code), "COPY done")
+                }
+                Transfer::Move => {
+                    s.untagged(code, "moved");
+                    s.refresh();
+                    s.ok(tag, None, "MOVE done")
+                }
+            }
+        }
+        Err(e @ ImapError::NoMailbox(_)) => s.no(tag, Some(Code::TryCreate), &e.to_string()),
+        Err(e) => s.no(tag, None, &format!("{verb} failed, nothing changed: {e}")),
+    }
+}
+
+/// The messages a STORE UNCHANGEDSINCE left alone, for MODIFIED.
+fn modified_set(numbers: &[u32]) -> Option<SequenceSet> {
+    let seqs: Vec<Sequence> = numbers
+        .iter()
+        .map(|&n| Sequence::Single(SeqOrUid::Value(nonzero(n))))
+        .collect();
+    Vec1::try_from(seqs).ok().map(SequenceSet)
+}
+
+/// UIDs in the order given, for COPYUID (whose two sets pair up by
+/// position).
+fn uid_set(uids: &[u32]) -> UidSet {
+    let elements: Vec<UidElement> = uids
+        .iter()
+        .map(|&u| UidElement::Single(nonzero(u)))
+        .collect();
+    UidSet(crate::session::vec1(elements))
 }
 
 /// EXPUNGE (every `\Deleted` message) or UID EXPUNGE (those of them in

@@ -165,5 +165,20 @@ fn matches(key: &SearchKey<'_>, c: &mut Candidate<'_>) -> ImapResult<bool> {
         K::Header(name, s) => c.header_contains(&text(name), &text(s))?,
         K::Body(s) => c.body_contains(&text(s), false)?,
         K::Text(s) => c.body_contains(&text(s), true)?,
+        // RFC 7162 §3.1.5: per-flag entries are not kept apart, so the
+        // message's one mod-sequence answers for each.
+        K::ModSequence { modseq, .. } => c.meta.modseq >= *modseq,
     })
+}
+
+/// Whether a search uses MODSEQ (then its answer names the highest
+/// mod-sequence found, RFC 7162 §3.1.5).
+pub(crate) fn uses_modseq(key: &SearchKey<'_>) -> bool {
+    match key {
+        SearchKey::ModSequence { .. } => true,
+        SearchKey::And(keys) => keys.as_ref().iter().any(uses_modseq),
+        SearchKey::Not(k) => uses_modseq(k),
+        SearchKey::Or(a, b) => uses_modseq(a) || uses_modseq(b),
+        _ => false,
+    }
 }

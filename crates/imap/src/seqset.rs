@@ -83,6 +83,7 @@ mod tests {
                 flags: vec![],
                 internal_date: 0,
                 size: 1,
+                modseq: 1,
             })
             .collect()
     }

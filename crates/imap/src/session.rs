@@ -32,11 +32,12 @@
 //! put into a folder later) is shown from the next SELECT (I55).
 
 use crate::limits::{SessionLimits, Transport};
-use crate::store::{Accounts, Mailstore, MessageMeta, Snapshot};
+use crate::store::{Accounts, Mailstore, MessageMeta, Snapshot, Transfer};
 use crate::{auth, mailboxes, messages};
 use imap_next::imap_types::auth::AuthMechanism;
 use imap_next::imap_types::command::{Command, CommandBody};
 use imap_next::imap_types::core::{Atom, Tag, Vec1};
+use imap_next::imap_types::extensions::enable::CapabilityEnable;
 use imap_next::imap_types::fetch::MessageDataItem;
 use imap_next::imap_types::flag::{Flag, FlagFetch};
 use imap_next::imap_types::response::{
@@ -64,6 +65,21 @@ pub enum Step {
     /// guessing passwords costs time), reading nothing meanwhile.
     Pause(std::time::Duration),
 }
+
+/// What a signed-in session can do beyond IMAP4rev1, exactly what is
+/// implemented: IDLE (RFC 2177), UIDPLUS (RFC 4315), UNSELECT (RFC
+/// 3691), SPECIAL-USE (RFC 6154), MOVE (RFC 6851), NAMESPACE (RFC 2342),
+/// ENABLE (RFC 5161), CONDSTORE (RFC 7162, without QRESYNC).
+const AFTER_SIGN_IN: [&str; 8] = [
+    "IDLE",
+    "UIDPLUS",
+    "UNSELECT",
+    "SPECIAL-USE",
+    "MOVE",
+    "NAMESPACE",
+    "ENABLE",
+    "CONDSTORE",
+];
 
 /// Refused sign-ins a session may make; the next one ends it.
 const MAX_FAILED_LOGINS: u32 = 5;
@@ -103,6 +119,10 @@ pub struct Session {
     failed_logins: u32,
     /// A pause owed before the next answer.
     pause: Option<std::time::Duration>,
+    /// CONDSTORE is on (RFC 7162 §3.1: ENABLE, SELECT (CONDSTORE) or a
+    /// command that uses it): every FETCH a flag change causes carries
+    /// the message's MODSEQ.
+    pub(crate) condstore: bool,
 }
 
 impl Session {
@@ -125,6 +145,7 @@ impl Session {
             tls_after: None,
             failed_logins: 0,
             pause: None,
+            condstore: false,
         };
         s.server = Server::new(options(&s.limits), greeting(&s.capabilities()));
         s
@@ -231,7 +252,7 @@ impl Session {
         let Ok(new) = store.snapshot(&sel.name) else {
             return;
         };
-        for d in changes(&mut sel.snapshot, new) {
+        for d in changes(&mut sel.snapshot, new, self.condstore) {
             self.server.enqueue_data(d);
         }
     }
@@ -260,8 +281,14 @@ impl Session {
             CommandBody::StartTLS => self.starttls(tag),
             CommandBody::Login { username, password } => auth::login(self, tag, username, password),
             _ if !authenticated => self.bad(tag, "sign in first (LOGIN or AUTHENTICATE)"),
-            CommandBody::Select { mailbox, .. } => mailboxes::select(self, tag, mailbox, false),
-            CommandBody::Examine { mailbox, .. } => mailboxes::select(self, tag, mailbox, true),
+            CommandBody::Select {
+                mailbox,
+                parameters,
+            } => mailboxes::select(self, tag, mailbox, false, parameters),
+            CommandBody::Examine {
+                mailbox,
+                parameters,
+            } => mailboxes::select(self, tag, mailbox, true, parameters),
             CommandBody::List {
                 reference,
                 mailbox_wildcard,
@@ -275,6 +302,9 @@ impl Session {
                 item_names,
             } => mailboxes::status(self, tag, mailbox, &item_names),
             CommandBody::Create { mailbox } => mailboxes::create(self, tag, mailbox),
+            CommandBody::Rename { from, to } => mailboxes::rename(self, tag, from, to),
+            CommandBody::Namespace => mailboxes::namespace(self, tag),
+            CommandBody::Enable { capabilities } => self.enable(tag, capabilities),
             CommandBody::Delete { mailbox } => mailboxes::delete(self, tag, mailbox),
             CommandBody::Subscribe { .. } | CommandBody::Unsubscribe { .. } => {
                 // Every mailbox is subscribed: LSUB answers what LIST does.
@@ -297,23 +327,69 @@ impl Session {
                 sequence_set,
                 macro_or_item_names,
                 uid,
-                ..
-            } => messages::fetch(self, tag, &sequence_set, macro_or_item_names, uid),
+                modifiers,
+            } => messages::fetch(
+                self,
+                tag,
+                &sequence_set,
+                macro_or_item_names,
+                uid,
+                modifiers,
+            ),
             CommandBody::Store {
                 sequence_set,
                 kind,
                 response,
                 flags,
                 uid,
-                ..
-            } => messages::store(self, tag, &sequence_set, kind, response, flags, uid),
+                modifiers,
+            } => messages::store(
+                self,
+                tag,
+                &sequence_set,
+                (kind, response, flags),
+                uid,
+                modifiers,
+            ),
             CommandBody::Search {
                 charset,
                 criteria,
                 uid,
             } => messages::search(self, tag, charset, criteria, uid),
+            CommandBody::Copy {
+                sequence_set,
+                mailbox,
+                uid,
+            } => messages::transfer(self, tag, &sequence_set, mailbox, uid, Transfer::Copy),
+            CommandBody::Move {
+                sequence_set,
+                mailbox,
+                uid,
+            } => messages::transfer(self, tag, &sequence_set, mailbox, uid, Transfer::Move),
             _ => self.bad(tag, "command not supported by Folio"),
         }
+    }
+
+    /// ENABLE (RFC 5161): CONDSTORE is the one extension that can be
+    /// enabled; `* ENABLED` names it if asked, and nothing else. Only
+    /// before a mailbox is selected.
+    fn enable(&mut self, tag: Tag<'static>, asked: Vec1<CapabilityEnable<'static>>) {
+        if matches!(self.state, State::Selected(..)) {
+            return self.bad(tag, "ENABLE only before selecting a mailbox");
+        }
+        let mut enabled = Vec::new();
+        if asked
+            .as_ref()
+            .iter()
+            .any(|c| matches!(c, CapabilityEnable::CondStore))
+        {
+            self.condstore = true;
+            enabled.push(CapabilityEnable::CondStore);
+        }
+        self.data(Data::Enabled {
+            capabilities: enabled,
+        });
+        self.ok(tag, None, "ENABLE done");
     }
 
     fn starttls(&mut self, tag: Tag<'static>) {
@@ -376,10 +452,7 @@ impl Session {
                 c.push(Capability::LoginDisabled);
             }
         } else {
-            c.push(Capability::Idle);
-            c.push(Capability::UidPlus);
-            c.push(Capability::Unselect);
-            c.push(atom_capability("SPECIAL-USE"));
+            c.extend(AFTER_SIGN_IN.iter().copied().map(atom_capability));
         }
         c
     }
@@ -500,7 +573,7 @@ fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
 
 /// What a client holding `old` must hear to hold `new` (see the module
 /// docs); `old` becomes what the client then holds.
-fn changes(old: &mut Snapshot, new: Snapshot) -> Vec<Data<'static>> {
+fn changes(old: &mut Snapshot, new: Snapshot, condstore: bool) -> Vec<Data<'static>> {
     let mut out = Vec::new();
     let kept: std::collections::HashMap<u32, &MessageMeta> =
         new.messages.iter().map(|m| (m.uid, m)).collect();
@@ -514,9 +587,15 @@ fn changes(old: &mut Snapshot, new: Snapshot) -> Vec<Data<'static>> {
     }
     for (i, m) in old.messages.iter_mut().enumerate() {
         let now = kept[&m.uid];
+        let moved = now.modseq != m.modseq;
+        m.modseq = now.modseq;
         if now.flags != m.flags {
             m.flags = now.flags.clone();
-            out.push(flags_data(i, m, true));
+            out.push(flags_data(i, m, true, condstore));
+        } else if moved && condstore {
+            // Changed, flags and all as they were: RFC 7162 §3.2 still
+            // tells a CONDSTORE client the new MODSEQ.
+            out.push(flags_data(i, m, true, condstore));
         }
     }
     let last = old.messages.last().map_or(0, |m| m.uid);
@@ -531,14 +610,24 @@ fn changes(old: &mut Snapshot, new: Snapshot) -> Vec<Data<'static>> {
         out.push(Data::Exists(old.messages.len() as u32));
     }
     old.uid_next = old.uid_next.max(new.uid_next);
+    old.highest_modseq = old.highest_modseq.max(new.highest_modseq);
     out
 }
 
-/// `* n FETCH (FLAGS (...) [UID u])` for the message at index `i`.
-pub(crate) fn flags_data(i: usize, m: &MessageMeta, with_uid: bool) -> Data<'static> {
+/// `* n FETCH (FLAGS (...) [UID u] [MODSEQ (m)])` for the message at
+/// index `i`.
+pub(crate) fn flags_data(
+    i: usize,
+    m: &MessageMeta,
+    with_uid: bool,
+    with_modseq: bool,
+) -> Data<'static> {
     let mut items = vec![MessageDataItem::Flags(flag_fetch(&m.flags))];
     if with_uid {
         items.push(MessageDataItem::Uid(nonzero(m.uid)));
+    }
+    if with_modseq {
+        items.push(MessageDataItem::ModSeq(nonzero64(m.modseq)));
     }
     Data::Fetch {
         seq: nonzero(i as u32 + 1),
@@ -552,6 +641,10 @@ pub(crate) fn flag_fetch(flags: &[String]) -> Vec<FlagFetch<'static>> {
         .filter_map(|f| Flag::try_from(f.as_str()).ok().map(|f| f.to_static()))
         .map(FlagFetch::Flag)
         .collect()
+}
+
+pub(crate) fn nonzero64(n: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(n).unwrap_or(std::num::NonZeroU64::MIN)
 }
 
 pub(crate) fn nonzero(n: u32) -> NonZeroU32 {

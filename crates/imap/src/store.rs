@@ -57,6 +57,10 @@ pub struct MessageMeta {
     pub internal_date: i64,
     /// The size of the message as FETCH serves it, in bytes.
     pub size: u32,
+    /// Its mod-sequence (RFC 7162 MODSEQ): the document's change sequence
+    /// in the mail file, which every change of it (flags included) moves
+    /// up. Never 0.
+    pub modseq: u64,
 }
 
 /// A mailbox at one moment: its messages in UID order.
@@ -66,7 +70,20 @@ pub struct Snapshot {
     /// Greater than every UID the mailbox has had or will get next
     /// (design.md I55).
     pub uid_next: u32,
+    /// At least every message's `modseq` (RFC 7162 HIGHESTMODSEQ): the
+    /// mail file's change sequence, read before the messages were.
+    pub highest_modseq: u64,
     pub messages: Vec<MessageMeta>,
+}
+
+/// What COPY and MOVE do to the messages they take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transfer {
+    /// The originals stay where they are.
+    Copy,
+    /// The originals leave the source mailbox, in the same commit that
+    /// stores the copies (RFC 6851).
+    Move,
 }
 
 /// A person's mail as the session sees it (see the module docs). Names
@@ -80,18 +97,35 @@ pub trait Mailstore: Send {
     /// The message's bytes as served (RFC 5322): as received for mail
     /// that came by SMTP.
     fn message(&self, mailbox: &str, uid: u32) -> ImapResult<Vec<u8>>;
-    /// Replaces the message's flags (`\Recent` is never stored).
-    fn set_flags(&self, mailbox: &str, uid: u32, flags: &[String]) -> ImapResult<()>;
+    /// Replaces the message's flags (`\Recent` is never stored) and
+    /// answers its new mod-sequence; with `unchanged_since`, only if the
+    /// message's mod-sequence is not above it (RFC 7162 UNCHANGEDSINCE),
+    /// answering `None` (and changing nothing) if it is.
+    fn set_flags(
+        &self,
+        mailbox: &str,
+        uid: u32,
+        flags: &[String],
+        unchanged_since: Option<u64>,
+    ) -> ImapResult<Option<u64>>;
     /// Deletes the messages (a deletion stub each, so replicas and other
     /// sessions see it); durable when this returns.
     fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()>;
     /// Stores a new message in the mailbox; durable when this returns.
     /// Answers its UID.
     fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32>;
+    /// Copies the messages `uids` of `from` into `to` (or moves them),
+    /// durable when this returns, all of them or none. Answers the
+    /// copies' UIDs in the order of `uids`: new UIDs of `to`, above every
+    /// UID it has had (RFC 4315 COPYUID).
+    fn transfer(&self, from: &str, uids: &[u32], to: &str, how: Transfer) -> ImapResult<Vec<u32>>;
     /// Makes a user folder.
     fn create(&self, mailbox: &str) -> ImapResult<()>;
     /// Removes a user folder (its messages stay in the mail file).
     fn delete(&self, mailbox: &str) -> ImapResult<()>;
+    /// Renames a user folder, and the folders below it in the hierarchy
+    /// (`from/...`), in one commit.
+    fn rename(&self, from: &str, to: &str) -> ImapResult<()>;
     /// A number that changes whenever anything in the store may have
     /// (the database's change sequence), cheap enough to read often: an
     /// idling session looks again only when it moved.

@@ -5,7 +5,7 @@
 
 use imap::{
     Accounts, ImapError, ImapResult, LoginRefused, MailboxInfo, Mailstore, MessageMeta, Session,
-    SessionLimits, Snapshot, SpecialUse, Step, Transport,
+    SessionLimits, Snapshot, SpecialUse, Step, Transfer, Transport,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -18,6 +18,8 @@ type Boxes = BTreeMap<String, BTreeMap<u32, (Vec<String>, Vec<u8>)>>;
 struct Model {
     boxes: Arc<Mutex<Boxes>>,
     next_uid: Arc<Mutex<u32>>,
+    /// UID → mod-sequence (1 until its flags change).
+    modseq: Arc<Mutex<BTreeMap<u32, u64>>>,
 }
 
 impl Model {
@@ -50,9 +52,20 @@ impl Mailstore for Model {
         let b = boxes
             .get(mailbox)
             .ok_or_else(|| ImapError::NoMailbox(mailbox.into()))?;
+        // Not in the struct expression: its guard would live through the
+        // messages' own locking.
+        let highest = self
+            .modseq
+            .lock()
+            .unwrap()
+            .values()
+            .copied()
+            .max()
+            .unwrap_or(1);
         Ok(Snapshot {
             uid_validity: 7,
             uid_next: *self.next_uid.lock().unwrap(),
+            highest_modseq: highest,
             messages: b
                 .iter()
                 .map(|(uid, (flags, bytes))| MessageMeta {
@@ -60,6 +73,7 @@ impl Mailstore for Model {
                     flags: flags.clone(),
                     internal_date: 0,
                     size: bytes.len() as u32,
+                    modseq: *self.modseq.lock().unwrap().get(uid).unwrap_or(&1),
                 })
                 .collect(),
         })
@@ -72,14 +86,27 @@ impl Mailstore for Model {
             .map(|m| m.1.clone())
             .ok_or(ImapError::NoMessage(uid))
     }
-    fn set_flags(&self, mailbox: &str, uid: u32, flags: &[String]) -> ImapResult<()> {
+    fn set_flags(
+        &self,
+        mailbox: &str,
+        uid: u32,
+        flags: &[String],
+        unchanged_since: Option<u64>,
+    ) -> ImapResult<Option<u64>> {
         let mut boxes = self.boxes.lock().unwrap();
         let m = boxes
             .get_mut(mailbox)
             .and_then(|b| b.get_mut(&uid))
             .ok_or(ImapError::NoMessage(uid))?;
+        let mut seqs = self.modseq.lock().unwrap();
+        let now = *seqs.get(&uid).unwrap_or(&1);
+        if unchanged_since.is_some_and(|limit| now > limit) {
+            return Ok(None);
+        }
         m.0 = flags.to_vec();
-        Ok(())
+        let next = seqs.values().copied().max().unwrap_or(1) + 1;
+        seqs.insert(uid, next);
+        Ok(Some(next))
     }
     fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()> {
         let mut boxes = self.boxes.lock().unwrap();
@@ -110,6 +137,38 @@ impl Mailstore for Model {
     }
     fn delete(&self, mailbox: &str) -> ImapResult<()> {
         self.boxes.lock().unwrap().remove(mailbox);
+        Ok(())
+    }
+    fn transfer(&self, from: &str, uids: &[u32], to: &str, how: Transfer) -> ImapResult<Vec<u32>> {
+        let mut boxes = self.boxes.lock().unwrap();
+        if !boxes.contains_key(to) {
+            return Err(ImapError::NoMailbox(to.into()));
+        }
+        let mut next = self.next_uid.lock().unwrap();
+        let mut new = Vec::new();
+        for u in uids {
+            let m = boxes[from]
+                .get(u)
+                .cloned()
+                .ok_or(ImapError::NoMessage(*u))?;
+            if how == Transfer::Move {
+                boxes.get_mut(from).unwrap().remove(u);
+            }
+            boxes.get_mut(to).unwrap().insert(*next, m);
+            new.push(*next);
+            *next += 1;
+        }
+        Ok(new)
+    }
+    fn rename(&self, from: &str, to: &str) -> ImapResult<()> {
+        let mut boxes = self.boxes.lock().unwrap();
+        if boxes.contains_key(to) {
+            return Err(ImapError::MailboxExists(to.into()));
+        }
+        let b = boxes
+            .remove(from)
+            .ok_or_else(|| ImapError::NoMailbox(from.into()))?;
+        boxes.insert(to.into(), b);
         Ok(())
     }
     fn change_marker(&self) -> u64 {
@@ -220,6 +279,126 @@ fn a_whole_conversation() {
     let (out, closed) = talk(&mut s, b"a12 LOGOUT\r\n");
     assert!(out.contains("* BYE") && out.contains("a12 OK"), "{out}");
     assert!(closed);
+}
+
+#[test]
+fn copy_and_move_answer_copyuid_and_expunge_in_order() {
+    let model = Model::new();
+    for i in 0..3 {
+        model
+            .append(
+                "INBOX",
+                &[],
+                format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes(),
+            )
+            .unwrap();
+    }
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"");
+    talk(&mut s, b"a1 LOGIN bob secret\r\n");
+    let (out, _) = talk(&mut s, b"a2 CAPABILITY\r\n");
+    assert!(
+        out.contains(
+            "* CAPABILITY IMAP4REV1 IDLE UIDPLUS UNSELECT SPECIAL-USE MOVE NAMESPACE ENABLE CONDSTORE\r\n"
+        ),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a3 NAMESPACE\r\n");
+    assert!(
+        out.contains("* NAMESPACE ((\"\" \"/\")) NIL NIL\r\n"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a4 ENABLE FOO\r\n");
+    assert!(out.contains("* ENABLED\r\na4 OK"), "{out}");
+    talk(&mut s, b"a5 CREATE Archive\r\n");
+    talk(&mut s, b"a6 SELECT INBOX\r\n");
+    let (out, _) = talk(&mut s, b"a7 ENABLE CONDSTORE\r\n");
+    assert!(out.contains("a7 BAD"), "ENABLE after SELECT: {out}");
+    let (out, _) = talk(&mut s, b"a8 COPY 1:2 Archive\r\n");
+    assert!(out.contains("a8 OK [COPYUID 7 1,2 4,5]"), "{out}");
+    let (out, _) = talk(&mut s, b"a9 UID MOVE 2 Archive\r\n");
+    let copyuid = out.find("* OK [COPYUID 7 2 6]").expect(&out);
+    let expunge = out.find("* 2 EXPUNGE").expect(&out);
+    let done = out.find("a9 OK").expect(&out);
+    assert!(copyuid < expunge && expunge < done, "RFC 6851 order: {out}");
+    let (out, _) = talk(&mut s, b"a10 MOVE 1 Nowhere\r\n");
+    assert!(out.contains("a10 NO [TRYCREATE]"), "{out}");
+    let (out, _) = talk(&mut s, b"a11 UID MOVE 99 Archive\r\n");
+    assert!(out.contains("a11 OK"), "no such UID, nothing moved: {out}");
+    let (out, _) = talk(&mut s, b"a12 MOVE 9 Archive\r\n");
+    assert!(out.contains("a12 BAD"), "{out}");
+    let (out, _) = talk(&mut s, b"a13 EXAMINE INBOX\r\n");
+    assert!(out.contains("* 2 EXISTS"), "{out}");
+    let (out, _) = talk(&mut s, b"a14 MOVE 1 Archive\r\n");
+    assert!(out.contains("a14 NO"), "read-only: {out}");
+    let (out, _) = talk(&mut s, b"a15 RENAME Archive Kept\r\n");
+    assert!(out.contains("a15 OK"), "{out}");
+    let (out, _) = talk(&mut s, b"a16 STATUS Kept (MESSAGES)\r\n");
+    assert!(out.contains("(MESSAGES 3)"), "{out}");
+    let (out, _) = talk(&mut s, b"a17 RENAME INBOX Other\r\n");
+    assert!(out.contains("a17 NO"), "{out}");
+}
+
+#[test]
+fn condstore_tells_what_changed_since_and_refuses_stale_stores() {
+    let model = Model::new();
+    for i in 0..3 {
+        model
+            .append(
+                "INBOX",
+                &[],
+                format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes(),
+            )
+            .unwrap();
+    }
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"");
+    talk(&mut s, b"a1 LOGIN bob secret\r\n");
+    let (out, _) = talk(&mut s, b"a2 SELECT INBOX (CONDSTORE)\r\n");
+    assert!(out.contains("[HIGHESTMODSEQ 1]"), "{out}");
+    let (out, _) = talk(&mut s, b"a3 STORE 2 +FLAGS (\\Seen)\r\n");
+    assert!(
+        out.contains("* 2 FETCH (FLAGS (\\Seen) MODSEQ (2))"),
+        "CONDSTORE on: MODSEQ with the flags: {out}"
+    );
+    let (out, _) = talk(&mut s, b"a4 FETCH 1:* (FLAGS) (CHANGEDSINCE 1)\r\n");
+    assert!(out.contains("* 2 FETCH"), "{out}");
+    assert!(
+        !out.contains("* 1 FETCH") && !out.contains("* 3 FETCH"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MODSEQ (2)"),
+        "CHANGEDSINCE implies MODSEQ: {out}"
+    );
+    // Another session changes message 3: a store based on what this one
+    // saw fails for it, and works for the others.
+    model
+        .set_flags("INBOX", 3, &["\\Flagged".into()], None)
+        .unwrap();
+    let (out, _) = talk(
+        &mut s,
+        b"a5 STORE 1,3 (UNCHANGEDSINCE 2) +FLAGS (\\Answered)\r\n",
+    );
+    assert!(out.contains("a5 OK [MODIFIED 3]"), "{out}");
+    assert!(
+        out.contains("* 1 FETCH (FLAGS (\\Answered) MODSEQ (4))"),
+        "{out}"
+    );
+    // The session's view moves at NOOP (another session's change).
+    let (out, _) = talk(&mut s, b"a8 NOOP\r\n");
+    assert!(
+        out.contains("* 3 FETCH (FLAGS (\\Flagged) UID 3 MODSEQ (3))"),
+        "{out}"
+    );
+    let (out, _) = talk(&mut s, b"a6 UID SEARCH MODSEQ 3\r\n");
+    assert!(out.contains("* SEARCH 1 3 (MODSEQ 4)"), "{out}");
+    let (out, _) = talk(&mut s, b"a7 STATUS INBOX (HIGHESTMODSEQ)\r\n");
+    assert!(out.contains("HIGHESTMODSEQ 4"), "{out}");
+    let (out, _) = talk(&mut s, b"a9 FETCH 1 (FLAGS) (VANISHED)\r\n");
+    assert!(out.contains("a9 BAD"), "{out}");
+    let (out, _) = talk(&mut s, b"a10 EXAMINE INBOX\r\n");
+    assert!(out.contains("* OK [CLOSED]"), "{out}");
 }
 
 #[test]

@@ -312,7 +312,12 @@ impl Views {
     }
 
     /// Why the index must be rebuilt before use, if it must.
-    fn rebuild_reason(&self, db: &Database, name: &str, st: &ViewState) -> Option<String> {
+    pub(crate) fn rebuild_reason(
+        &self,
+        db: &Database,
+        name: &str,
+        st: &ViewState,
+    ) -> Option<String> {
         if !st.built() {
             return Some("first use".into());
         }
@@ -596,7 +601,7 @@ fn apply_changes(
     })
 }
 
-fn change_members(
+pub(crate) fn change_members(
     tx: &mut IndexTxn<'_, '_>,
     path: &str,
     name: &str,

@@ -341,6 +341,59 @@ fn missing_console_tools() -> Vec<&'static str> {
     .collect()
 }
 
+/// The mail clients the IMAP tests drive (`scripts/install-mail-clients.sh`:
+/// `mbsync` from Debian's isync, `imapclient` from PyPI), installed by that
+/// script the first time a test finds one missing. A client still missing
+/// afterwards fails the test with the script's output: these tests are
+/// not skipped.
+pub fn mail_clients() {
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| {
+        if missing_mail_clients().is_empty() {
+            return Ok(());
+        }
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-mail-clients.sh");
+        let ran = Command::new("bash").arg(&script).output();
+        let missing = missing_mail_clients();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(match ran {
+            Ok(o) => format!(
+                "{} missing after {} ({}): {}",
+                missing.join(", "),
+                script.display(),
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => format!("{} could not be run: {e}", script.display()),
+        })
+    });
+    if let Err(why) = installed {
+        panic!("{why}");
+    }
+}
+
+fn missing_mail_clients() -> Vec<&'static str> {
+    let runs = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    [
+        ("mbsync", runs("mbsync", &["--version"])),
+        ("imapclient", runs("python3", &["-c", "import imapclient"])),
+    ]
+    .into_iter()
+    .filter(|(_, ok)| !ok)
+    .map(|(name, _)| name)
+    .collect()
+}
+
 /// Runs a Python script (on stdin) with `args`, through the `python3` on
 /// PATH: a client nobody here wrote (smtplib, imaplib). Its stdout must be
 /// JSON; a failed script fails the test with its stderr.

@@ -21,6 +21,7 @@
 use super::foreign::{meta_of, StagedNote};
 use crate::attach;
 use crate::foreign::ForeignOutcome;
+use crate::index::IndexTxn;
 use crate::lineage;
 use crate::records::{load_stored, lookup_unid, store_note};
 use crate::txn::Txn;
@@ -43,6 +44,16 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
             txn,
             available: content.into_iter().map(|a| (a.blob_id, a)).collect(),
             used: HashSet::new(),
+        }
+    }
+
+    /// The same transaction as an index transaction, for the layer above
+    /// to change folder membership (and delete notes) in the commit that
+    /// stores this batch's notes: all of it durable together, or none of
+    /// it (I4). How an IMAP COPY or MOVE files its copies (design.md I56).
+    pub fn index(&mut self) -> IndexTxn<'_, 'b> {
+        IndexTxn {
+            txn: &mut *self.txn,
         }
     }
 
