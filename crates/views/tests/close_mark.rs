@@ -3,35 +3,22 @@
 //! checkpoint has synced the file system past its clean mark: the close
 //! itself syncs no file (design.md I8, I14, I19).
 
-use nsf::{Engine, EngineConfig, Item, ItemValue, Unid};
-use std::path::Path;
+mod common;
+
+use nsf::{Engine, Item, ItemValue, Unid};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::backend::{CrashBackend, CrashMode};
 use storage::Backend;
-use translog::LogConfig;
-use views::{ColumnDef, Row, Start, ViewConfig, ViewDef, Views};
+use views::{ColumnDef, Row, Start, ViewDef, Views};
 
 /// An engine whose cache keeps one database open and whose background
 /// thread closes the others, with no timed checkpoint in the test's span.
 fn open(backend: Arc<dyn Backend>) -> (Engine, Views) {
-    let mut cfg = EngineConfig::new("/data");
-    cfg.buffer_pool_size = 4 << 20;
-    cfg.max_open_databases = 1;
-    cfg.flush_interval = Duration::from_secs(3600);
-    let mut lc = LogConfig::new(Path::new("/data/translog"));
-    lc.extent_size = 256 << 10;
-    lc.max_size = 8 << 20;
-    cfg.log = Some(lc);
-    let (engine, _) = Engine::open(backend.clone(), cfg).unwrap();
-    let views = Views::new(
-        backend,
-        ViewConfig {
-            rebuild_dir: "/sort".into(),
-            rebuild_memory: 1 << 20,
-        },
-    );
-    (engine, views)
+    common::open_logged(backend, |cfg| {
+        cfg.max_open_databases = 1;
+        cfg.flush_interval = Duration::from_secs(3600);
+    })
 }
 
 fn doc(engine: &Engine, key: &str) -> Unid {

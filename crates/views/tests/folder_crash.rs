@@ -3,31 +3,16 @@
 //! restart): the index must be rebuilt from the logged membership first,
 //! not changed in place over pages the crash lost (I14).
 
-use nsf::{Engine, EngineConfig, Item, ItemValue, Unid};
-use std::path::Path;
+mod common;
+
+use nsf::{Engine, Item, ItemValue, Unid};
 use std::sync::Arc;
 use storage::backend::{CrashBackend, CrashMode};
 use storage::Backend;
-use translog::LogConfig;
-use views::{ColumnDef, Row, Start, ViewConfig, ViewDef, Views};
+use views::{ColumnDef, Row, Start, ViewDef, Views};
 
 fn open(backend: Arc<dyn Backend>) -> (Engine, Views) {
-    let mut cfg = EngineConfig::new("/data");
-    cfg.buffer_pool_size = 4 << 20;
-    cfg.background = false;
-    let mut lc = LogConfig::new(Path::new("/data/translog"));
-    lc.extent_size = 256 << 10;
-    lc.max_size = 8 << 20;
-    cfg.log = Some(lc);
-    let (engine, _) = Engine::open(backend.clone(), cfg).unwrap();
-    let views = Views::new(
-        backend,
-        ViewConfig {
-            rebuild_dir: "/sort".into(),
-            rebuild_memory: 1 << 20,
-        },
-    );
-    (engine, views)
+    common::open_logged(backend, |cfg| cfg.background = false)
 }
 
 fn doc(engine: &Engine, key: &str) -> Unid {
