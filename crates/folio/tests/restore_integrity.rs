@@ -333,7 +333,7 @@ fn an_unreadable_attachment_answers_a_json_error_before_any_content() {
             "{v}"
         );
     }
-    let log = srv.log();
+    let log = srv.log_with("an attachment cannot be read");
     let line = log
         .lines()
         .find(|l| l.contains("an attachment cannot be read"))

@@ -236,6 +236,21 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// The server's log once a line containing `needle` is in it (the
+    /// log is read from the server's stderr by a thread of its own, so a
+    /// line written just before an answer may arrive just after it), or
+    /// the log as it is after 10 s.
+    pub fn log_with(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            if log.contains(needle) || std::time::Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
