@@ -176,7 +176,9 @@ pub enum Prepared {
 #[derive(Debug, Default)]
 pub struct FlushReport {
     pub pages_written: u64,
-    pub files_synced: u64,
+    /// Files written (each synced too, unless the pass was
+    /// [`SyncMode::Deferred`]).
+    pub files_written: u64,
     /// Written frames left dirty because a newer version or a pending delta
     /// appeared during the flush.
     pub left_dirty: u64,
@@ -829,7 +831,7 @@ impl BufferPool {
             match written {
                 Ok(()) => {
                     report.pages_written += items.len() as u64;
-                    report.files_synced += 1;
+                    report.files_written += 1;
                     report.left_dirty += self.end_flush(items, true);
                 }
                 Err(e) => {

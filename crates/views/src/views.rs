@@ -103,7 +103,7 @@ impl DbViews {
         // all of them.
         let locks: Vec<_> = names.iter().map(|n| self.lock(n)).collect();
         let _held: Vec<_> = locks.iter().map(|l| l.lock()).collect();
-        let mark = db.clean_mark_for_close()?;
+        let mark = db.clean_mark_for_close();
         let path = db.path().to_string();
         // Losing the mark in a crash leaves the session id: a rebuild.
         db.index_write_visible(move |tx| -> nsf::NsfResult<ViewResult<()>> {

@@ -1,7 +1,7 @@
 //! The doors the layer above (views) reaches index pages through: an
 //! index transaction in the write queue, a consistent read, a direct
-//! bulk writer, and the flush that lets an unlogged index be marked
-//! clean. The types they hand out (`IndexTxn`, `IndexRead`, `BulkWriter`)
+//! bulk writer, and the clean mark of an unlogged index that is about to
+//! close. The types they hand out (`IndexTxn`, `IndexRead`, `BulkWriter`)
 //! live in `index.rs`, below this module.
 
 use super::apply::WriteOp;
@@ -11,7 +11,6 @@ use crate::index::{BulkWriter, CleanMark, IndexRead, IndexTxn};
 use crate::{NsfError, NsfResult};
 use parking_lot::Mutex;
 use std::sync::Arc;
-use storage::pool::SyncMode;
 use storage::PageId;
 
 impl Database {
@@ -105,19 +104,17 @@ impl Database {
     /// build wrote straight to the file are noted in the ledger at the
     /// mark here. [`Database::clean_mark_durable`] tells, after a restart,
     /// whether a checkpoint did. The close writes the pages. Unlogged,
-    /// they are synced now ([`Database::flush_pages`]) and the mark is
-    /// [`CleanMark::SYNCED`].
-    pub fn clean_mark_for_close(&self) -> NsfResult<CleanMark> {
+    /// commits write their pages themselves (I12): [`CleanMark::SYNCED`].
+    pub fn clean_mark_for_close(&self) -> CleanMark {
         let Durability::Logged { log, session, .. } = &self.core.durability else {
-            self.flush_pages()?;
-            return Ok(CleanMark::SYNCED);
+            return CleanMark::SYNCED;
         };
         let at = log.end_lsn();
         self.core.pool.note_unsynced(&self.core.handle, at);
-        Ok(CleanMark {
+        CleanMark {
             lsn: at.0,
             epoch: session.epoch,
-        })
+        }
     }
 
     /// Whether the pages written before `mark` was taken are durable
@@ -135,33 +132,5 @@ impl Database {
             }
             Durability::Unlogged => false,
         }
-    }
-
-    /// Writes every page of this database that was installed before the
-    /// call and syncs the file, so that what was in memory is also on disk
-    /// (used before marking an unlogged index clean, I14). Pages installed
-    /// by commits that run meanwhile may stay dirty: the caller must hold
-    /// off changes to whatever it needs flushed.
-    pub fn flush_pages(&self) -> NsfResult<()> {
-        let Durability::Logged { log, .. } = &self.core.durability else {
-            return Ok(()); // unlogged mode writes pages at commit (I12)
-        };
-        log.wait_durable(log.end_lsn())?;
-        let r = self.core.pool.flush_sized(
-            log.durable_lsn(),
-            &[(self.core.file, self.core.high_water())],
-            SyncMode::EachFile,
-        );
-        if let Some((_, _, reason)) = r.failures.into_iter().next() {
-            return Err(NsfError::DatabaseFailed {
-                path: self.core.path.clone(),
-                reason,
-            });
-        }
-        // Pages written straight to the file (bulk builds) as well.
-        self.core
-            .handle
-            .sync_data()
-            .map_err(|e| self.core.fail("fdatasync", e))
     }
 }
