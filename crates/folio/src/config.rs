@@ -65,6 +65,8 @@ pub struct FileConfig {
     pub smtp_listen: Option<String>,
     /// IMAP (reading mail) address, or "off" (the default).
     pub imap_listen: Option<String>,
+    /// CouchDB replication protocol address, or "off" (the default).
+    pub couchdb_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
     /// The highest zstd level granted to a client asking for one (1 to
@@ -489,6 +491,10 @@ impl FileConfig {
             Some("off") => s.http_listen = None,
             Some(a) => s.http_listen = Some(socket_addr("http_listen", a)?),
             None => {}
+        }
+        match self.couchdb_listen.as_deref() {
+            Some("off") | None => s.couchdb_listen = None,
+            Some(a) => s.couchdb_listen = Some(socket_addr("couchdb_listen", a)?),
         }
         if let Some(list) = &self.compression {
             s.native.compression = list
