@@ -1119,6 +1119,28 @@ mod tests {
     }
 
     #[test]
+    fn couchdb_listen_is_off_unless_set() {
+        let d = Path::new("/d");
+        let settings = |text: &str| parse(text).unwrap().server_settings(d).unwrap();
+        assert!(settings("").couchdb_listen.is_none(), "off by default");
+        assert!(settings("couchdb_listen = \"off\"").couchdb_listen.is_none());
+        let on = settings("couchdb_listen = \"127.0.0.1:5984\"");
+        assert_eq!(on.couchdb_listen.as_deref(), Some("127.0.0.1:5984"));
+        let env = [(
+            "FOLIO__COUCHDB_LISTEN".to_string(),
+            "127.0.0.1:5984".to_string(),
+        )];
+        let c = parse_with_env("", env.into_iter()).unwrap();
+        let s = c.server_settings(d).unwrap();
+        assert_eq!(s.couchdb_listen.as_deref(), Some("127.0.0.1:5984"));
+        let e = parse("couchdb_listen = \"nowhere\"")
+            .unwrap()
+            .server_settings(d)
+            .unwrap_err();
+        assert!(e.contains("couchdb_listen"), "{e}");
+    }
+
+    #[test]
     fn imap_settings() {
         let d = Path::new("/d");
         assert!(parse("")
