@@ -85,16 +85,14 @@ pub fn validate_doc_id(id: &str) -> CouchResult<()> {
 
 /// The Folio path of database `name`, or why the name is refused.
 pub fn db_path_of_name(name: &str) -> CouchResult<String> {
-    let illegal = || {
-        CouchError {
-            status: 400,
-            error: "illegal_database_name",
-            reason: format!(
-                "Name: {:?}. Only lowercase characters (a-z), digits (0-9), and any of the \
+    let illegal = || CouchError {
+        status: 400,
+        error: "illegal_database_name",
+        reason: format!(
+            "Name: {:?}. Only lowercase characters (a-z), digits (0-9), and any of the \
                  characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.",
-                name.chars().take(80).collect::<String>()
-            ),
-        }
+            name.chars().take(80).collect::<String>()
+        ),
     };
     let first_ok = name.bytes().next().is_some_and(|b| b.is_ascii_lowercase());
     let rest_ok = name
@@ -146,7 +144,9 @@ mod tests {
         assert_eq!(db_path_of_name("team").unwrap(), "team.fdb");
         assert_eq!(db_path_of_name("acme/sales").unwrap(), "acme/sales.fdb");
         assert_eq!(db_name_of_path("acme/sales.fdb").unwrap(), "acme/sales");
-        for bad in ["", "Team", "1team", "_users", "a//b", "a/", "a b", "a.b", "a/./b"] {
+        for bad in [
+            "", "Team", "1team", "_users", "a//b", "a/", "a b", "a.b", "a/./b",
+        ] {
             let e = db_path_of_name(bad).unwrap_err();
             assert_eq!(e.error, "illegal_database_name", "{bad:?}");
         }

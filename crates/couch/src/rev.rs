@@ -57,9 +57,7 @@ impl FromStr for Rev {
     fn from_str(s: &str) -> Result<Rev, String> {
         let shown: String = s.chars().take(80).collect();
         let bad = |why: &str| format!("Invalid rev format {shown:?}: {why}");
-        let (gen, hash) = s
-            .split_once('-')
-            .ok_or_else(|| bad("expected N-hash"))?;
+        let (gen, hash) = s.split_once('-').ok_or_else(|| bad("expected N-hash"))?;
         if gen.is_empty() || !gen.bytes().all(|b| b.is_ascii_digit()) || gen.starts_with('0') {
             return Err(bad("the generation must be a number from 1"));
         }
@@ -150,8 +148,18 @@ mod tests {
         assert_eq!((r.gen, r.hash.as_str()), (12, "a1b2"));
         assert_eq!(r.to_string(), "12-a1b2");
         for bad in [
-            "", "1", "-abc", "0-abc", "01-abc", "1-", "x-abc", "1-ab c", "1-ab-c",
-            "99999999999-a", "+1-a", "1-é",
+            "",
+            "1",
+            "-abc",
+            "0-abc",
+            "01-abc",
+            "1-",
+            "x-abc",
+            "1-ab c",
+            "1-ab-c",
+            "99999999999-a",
+            "+1-a",
+            "1-é",
         ] {
             assert!(bad.parse::<Rev>().is_err(), "{bad:?}");
         }
@@ -178,7 +186,10 @@ mod tests {
         let q: Rev = "1-b".parse().unwrap();
         assert_ne!(e, Rev::of_edit(Some(&q), false, &body));
         assert_ne!(e, Rev::of_edit(Some(&p), true, &body));
-        assert_ne!(e, Rev::of_edit(Some(&p), false, &serde_json::json!({"x": 2})));
+        assert_ne!(
+            e,
+            Rev::of_edit(Some(&p), false, &serde_json::json!({"x": 2}))
+        );
         assert_eq!(Rev::of_edit(None, false, &body).gen, 1);
     }
 
@@ -194,7 +205,11 @@ mod tests {
         assert_eq!(r.hash.len(), 32);
         let mut later = v;
         later.seq_time = Timestamp(6);
-        assert_ne!(r, Rev::of_version(&later), "same seq and content, another version");
+        assert_ne!(
+            r,
+            Rev::of_version(&later),
+            "same seq and content, another version"
+        );
     }
 
     proptest! {

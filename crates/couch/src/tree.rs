@@ -19,7 +19,7 @@ use crate::body::doc_json;
 use crate::conflicts::{answers, ConflictIndex};
 use crate::id::{doc_id_of, unid_of_id};
 use crate::rev::Rev;
-use nsf::{Database, ItemValue, Note, NsfResult, Unid, Version, COUCH_ITEMS, CONFLICT_ITEMS};
+use nsf::{Database, ItemValue, Note, NsfResult, Unid, Version, CONFLICT_ITEMS, COUCH_ITEMS};
 use serde_json::{json, Map, Value};
 
 /// Whether the caller may read a note (its `$Readers`, the ACL).

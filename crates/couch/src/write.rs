@@ -36,8 +36,8 @@ use crate::id::{needs_doc_id, unid_of_id, validate_doc_id};
 use crate::rev::{Rev, MAX_ANCESTORS};
 use crate::tree::{id_answers, is_design, Leaf};
 use nsf::{
-    Database, ForeignOutcome, ForeignTxn, Item, ItemValue, Note, NoteId, NsfResult,
-    OriginatorId, Seq, StagedNote, Timestamp, Unid, COUCH_ITEMS, CONFLICT_ITEMS, MAX_REVISIONS,
+    Database, ForeignOutcome, ForeignTxn, Item, ItemValue, Note, NoteId, NsfResult, OriginatorId,
+    Seq, StagedNote, Timestamp, Unid, CONFLICT_ITEMS, COUCH_ITEMS, MAX_REVISIONS,
 };
 use serde_json::{Map, Value};
 
@@ -208,11 +208,13 @@ pub fn write_docs(
         edits
             .iter()
             .zip(&known)
-            .map(|(e, conflicts)| match write_one(t, e, conflicts, mode, &*may_write, now) {
-                Ok(r) => Ok(r),
-                Err(Failed::Db(e)) => Err(e),
-                Err(Failed::Couch(e)) => Ok(Err(e)),
-            })
+            .map(
+                |(e, conflicts)| match write_one(t, e, conflicts, mode, &*may_write, now) {
+                    Ok(r) => Ok(r),
+                    Err(Failed::Db(e)) => Err(e),
+                    Err(Failed::Couch(e)) => Ok(Err(e)),
+                },
+            )
             .collect()
     })
 }

@@ -3,7 +3,7 @@
 //! conflict in either order of arrival, revs_diff, and stale edits.
 
 use couch::{load_doc, parse_edit, revs_diff, write_docs, ConflictIndex, Doc, Mode, Rev};
-use nsf::{Database, Engine, EngineConfig, ItemUpdate, ItemValue, Item, Note};
+use nsf::{Database, Engine, EngineConfig, Item, ItemUpdate, ItemValue, Note};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
@@ -57,16 +57,26 @@ fn replicated(id: &str, path: &[&str], body: Value) -> Value {
 fn door_edits_then_native_edits_keep_one_lineage() {
     let e = engine();
     let db = e.create_database("t.fdb", "t").unwrap();
-    let r1 = write(&db, vec![json!({"_id": "a", "x": 1})], Mode::NewEdits)[0].clone().unwrap();
-    assert_eq!(r1.gen, 1);
-    let r2 = write(&db, vec![json!({"_id": "a", "_rev": r1.to_string(), "x": 2})], Mode::NewEdits)[0]
+    let r1 = write(&db, vec![json!({"_id": "a", "x": 1})], Mode::NewEdits)[0]
         .clone()
         .unwrap();
+    assert_eq!(r1.gen, 1);
+    let r2 = write(
+        &db,
+        vec![json!({"_id": "a", "_rev": r1.to_string(), "x": 2})],
+        Mode::NewEdits,
+    )[0]
+    .clone()
+    .unwrap();
     let d = doc(&db, "a").unwrap();
     assert_eq!(d.winner().rev, r2);
     assert_eq!(d.winner().ancestry, vec![r1.clone()]);
     // A stale edit is a conflict, and writes nothing.
-    let stale = write(&db, vec![json!({"_id": "a", "_rev": r1.to_string(), "x": 9})], Mode::NewEdits);
+    let stale = write(
+        &db,
+        vec![json!({"_id": "a", "_rev": r1.to_string(), "x": 9})],
+        Mode::NewEdits,
+    );
     assert_eq!(stale[0].as_ref().unwrap_err().error, "conflict");
     assert_eq!(doc(&db, "a").unwrap().winner().rev, r2);
 
@@ -90,9 +100,13 @@ fn door_edits_then_native_edits_keep_one_lineage() {
     assert_eq!(d.winner().ancestry, vec![r3, r2, r1]);
     // An edit at the door revives it on that branch.
     let w = d.winner().rev.to_string();
-    let r5 = write(&db, vec![json!({"_id": "a", "_rev": w, "x": 5})], Mode::NewEdits)[0]
-        .clone()
-        .unwrap();
+    let r5 = write(
+        &db,
+        vec![json!({"_id": "a", "_rev": w, "x": 5})],
+        Mode::NewEdits,
+    )[0]
+    .clone()
+    .unwrap();
     assert_eq!(r5.gen, 5);
     assert!(!doc(&db, "a").unwrap().is_deleted());
 }
@@ -105,7 +119,11 @@ fn concurrent_revisions_converge_whatever_the_order() {
     let base = replicated("z", &["1-a"], json!({"v": 0}));
     let left = replicated("z", &["2-b", "1-a"], json!({"v": "left"}));
     let right = replicated("z", &["2-c", "1-a"], json!({"v": "right", "ok": true}));
-    write(&one, vec![base.clone(), left.clone(), right.clone()], Mode::Replicated);
+    write(
+        &one,
+        vec![base.clone(), left.clone(), right.clone()],
+        Mode::Replicated,
+    );
     write(&two, vec![base], Mode::Replicated);
     write(&two, vec![right], Mode::Replicated);
     write(&two, vec![left], Mode::Replicated);
@@ -117,9 +135,16 @@ fn concurrent_revisions_converge_whatever_the_order() {
     };
     assert_eq!(leaves(&d1), vec!["2-b", "2-c"]);
     assert_eq!(leaves(&d1), leaves(&d2));
-    assert_eq!(d1.winner().rev, rev("2-c"), "CouchDB's rule: the larger hash");
+    assert_eq!(
+        d1.winner().rev,
+        rev("2-c"),
+        "CouchDB's rule: the larger hash"
+    );
     assert_eq!(d2.winner().rev, rev("2-c"));
-    assert_eq!(d1.winner().to_json("z", true), d2.winner().to_json("z", true));
+    assert_eq!(
+        d1.winner().to_json("z", true),
+        d2.winner().to_json("z", true)
+    );
     assert_eq!(d1.conflicts().len(), 1);
     // The same revision is the same Folio version on both.
     let v = |d: &Doc, r: &str| d.leaf(&rev(r)).unwrap().note.version();
@@ -130,7 +155,11 @@ fn concurrent_revisions_converge_whatever_the_order() {
     let (missing, _) = revs_diff(Some(&d1), &[rev("1-a"), rev("2-b"), rev("3-d")]);
     assert_eq!(missing, vec![rev("3-d")]);
     // Again: nothing written twice.
-    let again = write(&one, vec![replicated("z", &["2-b", "1-a"], json!({"v": "left"}))], Mode::Replicated);
+    let again = write(
+        &one,
+        vec![replicated("z", &["2-b", "1-a"], json!({"v": "left"}))],
+        Mode::Replicated,
+    );
     assert_eq!(again[0].as_ref().unwrap(), &rev("2-b"));
 
     // Deleting the losing leaf (a conflict document) resolves it; the
@@ -171,7 +200,11 @@ fn a_deletion_of_the_winner_leaves_the_live_conflict_winning() {
 fn hidden_leaves_are_not_there() {
     let e = engine();
     let db = e.create_database("h.fdb", "h").unwrap();
-    write(&db, vec![json!({"_id": "s", "$Readers": ["alice"], "v": 1})], Mode::NewEdits);
+    write(
+        &db,
+        vec![json!({"_id": "s", "$Readers": ["alice"], "v": 1})],
+        Mode::NewEdits,
+    );
     let index = ConflictIndex::of(&db).unwrap();
     let nobody = |_: &Note| false;
     assert!(load_doc(&db, &index, "s", &nobody).unwrap().is_none());
@@ -179,5 +212,8 @@ fn hidden_leaves_are_not_there() {
     assert_eq!((missing.len(), possible.len()), (1, 0));
     let page = couch::changes(&db, &index, nsf::Seq(0), 100, true, false, &nobody).unwrap();
     assert!(page.rows.is_empty());
-    assert_eq!(couch::doc_counts(&db, &index, &nobody).unwrap(), couch::DocCounts::default());
+    assert_eq!(
+        couch::doc_counts(&db, &index, &nobody).unwrap(),
+        couch::DocCounts::default()
+    );
 }

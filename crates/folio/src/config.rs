@@ -1123,7 +1123,9 @@ mod tests {
         let d = Path::new("/d");
         let settings = |text: &str| parse(text).unwrap().server_settings(d).unwrap();
         assert!(settings("").couchdb_listen.is_none(), "off by default");
-        assert!(settings("couchdb_listen = \"off\"").couchdb_listen.is_none());
+        assert!(settings("couchdb_listen = \"off\"")
+            .couchdb_listen
+            .is_none());
         let on = settings("couchdb_listen = \"127.0.0.1:5984\"");
         assert_eq!(on.couchdb_listen.as_deref(), Some("127.0.0.1:5984"));
         let env = [(

@@ -23,7 +23,10 @@ fn start(data: &Path) -> Server {
 }
 
 fn couch_url(s: &Server) -> String {
-    format!("http://{}", s.couchdb.as_ref().expect("the CouchDB door is on"))
+    format!(
+        "http://{}",
+        s.couchdb.as_ref().expect("the CouchDB door is on")
+    )
 }
 
 /// One request: the status and the JSON answer.
@@ -75,7 +78,11 @@ fn pouch_modules() -> &'static PathBuf {
     DIR.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pouchdb");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-pouchdb.sh");
-        let out = Command::new("bash").arg(&script).arg(&dir).output().unwrap();
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&dir)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{} failed: {}",
@@ -197,7 +204,12 @@ fn pouchdb_replicates_both_ways_and_conflicts_converge() {
                    "done": i % 2 == 0, "tags": ["a", "b"], "meta": {"deep": [1, {"x": null}]}})
         })
         .collect();
-    let written = ok("POST", &format!("{db}/_bulk_docs"), ALICE, Some(json!({"docs": docs})));
+    let written = ok(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        ALICE,
+        Some(json!({"docs": docs})),
+    );
     assert_eq!(written.as_array().unwrap().len(), 30);
     let native = ok(
         "POST",
@@ -210,7 +222,10 @@ fn pouchdb_replicates_both_ways_and_conflicts_converge() {
     let mut pouch = Pouch::open(&db, ALICE);
     let pulled = pouch.replicate("pull");
     assert_eq!(pulled["docs_written"], json!(31), "{pulled}");
-    assert!(same_docs(&pouch.all(), &folio_all(&db, ALICE)), "the pull copies every document exactly");
+    assert!(
+        same_docs(&pouch.all(), &folio_all(&db, ALICE)),
+        "the pull copies every document exactly"
+    );
 
     // Edits in PouchDB: five changed, five new, two deleted.
     let mine: Vec<Value> = pouch
@@ -233,7 +248,10 @@ fn pouchdb_replicates_both_ways_and_conflicts_converge() {
     }
     let pushed = pouch.replicate("push");
     assert_eq!(pushed["docs_written"], json!(12), "{pushed}");
-    assert!(same_docs(&pouch.all(), &folio_all(&db, ALICE)), "the push converges");
+    assert!(
+        same_docs(&pouch.all(), &folio_all(&db, ALICE)),
+        "the push converges"
+    );
     assert_eq!(ok("GET", &db, ALICE, None)["doc_count"], json!(34));
 
     // A native edit and a door edit reach PouchDB as plain updates.
@@ -251,7 +269,10 @@ fn pouchdb_replicates_both_ways_and_conflicts_converge() {
     pouch.replicate("pull");
     let all = pouch.all();
     assert!(same_docs(&all, &folio_all(&db, ALICE)));
-    assert!(all.iter().all(|d| d.get("_conflicts").is_none()), "no conflicts: {all:?}");
+    assert!(
+        all.iter().all(|d| d.get("_conflicts").is_none()),
+        "no conflicts: {all:?}"
+    );
     let nd = pouch.call(json!({"op": "get", "id": native_id}));
     assert_eq!(nd["Subject"], json!("edited natively"));
     assert_eq!(nd["_rev"].as_str().unwrap().split('-').next(), Some("2"));
@@ -269,7 +290,11 @@ fn pouchdb_replicates_both_ways_and_conflicts_converge() {
     pouch.replicate("pull");
     let here = pouch.call(json!({"op": "get", "id": "doc-20", "opts": {"conflicts": true}}));
     let there = ok("GET", &format!("{db}/doc-20?conflicts=true"), ALICE, None);
-    assert_eq!(here["_conflicts"].as_array().map(Vec::len), Some(1), "{here}");
+    assert_eq!(
+        here["_conflicts"].as_array().map(Vec::len),
+        Some(1),
+        "{here}"
+    );
     assert!(same(&here, &there), "pouch {here} folio {there}");
     // Natively, the loser is a conflict document.
     let changes = ok(
@@ -309,7 +334,12 @@ fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
     for i in 0..3 {
         docs.push(json!({"_id": format!("secret-{i}"), "v": i, "$Readers": ["alice"]}));
     }
-    ok("POST", &format!("{db}/_bulk_docs"), ALICE, Some(json!({"docs": docs})));
+    ok(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        ALICE,
+        Some(json!({"docs": docs})),
+    );
     // A hidden document edited and deleted stays hidden in every form.
     let s0 = ok("GET", &format!("{db}/secret-0"), ALICE, None);
     let del = format!("{db}/secret-0?rev={}", s0["_rev"].as_str().unwrap());
@@ -317,19 +347,31 @@ fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
 
     let mut bobs = Pouch::open(&db, BOB);
     bobs.replicate("pull");
-    let ids: Vec<String> = bobs.all().iter().map(|d| d["_id"].as_str().unwrap().to_string()).collect();
+    let ids: Vec<String> = bobs
+        .all()
+        .iter()
+        .map(|d| d["_id"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(ids, (0..5).map(|i| format!("open-{i}")).collect::<Vec<_>>());
     let mut alices = Pouch::open(&db, ALICE);
     alices.replicate("pull");
     assert_eq!(alices.all().len(), 7);
 
     let info = ok("GET", &db, BOB, None);
-    assert_eq!((info["doc_count"].clone(), info["doc_del_count"].clone()), (json!(5), json!(0)));
+    assert_eq!(
+        (info["doc_count"].clone(), info["doc_del_count"].clone()),
+        (json!(5), json!(0))
+    );
     let listing = ok("GET", &format!("{db}/_all_docs"), BOB, None);
     assert_eq!(listing["total_rows"], json!(5));
     let feed = ok("GET", &format!("{db}/_changes?style=all_docs"), BOB, None);
     assert_eq!(feed["results"].as_array().unwrap().len(), 5);
-    let keys = ok("POST", &format!("{db}/_all_docs"), BOB, Some(json!({"keys": ["secret-1"]})));
+    let keys = ok(
+        "POST",
+        &format!("{db}/_all_docs"),
+        BOB,
+        Some(json!({"keys": ["secret-1"]})),
+    );
     assert_eq!(keys["rows"][0]["error"], json!("not_found"));
     for (route, body) in [
         ("_bulk_get", json!({"docs": [{"id": "secret-1"}]})),
@@ -350,7 +392,12 @@ fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
     // Bob (a Reader) cannot push.
     let bad = json!({"docs": [{"_id": "open-0", "_rev": "9-abc", "_revisions": {"start": 9, "ids": ["abc"]}}],
                      "new_edits": false});
-    let (status, e) = req("POST", &format!("{db}/_bulk_docs"), Some(BOB), Some(&bad.to_string()));
+    let (status, e) = req(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        Some(BOB),
+        Some(&bad.to_string()),
+    );
     assert_eq!((status, e["error"].clone()), (403, json!("forbidden")));
 }
 
@@ -366,28 +413,116 @@ fn bad_input_gets_couchdb_errors_and_changes_nothing() {
     let long_history = json!({"docs": [{"_id": "h", "_rev": "1001-a",
         "_revisions": {"start": 1001, "ids": vec!["a"; 1001]}}], "new_edits": false});
     let cases: Vec<(&str, String, Option<String>, u16, &str)> = vec![
-        ("PUT", format!("{db}/b"), Some("{not json".into()), 400, "bad_request"),
-        ("PUT", format!("{db}/b"), Some("[1,2]".into()), 400, "bad_request"),
-        ("PUT", format!("{db}/b"), Some(r#"{"_rev":"x-1"}"#.into()), 400, "bad_request"),
-        ("PUT", format!("{db}/b"), Some(r#"{"_weird":1}"#.into()), 400, "doc_validation"),
-        ("PUT", format!("{db}/a"), Some(r#"{"x":2}"#.into()), 409, "conflict"),
-        ("PUT", format!("{db}/a"), Some(r#"{"_rev":"1-0000","x":2}"#.into()), 409, "conflict"),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some("{not json".into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some("[1,2]".into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some(r#"{"_rev":"x-1"}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some(r#"{"_weird":1}"#.into()),
+            400,
+            "doc_validation",
+        ),
+        (
+            "PUT",
+            format!("{db}/a"),
+            Some(r#"{"x":2}"#.into()),
+            409,
+            "conflict",
+        ),
+        (
+            "PUT",
+            format!("{db}/a"),
+            Some(r#"{"_rev":"1-0000","x":2}"#.into()),
+            409,
+            "conflict",
+        ),
         ("PUT", format!("{db}/b"), Some(big), 413, "too_large"),
-        ("POST", format!("{db}/_bulk_docs"), Some(r#"{"docs":[{"_id":"c"},{"_id":"d","_rev":"bad"}]}"#.into()), 400, "bad_request"),
-        ("POST", format!("{db}/_bulk_docs"), Some(r#"{"docs":[{"_id":"c","_rev":"1-a"}],"new_edits":false}"#.into()), 400, "bad_request"),
-        ("POST", format!("{db}/_bulk_docs"), Some(long_history.to_string()), 400, "bad_request"),
-        ("POST", format!("{db}/_bulk_docs"), Some(r#"{"nodocs":1}"#.into()), 400, "bad_request"),
-        ("POST", format!("{db}/_revs_diff"), Some(r#"{"a":["nope"]}"#.into()), 400, "bad_request"),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"docs":[{"_id":"c"},{"_id":"d","_rev":"bad"}]}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"docs":[{"_id":"c","_rev":"1-a"}],"new_edits":false}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(long_history.to_string()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"nodocs":1}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_revs_diff"),
+            Some(r#"{"a":["nope"]}"#.into()),
+            400,
+            "bad_request",
+        ),
         ("GET", format!("{db}/a?rev=1-"), None, 400, "bad_request"),
         ("GET", format!("{db}/nothing"), None, 404, "not_found"),
         ("GET", format!("{base}/nodb"), None, 404, "not_found"),
-        ("PUT", format!("{base}/Bad%20Name"), None, 400, "illegal_database_name"),
-        ("GET", format!("{db}/_changes?feed=continuous"), None, 501, "not_implemented"),
-        ("POST", format!("{db}/_bulk_docs"), Some(r#"{"docs":[{"_id":"e","_attachments":{"f":{"data":"eA=="}}}]}"#.into()), 501, "not_implemented"),
+        (
+            "PUT",
+            format!("{base}/Bad%20Name"),
+            None,
+            400,
+            "illegal_database_name",
+        ),
+        (
+            "GET",
+            format!("{db}/_changes?feed=continuous"),
+            None,
+            501,
+            "not_implemented",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"docs":[{"_id":"e","_attachments":{"f":{"data":"eA=="}}}]}"#.into()),
+            501,
+            "not_implemented",
+        ),
     ];
     for (method, url, body, status, error) in cases {
         let (got, v) = req(method, &url, Some(ALICE), body.as_deref());
-        assert_eq!((got, v["error"].as_str()), (status, Some(error)), "{method} {url}: {v}");
+        assert_eq!(
+            (got, v["error"].as_str()),
+            (status, Some(error)),
+            "{method} {url}: {v}"
+        );
         assert!(v["reason"].is_string(), "{v}");
     }
     let (got, v) = req("GET", &db, None, None);
@@ -403,7 +538,13 @@ fn bad_input_gets_couchdb_errors_and_changes_nothing() {
     let login = ureq::post(&format!("{base}/_session"))
         .send_json(json!({"name": "alice", "password": "alice-password"}))
         .unwrap();
-    let cookie = login.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
+    let cookie = login
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
     let me: Value = ureq::get(&format!("{base}/_session"))
         .set("Cookie", &cookie)
         .call()
@@ -411,7 +552,12 @@ fn bad_input_gets_couchdb_errors_and_changes_nothing() {
         .into_json()
         .unwrap();
     assert_eq!(me["userCtx"]["name"], json!("alice"));
-    let info: Value = ureq::get(&db).set("Cookie", &cookie).call().unwrap().into_json().unwrap();
+    let info: Value = ureq::get(&db)
+        .set("Cookie", &cookie)
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
     assert_eq!(info["doc_count"], json!(1));
 }
 
@@ -428,12 +574,16 @@ fn kill_during_bulk_docs_keeps_exactly_the_acknowledged_documents() {
         let sender = std::thread::spawn(move || {
             for batch in 0.. {
                 let ids: Vec<String> = (0..50).map(|i| format!("t{trial}-b{batch}-{i}")).collect();
-                let docs: Vec<Value> = ids.iter().map(|id| json!({"_id": id, "pad": "x".repeat(2000)})).collect();
+                let docs: Vec<Value> = ids
+                    .iter()
+                    .map(|id| json!({"_id": id, "pad": "x".repeat(2000)}))
+                    .collect();
                 let body = json!({"docs": docs}).to_string();
                 if tx.send(Err(ids.clone())).is_err() {
                     return;
                 }
-                let token = base64::engine::general_purpose::STANDARD.encode("alice:alice-password");
+                let token =
+                    base64::engine::general_purpose::STANDARD.encode("alice:alice-password");
                 let r = ureq::post(&url)
                     .set("Authorization", &format!("Basic {token}"))
                     .send_string(&body);
@@ -441,7 +591,12 @@ fn kill_during_bulk_docs_keeps_exactly_the_acknowledged_documents() {
                     Some(Value::Array(a)) => {
                         let revs = a
                             .iter()
-                            .map(|x| (x["id"].as_str().unwrap().to_string(), x["rev"].as_str().unwrap().to_string()))
+                            .map(|x| {
+                                (
+                                    x["id"].as_str().unwrap().to_string(),
+                                    x["rev"].as_str().unwrap().to_string(),
+                                )
+                            })
                             .collect();
                         if tx.send(Ok(revs)).is_err() {
                             return;
@@ -480,7 +635,10 @@ fn kill_during_bulk_docs_keeps_exactly_the_acknowledged_documents() {
             .iter()
             .map(|id| req("GET", &format!("{db}/{id}"), Some(ALICE), None).0 == 200)
             .collect();
-        assert!(present.iter().all(|p| *p) || present.iter().all(|p| !*p), "{ids:?}: {present:?}");
+        assert!(
+            present.iter().all(|p| *p) || present.iter().all(|p| !*p),
+            "{ids:?}: {present:?}"
+        );
     }
     let count = ok("GET", &db, ALICE, None)["doc_count"].as_u64().unwrap() as usize;
     let whole_in_flight: usize = in_flight
@@ -488,5 +646,9 @@ fn kill_during_bulk_docs_keeps_exactly_the_acknowledged_documents() {
         .filter(|ids| req("GET", &format!("{db}/{}", ids[0]), Some(ALICE), None).0 == 200)
         .map(Vec::len)
         .sum();
-    assert_eq!(count, acknowledged.len() + whole_in_flight, "nothing else is stored");
+    assert_eq!(
+        count,
+        acknowledged.len() + whole_in_flight,
+        "nothing else is stored"
+    );
 }

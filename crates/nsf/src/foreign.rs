@@ -146,11 +146,7 @@ pub(crate) fn validate(note: &ForeignNote) -> NsfResult<()> {
         if !note.attachments.is_empty() {
             return Err(bad("a deletion stub has no attachments".into()));
         }
-        if let Some(i) = note
-            .items
-            .iter()
-            .find(|i| !stub_keeps(&i.name))
-        {
+        if let Some(i) = note.items.iter().find(|i| !stub_keeps(&i.name)) {
             return Err(bad(format!(
                 "a deletion stub keeps only $Readers, $Authors, conflict marks and \
                  CouchDB identity items, not {:?}",

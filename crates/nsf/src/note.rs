@@ -432,7 +432,9 @@ pub const COUCH_ITEMS: [&str; 4] = ["$DocId", "$Rev", "$Revs", "$Json"];
 pub fn stub_keeps(name: &str) -> bool {
     access_item_name(name).is_some()
         || CONFLICT_ITEMS.iter().any(|c| c.eq_ignore_ascii_case(name))
-        || COUCH_ITEMS[..3].iter().any(|c| c.eq_ignore_ascii_case(name))
+        || COUCH_ITEMS[..3]
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(name))
 }
 
 /// Reader names: when a note has this item, only the names, `[roles]` and

@@ -58,7 +58,12 @@ pub fn couch_error(e: ServerError) -> CouchError {
 
 impl Service {
     /// The database named `name` for `caller`, who needs `level` in it.
-    pub fn couch_db(&self, caller: &Caller, name: &str, level: AccessLevel) -> CouchResult<CouchDb> {
+    pub fn couch_db(
+        &self,
+        caller: &Caller,
+        name: &str,
+        level: AccessLevel,
+    ) -> CouchResult<CouchDb> {
         let path = couch::db_path_of_name(name)?;
         let (db, access) = self.reach(caller, &path).map_err(|e| match e {
             ServerError::NotFound(_) => CouchError::not_found("Database does not exist."),
@@ -196,7 +201,11 @@ impl Service {
     }
 
     /// `_all_docs`: the live documents the caller may read, by id.
-    pub fn couch_all_docs(&self, caller: &Caller, name: &str) -> CouchResult<(Vec<couch::AllDocsRow>, u64)> {
+    pub fn couch_all_docs(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> CouchResult<(Vec<couch::AllDocsRow>, u64)> {
         let d = self.couch_db(caller, name, AccessLevel::Reader)?;
         let rows = couch::all_docs(&d.db, &d.index, &d.visible())?;
         Ok((rows, d.db.last_seq().0))

@@ -200,7 +200,9 @@ impl CouchCall {
         };
         match tokio::task::spawn_blocking(work).await {
             Ok(r) => r.map_err(Fail),
-            Err(e) => Err(Fail(CouchError::internal(format!("the request failed: {e}")))),
+            Err(e) => Err(Fail(CouchError::internal(format!(
+                "the request failed: {e}"
+            )))),
         }
     }
 }

@@ -50,7 +50,8 @@ pub(super) async fn delete(State(s): Svc, c: CouchCall) -> Reply {
 pub(super) async fn ensure_full_commit(State(s): Svc, c: CouchCall) -> Reply {
     let name = c.param("db");
     c.run(&s, move |s, caller| {
-        s.couch_db(caller, &name, nsf::AccessLevel::Reader).map(|_| ())
+        s.couch_db(caller, &name, nsf::AccessLevel::Reader)
+            .map(|_| ())
     })
     .await?;
     Ok(json(
@@ -80,7 +81,11 @@ pub(super) async fn changes(State(s): Svc, c: CouchCall, method: Method, body: B
     let all_leaves = match c.text("style") {
         None | Some("main_only") => false,
         Some("all_docs") => true,
-        Some(v) => return Err(Fail(CouchError::bad_request(format!("Invalid style {v:?}")))),
+        Some(v) => {
+            return Err(Fail(CouchError::bad_request(format!(
+                "Invalid style {v:?}"
+            ))))
+        }
     };
     let include_docs = c.flag("include_docs")?;
     if c.flag("descending")? {
@@ -115,7 +120,14 @@ pub(super) async fn changes(State(s): Svc, c: CouchCall, method: Method, body: B
     };
     let page = c
         .run(&s, move |s, caller| {
-            s.couch_changes(caller, &name, since, limit, (all_leaves, include_docs), wait)
+            s.couch_changes(
+                caller,
+                &name,
+                since,
+                limit,
+                (all_leaves, include_docs),
+                wait,
+            )
         })
         .await?;
     let results: Vec<Value> = page
@@ -158,7 +170,11 @@ async fn doc_ids(c: &CouchCall, method: Method, body: Body) -> Result<HashSet<St
 }
 
 fn strings(v: Option<Value>, what: &str) -> Result<Vec<String>, Fail> {
-    let bad = || Fail(CouchError::bad_request(format!("{what} must be a list of strings")));
+    let bad = || {
+        Fail(CouchError::bad_request(format!(
+            "{what} must be a list of strings"
+        )))
+    };
     match v {
         Some(Value::Array(a)) => a
             .into_iter()
@@ -186,7 +202,9 @@ fn key_param(c: &CouchCall, names: &[&str]) -> CouchResult<Option<String>> {
         if let Some(v) = c.json(n)? {
             return match v {
                 Value::String(s) => Ok(Some(s)),
-                _ => Err(CouchError::bad_request(format!("{n} must be a JSON string"))),
+                _ => Err(CouchError::bad_request(format!(
+                    "{n} must be a JSON string"
+                ))),
             };
         }
     }
@@ -207,7 +225,9 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
             v => Some(strings(v.cloned(), "keys")?),
         }
     } else {
-        c.json("keys")?.map(|v| strings(Some(v), "keys")).transpose()?
+        c.json("keys")?
+            .map(|v| strings(Some(v), "keys"))
+            .transpose()?
     };
     let key = key_param(&c, &["key"])?;
     let descending = c.flag("descending")?;
@@ -245,7 +265,8 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
                     None => json!({"key": key, "error": "not_found"}),
                     Some(d) => {
                         let w = d.winner();
-                        let mut v = json!({"id": d.id, "key": key, "value": {"rev": w.rev.to_string()}});
+                        let mut v =
+                            json!({"id": d.id, "key": key, "value": {"rev": w.rev.to_string()}});
                         if w.deleted() {
                             v["value"]["deleted"] = json!(true);
                             if include_docs {

@@ -71,9 +71,14 @@ pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
             (None, None) => return Err(Fail(CouchError::not_found("missing"))),
             (Some(list), _) => list
                 .iter()
-                .map(|r| match doc.as_ref().and_then(|d| pick(d, r, latest).map(|l| (d, l))) {
-                    Some((d, l)) => json!({"ok": body_of(l, d, revs)}),
-                    None => json!({"missing": r.to_string()}),
+                .map(|r| {
+                    match doc
+                        .as_ref()
+                        .and_then(|d| pick(d, r, latest).map(|l| (d, l)))
+                    {
+                        Some((d, l)) => json!({"ok": body_of(l, d, revs)}),
+                        None => json!({"missing": r.to_string()}),
+                    }
                 })
                 .collect(),
         };
@@ -104,8 +109,11 @@ pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
 
 /// The leaf `rev` names; with `latest`, the leaf that descends from it.
 fn pick<'d>(doc: &'d Doc, rev: &Rev, latest: bool) -> Option<&'d Leaf> {
-    doc.leaf(rev)
-        .or_else(|| latest.then(|| doc.leaves.iter().find(|l| l.knows(rev))).flatten())
+    doc.leaf(rev).or_else(|| {
+        latest
+            .then(|| doc.leaves.iter().find(|l| l.knows(rev)))
+            .flatten()
+    })
 }
 
 fn rev_list(v: Option<Value>, what: &str) -> CouchResult<Vec<Rev>> {
@@ -182,7 +190,9 @@ async fn write_single(
 ) -> Reply {
     let id = edit.id.clone();
     let mut results = c
-        .run(s, move |s, caller| s.couch_write(caller, &name, vec![edit], mode))
+        .run(s, move |s, caller| {
+            s.couch_write(caller, &name, vec![edit], mode)
+        })
         .await?;
     let rev = results
         .pop()
@@ -218,7 +228,9 @@ pub(super) async fn bulk_docs(State(s): Svc, c: CouchCall, body: Body) -> Reply 
         .collect::<CouchResult<Vec<Edit>>>()?;
     let ids: Vec<String> = edits.iter().map(|e| e.id.clone()).collect();
     let results = c
-        .run(&s, move |s, caller| s.couch_write(caller, &name, edits, mode))
+        .run(&s, move |s, caller| {
+            s.couch_write(caller, &name, edits, mode)
+        })
         .await?;
     let answers: Vec<Value> = ids
         .iter()
@@ -294,7 +306,9 @@ pub(super) async fn revs_diff(State(s): Svc, c: CouchCall, body: Body) -> Reply 
     let name = c.param("db");
     let body = json_body(&c.headers, body, bulk_limit(&s)).await?;
     let Value::Object(asked) = body else {
-        return Err(Fail(CouchError::bad_request("Request body must be a JSON object")));
+        return Err(Fail(CouchError::bad_request(
+            "Request body must be a JSON object",
+        )));
     };
     if asked.len() > MAX_DOCS {
         return Err(Fail(CouchError::too_large(format!(
@@ -317,7 +331,8 @@ pub(super) async fn revs_diff(State(s): Svc, c: CouchCall, body: Body) -> Reply 
         }
         let mut entry = json!({"missing": missing.iter().map(Rev::to_string).collect::<Vec<_>>()});
         if !possible.is_empty() {
-            entry["possible_ancestors"] = json!(possible.iter().map(Rev::to_string).collect::<Vec<_>>());
+            entry["possible_ancestors"] =
+                json!(possible.iter().map(Rev::to_string).collect::<Vec<_>>());
         }
         out.insert(id, entry);
     }
@@ -340,7 +355,9 @@ pub(super) async fn get_local(State(s): Svc, c: CouchCall) -> Reply {
 pub(super) async fn put_local(State(s): Svc, c: CouchCall, body: Body) -> Reply {
     let body = json_body(&c.headers, body, s.limits().max_document_bytes).await?;
     let Value::Object(body) = body else {
-        return Err(Fail(CouchError::bad_request("Document must be a JSON object")));
+        return Err(Fail(CouchError::bad_request(
+            "Document must be a JSON object",
+        )));
     };
     let answer = local(&s, &c, LocalOp::Put(body)).await?;
     Ok(json(StatusCode::CREATED, &answer))

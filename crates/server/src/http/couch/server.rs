@@ -96,9 +96,8 @@ pub(super) async fn sign_in(State(s): Svc, c: CouchCall, body: Body) -> Reply {
         StatusCode::OK,
         &json!({"ok": true, "name": caller.user, "roles": user_ctx(&caller)["roles"]}),
     );
-    let cookie = format!(
-        "{SESSION_COOKIE}={token}; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict"
-    );
+    let cookie =
+        format!("{SESSION_COOKIE}={token}; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict");
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
