@@ -69,6 +69,7 @@ pub fn doc_json(note: &Note) -> Map<String, Value> {
         Value::Object(m) => m,
         _ => Map::new(),
     };
+    out.values_mut().for_each(whole_numbers);
     if let Some(Item {
         value: ItemValue::Text(json),
         ..
@@ -79,6 +80,23 @@ pub fn doc_json(note: &Note) -> Map<String, Value> {
         }
     }
     out
+}
+
+/// Writes whole numbers as integers (`2`, not `2.0`), as JavaScript and
+/// CouchDB write them: an item holds a number as a double, and a client
+/// that wrote `2` reads `2` back.
+fn whole_numbers(v: &mut Value) {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    match v {
+        Value::Number(n) => {
+            if let Some(x) = n.as_f64().filter(|x| x.fract() == 0.0 && x.abs() < EXACT) {
+                *v = Value::from(x as i64);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(whole_numbers),
+        Value::Object(o) => o.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 /// The canonical name of an access item, if `key` names one.
@@ -187,6 +205,12 @@ mod tests {
         });
         let back = round_trip(doc.clone());
         assert!(same_json(&back, &doc), "{back}");
+    }
+
+    #[test]
+    fn whole_numbers_read_back_as_integers() {
+        let back = round_trip(json!({"n": 2, "xs": [1, 2.5], "big": 1e300}));
+        assert_eq!(back, json!({"n": 2, "xs": [1, 2.5], "big": 1e300}));
     }
 
     #[test]
