@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 const ALICE: (&str, &str) = ("alice", "alice-password");
 const BOB: (&str, &str) = ("bob", "bob-password");
+const CAROL: (&str, &str) = ("carol", "carol-password");
 const ADMIN: (&str, &str) = ("admin", ADMIN_PW);
 
 fn start(data: &Path) -> Server {
@@ -58,13 +59,14 @@ fn ok(method: &str, url: &str, who: (&str, &str), body: Option<Value>) -> Value 
     v
 }
 
-/// A database `name` with alice as Editor and bob as Reader.
+/// A database `name` with alice as Editor, bob as Reader, carol as Author.
 fn team_db(s: &Server, name: &str) -> String {
     let url = format!("{}/{name}", couch_url(s));
     ok("PUT", &url, ADMIN, None);
     let acl = json!({"default": "noaccess", "entries": [
         {"name": "alice", "level": "editor"},
         {"name": "bob", "level": "reader"},
+        {"name": "carol", "level": "author"},
         {"name": "admin", "level": "manager"},
     ]});
     let acl_url = format!("http://{}/db/{name}.fdb/_acl", s.http);
@@ -193,7 +195,7 @@ fn same(a: &Value, b: &Value) -> bool {
 
 #[test]
 fn pouchdb_replicates_both_ways_and_conflicts_converge() {
-    let data = users_dir(&["alice", "bob"]);
+    let data = users_dir(&["alice", "bob", "carol"]);
     let s = start(data.path());
     let db = team_db(&s, "team");
     // Documents made at the door, of every JSON shape, and one made by a
@@ -325,7 +327,7 @@ fn pouchdb_replicates_both_ways_and_conflicts_converge() {
 
 #[test]
 fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
-    let data = users_dir(&["alice", "bob"]);
+    let data = users_dir(&["alice", "bob", "carol"]);
     let s = start(data.path());
     let db = team_db(&s, "hr");
     let mut docs: Vec<Value> = (0..5)
@@ -389,6 +391,35 @@ fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
     for a in [&info, &listing, &feed] {
         assert!(!a.to_string().contains("secret"), "{a}");
     }
+    // Carol (an Author) edits only what names her in $Authors: a push is
+    // refused per document, the rest of it written.
+    let owned = ok(
+        "PUT",
+        &format!("{db}/owned"),
+        ALICE,
+        Some(json!({"$Authors": ["alice"], "v": 1})),
+    );
+    let push = json!({"docs": [
+        {"_id": "owned", "_rev": owned["rev"], "v": 2},
+        {"_id": "carols", "$Authors": ["carol"], "v": 1},
+    ]});
+    let answer = ok("POST", &format!("{db}/_bulk_docs"), CAROL, Some(push));
+    assert_eq!(answer[0]["error"], json!("forbidden"), "{answer}");
+    assert_eq!(answer[1]["ok"], json!(true), "{answer}");
+    assert_eq!(
+        ok("GET", &format!("{db}/owned"), ALICE, None)["v"],
+        json!(1)
+    );
+    let replicated = json!({"new_edits": false, "docs": [
+        {"_id": "owned", "_rev": "2-abc", "v": 3, "_revisions": {"start": 2, "ids": ["abc", owned["rev"].as_str().unwrap().split_once('-').unwrap().1]}},
+    ]});
+    let answer = ok("POST", &format!("{db}/_bulk_docs"), CAROL, Some(replicated));
+    assert_eq!(answer[0]["error"], json!("forbidden"), "{answer}");
+    assert_eq!(
+        ok("GET", &format!("{db}/owned"), ALICE, None)["v"],
+        json!(1)
+    );
+
     // Bob (a Reader) cannot push.
     let bad = json!({"docs": [{"_id": "open-0", "_rev": "9-abc", "_revisions": {"start": 9, "ids": ["abc"]}}],
                      "new_edits": false});
@@ -403,7 +434,7 @@ fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
 
 #[test]
 fn bad_input_gets_couchdb_errors_and_changes_nothing() {
-    let data = users_dir(&["alice", "bob"]);
+    let data = users_dir(&["alice", "bob", "carol"]);
     let s = start(data.path());
     let db = team_db(&s, "input");
     let base = couch_url(&s);
@@ -563,7 +594,7 @@ fn bad_input_gets_couchdb_errors_and_changes_nothing() {
 
 #[test]
 fn kill_during_bulk_docs_keeps_exactly_the_acknowledged_documents() {
-    let data = users_dir(&["alice", "bob"]);
+    let data = users_dir(&["alice", "bob", "carol"]);
     let mut s = start(data.path());
     team_db(&s, "kill");
     let mut acknowledged: Vec<(String, String)> = Vec::new();
