@@ -710,8 +710,12 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
                 Some(a) => format!(", imap {a}"),
                 None => String::new(),
             };
+            let couchdb = match b.couchdb {
+                Some(a) => format!(", couchdb {a}"),
+                None => String::new(),
+            };
             eprintln!(
-                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{imap}{tls}; Ctrl-C to stop",
+                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{imap}{couchdb}{tls}; Ctrl-C to stop",
                 if logged { "on" } else { "off" },
                 b.native,
             );

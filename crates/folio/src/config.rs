@@ -65,6 +65,8 @@ pub struct FileConfig {
     pub smtp_listen: Option<String>,
     /// IMAP (reading mail) address, or "off" (the default).
     pub imap_listen: Option<String>,
+    /// CouchDB replication protocol address, or "off" (the default).
+    pub couchdb_listen: Option<String>,
     /// Network compression offered, most preferred first.
     pub compression: Option<Vec<String>>,
     /// The highest zstd level granted to a client asking for one (1 to
@@ -489,6 +491,10 @@ impl FileConfig {
             Some("off") => s.http_listen = None,
             Some(a) => s.http_listen = Some(socket_addr("http_listen", a)?),
             None => {}
+        }
+        match self.couchdb_listen.as_deref() {
+            Some("off") | None => s.couchdb_listen = None,
+            Some(a) => s.couchdb_listen = Some(socket_addr("couchdb_listen", a)?),
         }
         if let Some(list) = &self.compression {
             s.native.compression = list
@@ -1110,6 +1116,30 @@ mod tests {
         assert!(parse("http_header_timeout = 5")
             .unwrap_err()
             .contains("http_header_timeout"));
+    }
+
+    #[test]
+    fn couchdb_listen_is_off_unless_set() {
+        let d = Path::new("/d");
+        let settings = |text: &str| parse(text).unwrap().server_settings(d).unwrap();
+        assert!(settings("").couchdb_listen.is_none(), "off by default");
+        assert!(settings("couchdb_listen = \"off\"")
+            .couchdb_listen
+            .is_none());
+        let on = settings("couchdb_listen = \"127.0.0.1:5984\"");
+        assert_eq!(on.couchdb_listen.as_deref(), Some("127.0.0.1:5984"));
+        let env = [(
+            "FOLIO__COUCHDB_LISTEN".to_string(),
+            "127.0.0.1:5984".to_string(),
+        )];
+        let c = parse_with_env("", env.into_iter()).unwrap();
+        let s = c.server_settings(d).unwrap();
+        assert_eq!(s.couchdb_listen.as_deref(), Some("127.0.0.1:5984"));
+        let e = parse("couchdb_listen = \"nowhere\"")
+            .unwrap()
+            .server_settings(d)
+            .unwrap_err();
+        assert!(e.contains("couchdb_listen"), "{e}");
     }
 
     #[test]

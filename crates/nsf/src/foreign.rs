@@ -8,7 +8,7 @@
 //! documents: the outcome names the version that lost, and replication
 //! decides what to do with it.
 
-use crate::note::access_item_name;
+use crate::note::stub_keeps;
 use crate::{
     attach, validate_items, Item, ItemValue, Note, NoteMeta, NsfError, NsfResult, OriginatorId,
     Timestamp, Version,
@@ -23,8 +23,8 @@ pub struct ForeignNote {
     pub oid: OriginatorId,
     pub created: Timestamp,
     pub modified: Timestamp,
-    /// A deletion stub: no attachments, and no items but the access
-    /// items (`$Readers`, `$Authors`), as a local stub.
+    /// A deletion stub: no attachments, and no items but those a local
+    /// stub keeps ([`crate::stub_keeps`]).
     pub deleted: bool,
     /// The items, attachments excepted (they come with their content in
     /// `attachments` and are stored as `$FILE:` items).
@@ -146,13 +146,10 @@ pub(crate) fn validate(note: &ForeignNote) -> NsfResult<()> {
         if !note.attachments.is_empty() {
             return Err(bad("a deletion stub has no attachments".into()));
         }
-        if let Some(i) = note
-            .items
-            .iter()
-            .find(|i| access_item_name(&i.name).is_none())
-        {
+        if let Some(i) = note.items.iter().find(|i| !stub_keeps(&i.name)) {
             return Err(bad(format!(
-                "a deletion stub keeps only $Readers and $Authors, not {:?}",
+                "a deletion stub keeps only $Readers, $Authors, conflict marks and \
+                 CouchDB identity items, not {:?}",
                 i.name
             )));
         }

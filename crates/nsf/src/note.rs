@@ -414,6 +414,29 @@ pub const DESIGN_ITEMS: [&str; 4] = ["$DesignType", "$Title", "$ViewDef", "$ACL"
 /// response to. Replication writes them; they replicate like any item.
 pub const CONFLICT_ITEMS: [&str; 2] = ["$Conflict", "$Ref"];
 
+/// Items that carry a document's identity in the CouchDB protocol
+/// (design.md §11.9, written by the `couch` crate): `$DocId`, the
+/// document's CouchDB id where it is not its UNID (text); `$Rev`, the
+/// revision id the version got at the CouchDB door (text); `$Revs`, that
+/// revision's ancestors, newest first (a text list); `$Json`, the fields
+/// of a CouchDB document that are no item (text: a JSON object). The
+/// system writes them; they replicate like any item, and a deletion stub
+/// keeps the first three.
+pub const COUCH_ITEMS: [&str; 4] = ["$DocId", "$Rev", "$Revs", "$Json"];
+
+/// Whether a deletion stub keeps an item named `name`: the access items
+/// (whoever could not see the document does not see its deletion
+/// either), a conflict document's marks and the CouchDB identity items
+/// but `$Json` (so a deleted document or conflict keeps its id and
+/// revision history, design.md §11.9).
+pub fn stub_keeps(name: &str) -> bool {
+    access_item_name(name).is_some()
+        || CONFLICT_ITEMS.iter().any(|c| c.eq_ignore_ascii_case(name))
+        || COUCH_ITEMS[..3]
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(name))
+}
+
 /// Reader names: when a note has this item, only the names, `[roles]` and
 /// `*` it lists (or lists in [`AUTHORS_ITEM`]) may read it.
 pub const READERS_ITEM: &str = "$Readers";
@@ -471,8 +494,11 @@ fn is_system_item(i: &Item) -> bool {
     match i.value {
         ItemValue::Attachment(_) => i.name.starts_with(ATTACHMENT_PREFIX),
         ItemValue::Text(_) => {
-            DESIGN_ITEMS.contains(&i.name.as_str()) || CONFLICT_ITEMS.contains(&i.name.as_str())
+            DESIGN_ITEMS.contains(&i.name.as_str())
+                || CONFLICT_ITEMS.contains(&i.name.as_str())
+                || (COUCH_ITEMS.contains(&i.name.as_str()) && i.name != COUCH_ITEMS[2])
         }
+        ItemValue::TextList(_) => i.name == COUCH_ITEMS[2],
         _ => false,
     }
 }

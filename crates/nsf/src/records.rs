@@ -18,7 +18,7 @@
 use crate::acl::acl_unid;
 use crate::header::DbHeader;
 use crate::lineage;
-use crate::note::access_item_name;
+use crate::note::stub_keeps;
 use crate::store::{self, ContentHash};
 use crate::txn::Txn;
 use crate::{
@@ -249,17 +249,15 @@ pub(crate) fn note_value(s: &mut impl PageStoreMut, note: &Note) -> NsfResult<Ve
 }
 
 /// Replaces the live `note` with its deletion stub: its attachments'
-/// pages freed, its items cut to what a stub keeps — the access items
-/// (whoever could not see the document does not see its deletion either)
-/// and `$DesignType` (a design note's stub stays out of views, change
+/// pages freed, its items cut to what a stub keeps — [`stub_keeps`]'s
+/// (the access items, conflict marks and CouchDB identity) and `$DesignType` (a design note's stub stays out of views, change
 /// listings and searches, as the note was).
 pub(crate) fn store_stub(txn: &mut Txn<'_>, mut note: Note, stored: Stored) -> NsfResult<NoteMeta> {
     for a in note.attachments().cloned().collect::<Vec<_>>() {
         crate::attach::free_blob(txn, &a)?;
     }
-    note.items.retain(|i| {
-        access_item_name(&i.name).is_some() || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0])
-    });
+    note.items
+        .retain(|i| stub_keeps(&i.name) || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0]));
     note.deleted = true;
     bump(&mut note, txn.now());
     store_note(txn, &mut note, Some(stored))

@@ -110,9 +110,23 @@ pub async fn serve(
     tls: Option<tokio_rustls::TlsAcceptor>,
     service: Arc<Service>,
     settings: HttpSettings,
-    mut life: watch::Receiver<Lifecycle>,
+    life: watch::Receiver<Lifecycle>,
 ) {
     let app = crate::http::router(service.clone(), &settings, tls.is_some());
+    serve_app(app, listener, tls, service, settings, life).await
+}
+
+/// Serves `app` on `listener` as [`serve`] serves the API: the same
+/// connection limit, timeouts and shutdown (the CouchDB door's routes
+/// are served this way, `http::couch`).
+pub(crate) async fn serve_app(
+    app: Router,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    service: Arc<Service>,
+    settings: HttpSettings,
+    mut life: watch::Receiver<Lifecycle>,
+) {
     let stats = service.stats().clone();
     let refusal = match tls {
         // A TLS client could not read a plain answer: it is just closed.

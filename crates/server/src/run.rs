@@ -5,9 +5,9 @@
 //!         ─ tokio runtime: io threads (accept, read, write)
 //!            │             + blocking pool of `worker_threads` (requests)
 //!            ├─ bind 127.0.0.1:1352 (native) and 127.0.0.1:8080 (HTTP),
-//!            │  and `smtp_listen`, `imap_listen` if set (SMTP, IMAP: off by default)
+//!            │  and `smtp_listen`, `imap_listen`, `couchdb_listen` if set (off by default)
 //!            ├─ start the host's background tasks, in order (tasks.rs)
-//!            ├─ native::serve, http::serve, smtp::serve, imap::serve
+//!            ├─ native::serve, http::serve, smtp::serve, imap::serve, http::serve_couch
 //!            └─ wait for SIGTERM / SIGINT / the stop handle
 //!   shutdown: Draining — stop accepting, close idle and half-open
 //!             connections, let in-flight requests finish (their commits
@@ -49,6 +49,9 @@ pub struct ServerSettings {
     pub listen: String,
     /// HTTP/JSON API address; `None` turns the HTTP API off.
     pub http_listen: Option<String>,
+    /// The CouchDB replication protocol's address (`http::couch`); `None`
+    /// (the default) turns it off. It shares the HTTP settings.
+    pub couchdb_listen: Option<String>,
     /// Threads running requests (the worker pool).
     pub worker_threads: usize,
     /// Threads doing network I/O (accept, read, write).
@@ -77,6 +80,7 @@ impl Default for ServerSettings {
         ServerSettings {
             listen: "127.0.0.1:1352".into(),
             http_listen: Some("127.0.0.1:8080".into()),
+            couchdb_listen: None,
             worker_threads: 64,
             io_threads: cores.clamp(1, 8),
             native: NativeSettings::default(),
@@ -101,6 +105,8 @@ pub struct Bound {
     pub smtp: Option<SocketAddr>,
     /// IMAP address, if on.
     pub imap: Option<SocketAddr>,
+    /// CouchDB protocol address, if on.
+    pub couchdb: Option<SocketAddr>,
     /// The certificate clients should trust, when TLS is on.
     pub tls_cert: Option<std::path::PathBuf>,
 }
@@ -203,10 +209,11 @@ fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
         let taken = imap.max_connections as u64 + crate::listener::REFUSING as u64 + 1;
         limit.soft = limit.soft.saturating_sub(taken);
     }
-    let http = settings
-        .http_listen
-        .as_ref()
-        .map(|_| settings.http.max_connections);
+    // The CouchDB listener serves with the HTTP settings: its
+    // connections count as a second HTTP listener's.
+    let http_doors = usize::from(settings.http_listen.is_some())
+        + usize::from(settings.couchdb_listen.is_some());
+    let http = (http_doors > 0).then(|| settings.http.max_connections * http_doors);
     let fit = crate::descriptors::fit(limit.soft, settings.native.max_connections, http)?;
     tracing::info!(
         "descriptor limit {} (was {}, hard limit {}); {} kept for database and log files",
@@ -231,7 +238,7 @@ fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
     }
     settings.native.max_connections = fit.native;
     if let Some(n) = fit.http {
-        settings.http.max_connections = n;
+        settings.http.max_connections = (n / http_doors.max(1)).max(1);
     }
     Ok(())
 }
@@ -294,6 +301,10 @@ async fn serve(
         Some(s) => Some((bind(&s.listen, "imap_listen").await?, s.clone())),
         None => None,
     };
+    let couch_listener = match &settings.couchdb_listen {
+        Some(a) => Some(bind(a, "couchdb_listen").await?),
+        None => None,
+    };
     let local = |l: &TcpListener| {
         l.local_addr()
             .map_err(|e| ServerError::Internal(format!("listener address: {e}")))
@@ -303,6 +314,7 @@ async fn serve(
         http: http_listener.as_ref().map(local).transpose()?,
         smtp: smtp_listener.as_ref().map(|l| local(&l.0)).transpose()?,
         imap: imap_listener.as_ref().map(|l| local(&l.0)).transpose()?,
+        couchdb: couch_listener.as_ref().map(local).transpose()?,
         tls_cert: tls.as_ref().map(|t| t.cert_path.clone()),
     };
     tasks.start_all().await;
@@ -320,6 +332,15 @@ async fn serve(
     ));
     let web = http_listener.map(|l| {
         tokio::spawn(http::serve(
+            l,
+            acceptor.clone(),
+            service.clone(),
+            settings.http.clone(),
+            life.clone(),
+        ))
+    });
+    let couch = couch_listener.map(|l| {
+        tokio::spawn(http::serve_couch(
             l,
             acceptor,
             service.clone(),
@@ -361,6 +382,9 @@ async fn serve(
         let _ = native.await;
         if let Some(w) = web {
             let _ = w.await;
+        }
+        if let Some(c) = couch {
+            let _ = c.await;
         }
         if let Some(m) = mail {
             let _ = m.await;

@@ -82,6 +82,8 @@ pub struct Server {
     pub smtp: Option<String>,
     /// The IMAP address, when `imap_listen` is on.
     pub imap: Option<String>,
+    /// The CouchDB door's address, when `couchdb_listen` is on.
+    pub couchdb: Option<String>,
     /// What the server wrote to stderr so far.
     log: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -94,6 +96,14 @@ impl Server {
     /// Starts `folio serve` with extra arguments (e.g. `--tls-self-signed`).
     pub fn start_with(data: &Path, extra: &[&str]) -> Server {
         Server::launch(Command::new(env!("CARGO_BIN_EXE_folio")), data, extra)
+    }
+
+    /// Starts `folio serve` with extra environment variables (settings
+    /// such as `FOLIO__COUCHDB_LISTEN`).
+    pub fn start_with_env(data: &Path, env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_folio"));
+        cmd.envs(env.iter().copied());
+        Server::launch(cmd, data, &[])
     }
 
     /// Starts `folio serve` with its native listener on `native` (for
@@ -160,6 +170,7 @@ impl Server {
         let (native, http) = (after("on native "), after("http "));
         let smtp = line.contains(", smtp ").then(|| after(", smtp "));
         let imap = line.contains(", imap ").then(|| after(", imap "));
+        let couchdb = line.contains(", couchdb ").then(|| after(", couchdb "));
         // Keep draining stderr so the server never blocks on a full pipe;
         // what it logs is kept for `log`.
         let log = std::sync::Arc::new(std::sync::Mutex::new(before));
@@ -177,6 +188,7 @@ impl Server {
             http,
             smtp,
             imap,
+            couchdb,
             log,
         }
     }

@@ -98,6 +98,21 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
         self.apply(note, version, &content.revisions)
     }
 
+    /// The note `unid` as this transaction sees it (earlier puts of the
+    /// batch included), with its revisions, oldest first; `None` if no
+    /// note has the UNID. A caller that decides what to put from what is
+    /// held reads it here, under the writer lock, so the decision and the
+    /// write are one atomic step (I25).
+    pub fn get(&mut self, unid: Unid) -> NsfResult<Option<(Note, Vec<Version>)>> {
+        let txn = &mut *self.txn;
+        let Some(id) = lookup_unid(txn, &txn.header, unid)? else {
+            return Ok(None);
+        };
+        let (note, _) = load_stored(txn, unid, id)?;
+        let revisions = lineage::revisions(txn, &txn.header, unid)?;
+        Ok(Some((note, revisions)))
+    }
+
     /// Frees the content no stored note took, and logs the content of
     /// one page that stored notes took (I52; content a replaced version
     /// held was logged by its own commit, and logging it again is

@@ -50,7 +50,10 @@ pub(super) enum Credentials {
 }
 
 impl Credentials {
-    fn from_headers(method: &Method, headers: &HeaderMap) -> Result<Credentials, ApiError> {
+    pub(super) fn from_headers(
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<Credentials, ApiError> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Ok(match session_cookie(headers) {
                 Some(token) => Credentials::Cookie {

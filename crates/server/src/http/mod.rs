@@ -70,6 +70,7 @@
 //!   backup.rs       online backup
 //!   observe.rs      what monitoring reads: /metrics, /_stats/history
 //!   console.rs      the console's page and assets, compiled in
+//!   couch/          the CouchDB door, on a listener of its own (`couchdb_listen`)
 //! ```
 
 mod admin;
@@ -80,6 +81,7 @@ mod backup;
 mod calendar;
 mod compact;
 mod console;
+mod couch;
 mod databases;
 mod documents;
 mod extract;
@@ -104,6 +106,7 @@ use axum::Router;
 use std::sync::Arc;
 
 pub use crate::http_conn::{serve, HttpSettings};
+pub use couch::serve_couch;
 
 /// The routes of the API, over `service`, as `settings` configure them;
 /// `tls` says whether the listener has TLS (session cookies are then

@@ -47,6 +47,7 @@
 //!   archive.rs      archiving the transaction log
 //!   backup.rs       online backup
 //!   replicate.rs    the server's side of a replication; the change feed's wait
+//!   couch.rs        the CouchDB door's operations (databases, documents, changes)
 //!   wire.rs         engine values as protocol values
 //! ```
 
@@ -57,6 +58,7 @@ mod attachments;
 mod backup;
 mod calendar;
 mod compact;
+mod couch;
 mod databases;
 mod documents;
 mod fixup;
@@ -73,6 +75,7 @@ mod views;
 mod wire;
 
 pub use access::Caller;
+pub use couch::{couch_error, CouchDb, LocalOp};
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub(crate) use fixup::rebuild_views_of_auto_fixups;
 pub use lifecycle::Copied;

@@ -240,7 +240,7 @@ fn refused(e: replica::ReplicaError) -> ServerError {
 }
 
 /// Whether `access` may write `incoming` over `held` (module docs).
-fn may_write(access: &Access, incoming: &Note, held: Option<&Note>) -> bool {
+pub(super) fn may_write(access: &Access, incoming: &Note, held: Option<&Note>) -> bool {
     match held {
         None => access.can_create() && (incoming.deleted || access.can_edit(incoming)),
         Some(h) if incoming.deleted => access.can_delete(h),

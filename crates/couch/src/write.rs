@@ -1,0 +1,435 @@
+//! Writes: `_bulk_docs` (both modes), `PUT` and `DELETE` of a document.
+//!
+//! Every write of one request runs in one nsf foreign batch: one
+//! transaction, one log sync, durable before the answer (I2), all of it
+//! or none of it after a crash (I4) — so a client is told a revision is
+//! stored only once it is, and a kill -9 keeps exactly the
+//! acknowledged requests. The decision for each document is taken inside
+//! that transaction, from what it holds (`ForeignTxn::get`, I25):
+//!
+//! ```text
+//!   new_edits=false (a replicator's revisions, with their _revisions)
+//!     the revision is a leaf or an ancestor of one   -> nothing to do
+//!     its _revisions name a leaf                     -> that leaf's note takes it
+//!                                                       (a conflict document stays one)
+//!     otherwise                                      -> the document's note takes it;
+//!        the version order decides, and the loser is kept as a conflict
+//!        document in the same transaction (I27), as replication does
+//!   new_edits=true (an edit made here)
+//!     _rev names a leaf                              -> that leaf's note, next generation
+//!     no _rev and no live leaf                       -> a new document (or a revival)
+//!     otherwise                                      -> 409 conflict, nothing written
+//! ```
+//!
+//! A version stored here has sequence number = the revision's generation
+//! and sequence time = [`Rev::order_time`], its items carry `$Rev`,
+//! `$Revs` and `$DocId`, so it is the same Folio version wherever the
+//! same revision is stored. Each document is checked against the
+//! caller's rights (`WriteCheck`, the rule native replication applies);
+//! a refused one gets `forbidden` and nothing is written for it, while
+//! the others of the request are written.
+
+use crate::body::fields_to_items;
+use crate::conflicts::{answers, ConflictIndex};
+use crate::error::{CouchError, CouchResult};
+use crate::id::{needs_doc_id, unid_of_id, validate_doc_id};
+use crate::rev::{Rev, MAX_ANCESTORS};
+use crate::tree::{id_answers, is_design, Leaf};
+use nsf::{
+    Database, ForeignOutcome, ForeignTxn, Item, ItemValue, Note, NoteId, NsfResult, OriginatorId,
+    Seq, StagedNote, Timestamp, Unid, CONFLICT_ITEMS, COUCH_ITEMS, MAX_REVISIONS,
+};
+use serde_json::{Map, Value};
+
+/// Longest `_revisions` accepted (CouchDB's default `revs_limit`).
+const MAX_HISTORY: usize = 1_000;
+
+/// Whether the caller may write `incoming` over `held` (`None`: new).
+pub type WriteCheck = Box<dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync>;
+
+/// How revisions are given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `new_edits=true`: an edit of `_rev`, revision made here.
+    NewEdits,
+    /// `new_edits=false`: a revision made elsewhere, with its history.
+    Replicated,
+}
+
+/// One document to write, checked for form.
+#[derive(Clone, Debug)]
+pub struct Edit {
+    pub id: String,
+    /// `_rev`: the revision edited (NewEdits) or given (Replicated).
+    pub rev: Option<Rev>,
+    /// Replicated: the revision and its ancestors, newest first.
+    pub path: Vec<Rev>,
+    pub deleted: bool,
+    /// The fields without the `_` ones.
+    pub fields: Map<String, Value>,
+    pub items: Vec<Item>,
+}
+
+/// Checks one document of a request. `id` is the one the URL names (a
+/// `PUT`), which `_id` must match if given; `new_id` makes one for a
+/// document that has none.
+pub fn parse_edit(
+    doc: &Value,
+    mode: Mode,
+    id: Option<&str>,
+    new_id: &mut dyn FnMut() -> String,
+) -> CouchResult<Edit> {
+    let Value::Object(obj) = doc else {
+        return Err(CouchError::bad_request("Document must be a JSON object"));
+    };
+    let given = match obj.get("_id") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(CouchError::bad_request("Document id must be a string")),
+    };
+    let id = match (id, given) {
+        (Some(url), Some(body)) if url != body => {
+            return Err(CouchError::bad_request(
+                "Document id in the body does not match the URL",
+            ))
+        }
+        (Some(url), _) => url.to_string(),
+        (None, Some(body)) => body,
+        (None, None) if mode == Mode::NewEdits => new_id(),
+        (None, None) => return Err(CouchError::bad_request("Document must have an _id")),
+    };
+    validate_doc_id(&id)?;
+    let rev = match obj.get("_rev") {
+        None => None,
+        Some(Value::String(s)) => Some(s.parse::<Rev>().map_err(CouchError::bad_request)?),
+        Some(_) => return Err(CouchError::bad_request("_rev must be a string")),
+    };
+    let deleted = match obj.get("_deleted") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(CouchError::bad_request("_deleted must be true or false")),
+    };
+    let path = match (mode, obj.get("_revisions"), &rev) {
+        (Mode::NewEdits, _, _) => Vec::new(),
+        (Mode::Replicated, _, None) => {
+            return Err(CouchError::bad_request(
+                "new_edits=false needs each document's _rev",
+            ))
+        }
+        (Mode::Replicated, None, Some(_)) => {
+            return Err(CouchError::bad_request(
+                "new_edits=false needs each document's _revisions",
+            ))
+        }
+        (Mode::Replicated, Some(h), Some(r)) => history(h, r)?,
+    };
+    let mut fields = Map::new();
+    for (k, v) in obj {
+        match k.as_str() {
+            "_id" | "_rev" | "_deleted" | "_revisions" => {}
+            "_conflicts" | "_deleted_conflicts" | "_revs_info" | "_local_seq" => {}
+            "_attachments" if v.as_object().is_some_and(Map::is_empty) => {}
+            "_attachments" => {
+                return Err(CouchError::not_implemented(
+                    "attachments are not supported by this door yet",
+                ))
+            }
+            k if k.starts_with('_') => {
+                return Err(CouchError::invalid(format!(
+                    "Bad special document member: {k}"
+                )))
+            }
+            _ => {
+                fields.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let items = fields_to_items(&fields)?;
+    Ok(Edit {
+        id,
+        rev,
+        path,
+        deleted,
+        fields,
+        items,
+    })
+}
+
+/// `_revisions` as revisions, newest first; its first must be `rev`.
+fn history(h: &Value, rev: &Rev) -> CouchResult<Vec<Rev>> {
+    let bad = |why: &str| CouchError::bad_request(format!("Invalid _revisions: {why}"));
+    let start = h
+        .get("start")
+        .and_then(Value::as_u64)
+        .and_then(|s| u32::try_from(s).ok())
+        .ok_or_else(|| bad("start must be a revision number"))?;
+    let ids = h
+        .get("ids")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("ids must be a list"))?;
+    if ids.is_empty() || ids.len() > MAX_HISTORY {
+        return Err(bad("ids must hold 1 to 1000 revisions"));
+    }
+    if ids.len() as u64 > u64::from(start) {
+        return Err(bad("more ids than revisions before start"));
+    }
+    let path = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let hash = id.as_str().ok_or_else(|| bad("ids must be strings"))?;
+            format!("{}-{hash}", start - i as u32)
+                .parse::<Rev>()
+                .map_err(CouchError::bad_request)
+        })
+        .collect::<CouchResult<Vec<Rev>>>()?;
+    if path[0] != *rev {
+        return Err(bad("its newest revision is not _rev"));
+    }
+    Ok(path)
+}
+
+/// Writes `edits` in one transaction (module docs); one result per edit,
+/// in order: the revision stored (or already held), or why not. An
+/// error of the database itself fails the whole request, nothing written.
+pub fn write_docs(
+    db: &Database,
+    index: &ConflictIndex,
+    edits: Vec<Edit>,
+    mode: Mode,
+    may_write: WriteCheck,
+) -> NsfResult<Vec<CouchResult<Rev>>> {
+    let known: Vec<Vec<Unid>> = edits
+        .iter()
+        .map(|e| index.conflicts_of(unid_of_id(&e.id)))
+        .collect();
+    let now = Timestamp::now();
+    db.foreign_batch(&[], move |t| {
+        edits
+            .iter()
+            .zip(&known)
+            .map(
+                |(e, conflicts)| match write_one(t, e, conflicts, mode, &*may_write, now) {
+                    Ok(r) => Ok(r),
+                    Err(Failed::Db(e)) => Err(e),
+                    Err(Failed::Couch(e)) => Ok(Err(e)),
+                },
+            )
+            .collect()
+    })
+}
+
+enum Failed {
+    Couch(CouchError),
+    Db(nsf::NsfError),
+}
+
+impl From<CouchError> for Failed {
+    fn from(e: CouchError) -> Failed {
+        Failed::Couch(e)
+    }
+}
+
+impl From<nsf::NsfError> for Failed {
+    fn from(e: nsf::NsfError) -> Failed {
+        Failed::Db(e)
+    }
+}
+
+/// Where a revision goes: the note it is written to, the nsf revisions it
+/// was made from, whether that note is a conflict document, the note held
+/// there now.
+struct Target<'l> {
+    unid: Unid,
+    revisions: Vec<nsf::Version>,
+    conflict: bool,
+    held: Option<&'l Leaf>,
+}
+
+fn write_one(
+    t: &mut ForeignTxn<'_, '_>,
+    e: &Edit,
+    conflicts: &[Unid],
+    mode: Mode,
+    may_write: &(dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync),
+    now: Timestamp,
+) -> Result<CouchResult<Rev>, Failed> {
+    let main = unid_of_id(&e.id);
+    let mut raw = Vec::new();
+    if let Some((note, revs)) = t.get(main)? {
+        if is_design(&note) || id_answers(&note, main) != e.id {
+            return Ok(Err(CouchError::forbidden(
+                "Document id is taken by a note that is not this document",
+            )));
+        }
+        raw.push((note, revs));
+    }
+    for &c in conflicts {
+        if let Some((note, revs)) = t.get(c)? {
+            if answers(&note) == Some(main) && id_answers(&note, main) == e.id {
+                raw.push((note, revs));
+            }
+        }
+    }
+    let leaves: Vec<Leaf> = raw.into_iter().map(|(n, r)| Leaf::new(n, r)).collect();
+    let (rev, ancestors, base) = match mode {
+        Mode::Replicated => {
+            let rev = e.path[0].clone();
+            if leaves.iter().any(|l| l.knows(&rev)) {
+                return Ok(Ok(rev));
+            }
+            let base = leaves
+                .iter()
+                .filter(|l| e.path[1..].contains(&l.rev))
+                .max_by_key(|l| l.rev.gen);
+            let mut ancestors = e.path[1..].to_vec();
+            ancestors.truncate(MAX_ANCESTORS);
+            (rev, ancestors, base)
+        }
+        Mode::NewEdits => {
+            let base = match &e.rev {
+                Some(r) => match leaves.iter().find(|l| l.rev == *r) {
+                    Some(l) => Some(l),
+                    None => return Ok(Err(CouchError::conflict())),
+                },
+                None if leaves.iter().any(|l| !l.deleted()) => {
+                    return Ok(Err(CouchError::conflict()))
+                }
+                None => leaves.iter().max_by(|a, b| a.rev.cmp(&b.rev)),
+            };
+            let body = Value::Object(e.fields.clone());
+            let rev = Rev::of_edit(base.map(|b| &b.rev), e.deleted, &body);
+            let ancestors: Vec<Rev> = base
+                .map(|b| {
+                    std::iter::once(b.rev.clone())
+                        .chain(b.ancestry.iter().cloned())
+                        .take(MAX_ANCESTORS)
+                        .collect()
+                })
+                .unwrap_or_default();
+            (rev, ancestors, base)
+        }
+    };
+    let target = match base {
+        Some(l) => {
+            let mut revisions = l.revisions.clone();
+            revisions.push(l.note.version());
+            let cut = revisions.len().saturating_sub(MAX_REVISIONS);
+            Target {
+                unid: l.note.oid.unid,
+                revisions: revisions.split_off(cut),
+                conflict: l.conflict,
+                held: Some(l),
+            }
+        }
+        None => Target {
+            unid: main,
+            revisions: Vec::new(),
+            conflict: false,
+            held: leaves.iter().find(|l| l.note.oid.unid == main),
+        },
+    };
+    let note = version_note(e, &rev, &ancestors, &target, main, now);
+    if let Err(err) = nsf::encode_note(&note) {
+        return Ok(Err(CouchError::invalid(err.to_string())));
+    }
+    if !may_write(&note, target.held.map(|l| &l.note)) {
+        return Ok(Err(CouchError::forbidden(
+            "You are not allowed to write this document",
+        )));
+    }
+    let staged = StagedNote::from_note(note, target.revisions);
+    match t.put(&staged)? {
+        // I27: the version that lost is kept in the same transaction.
+        ForeignOutcome::Replaced {
+            loser,
+            loser_revisions,
+            ..
+        } if !loser.deleted && !staged.revisions().contains(&loser.version()) => {
+            let unid = replica::conflict_unid(main, &loser.version());
+            t.put_conflict(unid, main, &StagedNote::from_note(loser, loser_revisions))?;
+        }
+        ForeignOutcome::Lost {
+            winner_revisions, ..
+        } if !staged.deleted() && !winner_revisions.contains(&staged.version()) => {
+            let unid = replica::conflict_unid(main, &staged.version());
+            t.put_conflict(unid, main, &staged)?;
+        }
+        _ => {}
+    }
+    Ok(Ok(rev))
+}
+
+/// The note that stores revision `rev` of `e` at `target`.
+fn version_note(
+    e: &Edit,
+    rev: &Rev,
+    ancestors: &[Rev],
+    target: &Target<'_>,
+    main: Unid,
+    now: Timestamp,
+) -> Note {
+    let mut items: Vec<Item> = if e.deleted {
+        // A deletion keeps the access items it names, else those of the
+        // version it deletes: whoever could not see the document does not
+        // see its deletion either.
+        let named: Vec<Item> = e
+            .items
+            .iter()
+            .filter(|i| nsf::stub_keeps(&i.name))
+            .cloned()
+            .collect();
+        if named.is_empty() {
+            target
+                .held
+                .map(|l| {
+                    l.note
+                        .items
+                        .iter()
+                        .filter(|i| {
+                            i.name.eq_ignore_ascii_case(nsf::READERS_ITEM)
+                                || i.name.eq_ignore_ascii_case(nsf::AUTHORS_ITEM)
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            named
+        }
+    } else {
+        e.items.clone()
+    };
+    let text = |name: &str, v: String| Item {
+        name: name.into(),
+        value: ItemValue::Text(v),
+    };
+    if needs_doc_id(&e.id) {
+        items.push(text(COUCH_ITEMS[0], e.id.clone()));
+    }
+    items.push(text(COUCH_ITEMS[1], rev.to_string()));
+    if !ancestors.is_empty() {
+        items.push(Item {
+            name: COUCH_ITEMS[2].into(),
+            value: ItemValue::TextList(ancestors.iter().map(Rev::to_string).collect()),
+        });
+    }
+    if target.conflict {
+        items.push(text(CONFLICT_ITEMS[0], "1".into()));
+        items.push(text(CONFLICT_ITEMS[1], main.to_string()));
+    }
+    Note {
+        note_id: NoteId(0),
+        oid: OriginatorId {
+            unid: target.unid,
+            seq_num: rev.gen,
+            seq_time: rev.order_time(),
+        },
+        created: target.held.map_or(now, |l| l.note.created),
+        modified: now,
+        added: now,
+        change_seq: Seq(0),
+        deleted: e.deleted,
+        items,
+    }
+}

@@ -1,0 +1,685 @@
+//! The CouchDB door end to end: the real `folio serve` with
+//! `FOLIO__COUCHDB_LISTEN` set, real PouchDB (npm `pouchdb` in Node, a
+//! memory database; `scripts/install-pouchdb.sh` installs it on first
+//! miss) replicating both ways, plain HTTP for bad input, and kill -9
+//! during `_bulk_docs`.
+
+mod common;
+
+use base64::Engine as _;
+use common::{users_dir, Server, ADMIN_PW};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+
+const ALICE: (&str, &str) = ("alice", "alice-password");
+const BOB: (&str, &str) = ("bob", "bob-password");
+const CAROL: (&str, &str) = ("carol", "carol-password");
+const ADMIN: (&str, &str) = ("admin", ADMIN_PW);
+
+fn start(data: &Path) -> Server {
+    Server::start_with_env(data, &[("FOLIO__COUCHDB_LISTEN", "127.0.0.1:0")])
+}
+
+fn couch_url(s: &Server) -> String {
+    format!(
+        "http://{}",
+        s.couchdb.as_ref().expect("the CouchDB door is on")
+    )
+}
+
+/// One request: the status and the JSON answer.
+fn req(method: &str, url: &str, who: Option<(&str, &str)>, body: Option<&str>) -> (u16, Value) {
+    let mut r = ureq::request(method, url).timeout(std::time::Duration::from_secs(60));
+    if let Some((u, p)) = who {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+        r = r.set("Authorization", &format!("Basic {token}"));
+    }
+    let answer = match body {
+        Some(b) => r.set("Content-Type", "application/json").send_string(b),
+        None => r.call(),
+    };
+    let resp = match answer {
+        Ok(resp) => resp,
+        Err(ureq::Error::Status(_, resp)) => resp,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    let text = resp.into_string().unwrap();
+    let v = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"));
+    (status, v)
+}
+
+fn ok(method: &str, url: &str, who: (&str, &str), body: Option<Value>) -> Value {
+    let body = body.map(|b| b.to_string());
+    let (status, v) = req(method, url, Some(who), body.as_deref());
+    assert!((200..300).contains(&status), "{method} {url}: {status} {v}");
+    v
+}
+
+/// A database `name` with alice as Editor, bob as Reader, carol as Author.
+fn team_db(s: &Server, name: &str) -> String {
+    let url = format!("{}/{name}", couch_url(s));
+    ok("PUT", &url, ADMIN, None);
+    let acl = json!({"default": "noaccess", "entries": [
+        {"name": "alice", "level": "editor"},
+        {"name": "bob", "level": "reader"},
+        {"name": "carol", "level": "author"},
+        {"name": "admin", "level": "manager"},
+    ]});
+    let acl_url = format!("http://{}/db/{name}.fdb/_acl", s.http);
+    ok("PUT", &acl_url, ADMIN, Some(acl));
+    url
+}
+
+/// PouchDB in Node, installed on first use into the target directory.
+fn pouch_modules() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pouchdb");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-pouchdb.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir.join("node_modules")
+    })
+}
+
+/// A PouchDB memory database in a Node process, remote = `url`.
+struct Pouch {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Pouch {
+    fn open(url: &str, who: (&str, &str)) -> Pouch {
+        let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/couch/pouch_driver.js");
+        let mut child = Command::new("node")
+            .arg(driver)
+            .args([url, who.0, who.1])
+            .env("NODE_PATH", pouch_modules())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node runs");
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        Pouch {
+            child,
+            input,
+            output,
+        }
+    }
+
+    fn call(&mut self, cmd: Value) -> Value {
+        writeln!(self.input, "{cmd}").unwrap();
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("driver said {line:?} to {cmd}"))
+    }
+
+    /// A replication (`pull`, `push`) that must succeed with no failure.
+    fn replicate(&mut self, op: &str) -> Value {
+        let r = self.call(json!({"op": op}));
+        assert_eq!(r["ok"], json!(true), "{op}: {r}");
+        assert_eq!(r["doc_write_failures"], json!(0), "{op}: {r}");
+        r
+    }
+
+    /// Every local document (with `_conflicts`), by id.
+    fn all(&mut self) -> Vec<Value> {
+        self.call(json!({"op": "all"})).as_array().unwrap().clone()
+    }
+}
+
+impl Drop for Pouch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every document the door shows `who`, with `_conflicts`, by id.
+fn folio_all(db: &str, who: (&str, &str)) -> Vec<Value> {
+    let rows = ok("GET", &format!("{db}/_all_docs"), who, None);
+    rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let id = r["id"].as_str().unwrap();
+            let url = format!("{db}/{}?conflicts=true", encode(id));
+            ok("GET", &url, who, None)
+        })
+        .collect()
+}
+
+fn encode(id: &str) -> String {
+    id.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Documents compared as JSON values, numbers as numbers.
+fn same_docs(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn pouchdb_replicates_both_ways_and_conflicts_converge() {
+    let data = users_dir(&["alice", "bob", "carol"]);
+    let s = start(data.path());
+    let db = team_db(&s, "team");
+    // Documents made at the door, of every JSON shape, and one made by a
+    // native client.
+    let docs: Vec<Value> = (0..30)
+        .map(|i| {
+            json!({"_id": format!("doc-{i:02}"), "n": i, "title": format!("title {i}"),
+                   "done": i % 2 == 0, "tags": ["a", "b"], "meta": {"deep": [1, {"x": null}]}})
+        })
+        .collect();
+    let written = ok(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        ALICE,
+        Some(json!({"docs": docs})),
+    );
+    assert_eq!(written.as_array().unwrap().len(), 30);
+    let native = ok(
+        "POST",
+        &format!("http://{}/db/team.fdb/docs", s.http),
+        ALICE,
+        Some(json!({"Subject": "made natively", "Count": 3})),
+    );
+    let native_id = native["unid"].as_str().unwrap().to_string();
+
+    let mut pouch = Pouch::open(&db, ALICE);
+    let pulled = pouch.replicate("pull");
+    assert_eq!(pulled["docs_written"], json!(31), "{pulled}");
+    assert!(
+        same_docs(&pouch.all(), &folio_all(&db, ALICE)),
+        "the pull copies every document exactly"
+    );
+
+    // Edits in PouchDB: five changed, five new, two deleted.
+    let mine: Vec<Value> = pouch
+        .all()
+        .into_iter()
+        .filter(|d| d["_id"].as_str().unwrap().starts_with("doc-"))
+        .collect();
+    for d in mine.iter().take(5) {
+        let mut d = d.clone();
+        d["title"] = json!("edited in pouch");
+        d.as_object_mut().unwrap().remove("_conflicts");
+        assert!(pouch.call(json!({"op": "put", "doc": d}))["ok"] == json!(true));
+    }
+    for i in 0..5 {
+        pouch.call(json!({"op": "put", "doc": {"_id": format!("new-{i}"), "from": "pouch"}}));
+    }
+    for d in mine.iter().skip(5).take(2) {
+        let r = pouch.call(json!({"op": "remove", "id": d["_id"], "rev": d["_rev"]}));
+        assert_eq!(r["ok"], json!(true), "{r}");
+    }
+    let pushed = pouch.replicate("push");
+    assert_eq!(pushed["docs_written"], json!(12), "{pushed}");
+    assert!(
+        same_docs(&pouch.all(), &folio_all(&db, ALICE)),
+        "the push converges"
+    );
+    assert_eq!(ok("GET", &db, ALICE, None)["doc_count"], json!(34));
+
+    // A native edit and a door edit reach PouchDB as plain updates.
+    let n = ok(
+        "PUT",
+        &format!("http://{}/db/team.fdb/docs/{native_id}", s.http),
+        ALICE,
+        Some(json!({"Subject": "edited natively"})),
+    );
+    assert_eq!(n["seq"], json!(2));
+    let y = ok("GET", &format!("{db}/doc-10"), ALICE, None);
+    let mut y2 = y.clone();
+    y2["title"] = json!("edited at the door");
+    ok("PUT", &format!("{db}/doc-10"), ALICE, Some(y2));
+    pouch.replicate("pull");
+    let all = pouch.all();
+    assert!(same_docs(&all, &folio_all(&db, ALICE)));
+    assert!(
+        all.iter().all(|d| d.get("_conflicts").is_none()),
+        "no conflicts: {all:?}"
+    );
+    let nd = pouch.call(json!({"op": "get", "id": native_id}));
+    assert_eq!(nd["Subject"], json!("edited natively"));
+    assert_eq!(nd["_rev"].as_str().unwrap().split('-').next(), Some("2"));
+
+    // Concurrent edits of one document: a conflict on both sides, the
+    // same winner, the same losing revision.
+    let z = pouch.call(json!({"op": "get", "id": "doc-20"}));
+    let mut zp = z.clone();
+    zp["title"] = json!("pouch side");
+    pouch.call(json!({"op": "put", "doc": zp}));
+    let mut zf = ok("GET", &format!("{db}/doc-20"), ALICE, None);
+    zf["title"] = json!("folio side");
+    ok("PUT", &format!("{db}/doc-20"), ALICE, Some(zf));
+    pouch.replicate("push");
+    pouch.replicate("pull");
+    let here = pouch.call(json!({"op": "get", "id": "doc-20", "opts": {"conflicts": true}}));
+    let there = ok("GET", &format!("{db}/doc-20?conflicts=true"), ALICE, None);
+    assert_eq!(
+        here["_conflicts"].as_array().map(Vec::len),
+        Some(1),
+        "{here}"
+    );
+    assert!(same(&here, &there), "pouch {here} folio {there}");
+    // Natively, the loser is a conflict document.
+    let changes = ok(
+        "GET",
+        &format!("http://{}/db/team.fdb/docs?since=0&limit=1000", s.http),
+        ALICE,
+        None,
+    );
+    let conflict_docs = changes.to_string().matches("\"$Conflict\"").count();
+    assert_eq!(conflict_docs, 1, "{changes}");
+
+    // Resolved in PouchDB: the losing revision deleted, then synced.
+    let loser = here["_conflicts"][0].clone();
+    pouch.call(json!({"op": "remove", "id": "doc-20", "rev": loser}));
+    pouch.replicate("push");
+    pouch.replicate("pull");
+    let there = ok("GET", &format!("{db}/doc-20?conflicts=true"), ALICE, None);
+    assert!(there.get("_conflicts").is_none(), "{there}");
+    assert!(same_docs(&pouch.all(), &folio_all(&db, ALICE)), "converged");
+
+    // A second PouchDB starting from nothing gets the same database.
+    let mut other = Pouch::open(&db, ALICE);
+    other.replicate("pull");
+    assert!(same_docs(&other.all(), &pouch.all()));
+    // Nothing changed: a rerun writes nothing.
+    assert_eq!(other.replicate("pull")["docs_written"], json!(0));
+}
+
+#[test]
+fn readers_hidden_documents_never_reach_an_unauthorised_pouchdb() {
+    let data = users_dir(&["alice", "bob", "carol"]);
+    let s = start(data.path());
+    let db = team_db(&s, "hr");
+    let mut docs: Vec<Value> = (0..5)
+        .map(|i| json!({"_id": format!("open-{i}"), "v": i}))
+        .collect();
+    for i in 0..3 {
+        docs.push(json!({"_id": format!("secret-{i}"), "v": i, "$Readers": ["alice"]}));
+    }
+    ok(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        ALICE,
+        Some(json!({"docs": docs})),
+    );
+    // A hidden document edited and deleted stays hidden in every form.
+    let s0 = ok("GET", &format!("{db}/secret-0"), ALICE, None);
+    let del = format!("{db}/secret-0?rev={}", s0["_rev"].as_str().unwrap());
+    ok("DELETE", &del, ALICE, None);
+
+    let mut bobs = Pouch::open(&db, BOB);
+    bobs.replicate("pull");
+    let ids: Vec<String> = bobs
+        .all()
+        .iter()
+        .map(|d| d["_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, (0..5).map(|i| format!("open-{i}")).collect::<Vec<_>>());
+    let mut alices = Pouch::open(&db, ALICE);
+    alices.replicate("pull");
+    assert_eq!(alices.all().len(), 7);
+
+    let info = ok("GET", &db, BOB, None);
+    assert_eq!(
+        (info["doc_count"].clone(), info["doc_del_count"].clone()),
+        (json!(5), json!(0))
+    );
+    let listing = ok("GET", &format!("{db}/_all_docs"), BOB, None);
+    assert_eq!(listing["total_rows"], json!(5));
+    let feed = ok("GET", &format!("{db}/_changes?style=all_docs"), BOB, None);
+    assert_eq!(feed["results"].as_array().unwrap().len(), 5);
+    let keys = ok(
+        "POST",
+        &format!("{db}/_all_docs"),
+        BOB,
+        Some(json!({"keys": ["secret-1"]})),
+    );
+    assert_eq!(keys["rows"][0]["error"], json!("not_found"));
+    for (route, body) in [
+        ("_bulk_get", json!({"docs": [{"id": "secret-1"}]})),
+        ("_revs_diff", json!({"secret-1": ["1-abc"]})),
+    ] {
+        let a = ok("POST", &format!("{db}/{route}"), BOB, Some(body));
+        assert!(!a.to_string().contains("\"v\""), "{route}: {a}");
+    }
+    let (status, e) = req("GET", &format!("{db}/secret-1"), Some(BOB), None);
+    assert_eq!((status, e["error"].clone()), (404, json!("not_found")));
+    let all = format!("{db}/secret-1?open_revs=all");
+    assert_eq!(req("GET", &all, Some(BOB), None).0, 404);
+    // Everything bob learns is the same whether the secrets exist or not:
+    // nothing of them is in any answer above.
+    for a in [&info, &listing, &feed] {
+        assert!(!a.to_string().contains("secret"), "{a}");
+    }
+    // Carol (an Author) edits only what names her in $Authors: a push is
+    // refused per document, the rest of it written.
+    let owned = ok(
+        "PUT",
+        &format!("{db}/owned"),
+        ALICE,
+        Some(json!({"$Authors": ["alice"], "v": 1})),
+    );
+    let push = json!({"docs": [
+        {"_id": "owned", "_rev": owned["rev"], "v": 2},
+        {"_id": "carols", "$Authors": ["carol"], "v": 1},
+    ]});
+    let answer = ok("POST", &format!("{db}/_bulk_docs"), CAROL, Some(push));
+    assert_eq!(answer[0]["error"], json!("forbidden"), "{answer}");
+    assert_eq!(answer[1]["ok"], json!(true), "{answer}");
+    assert_eq!(
+        ok("GET", &format!("{db}/owned"), ALICE, None)["v"],
+        json!(1)
+    );
+    let replicated = json!({"new_edits": false, "docs": [
+        {"_id": "owned", "_rev": "2-abc", "v": 3, "_revisions": {"start": 2, "ids": ["abc", owned["rev"].as_str().unwrap().split_once('-').unwrap().1]}},
+    ]});
+    let answer = ok("POST", &format!("{db}/_bulk_docs"), CAROL, Some(replicated));
+    assert_eq!(answer[0]["error"], json!("forbidden"), "{answer}");
+    assert_eq!(
+        ok("GET", &format!("{db}/owned"), ALICE, None)["v"],
+        json!(1)
+    );
+
+    // Bob (a Reader) cannot push.
+    let bad = json!({"docs": [{"_id": "open-0", "_rev": "9-abc", "_revisions": {"start": 9, "ids": ["abc"]}}],
+                     "new_edits": false});
+    let (status, e) = req(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        Some(BOB),
+        Some(&bad.to_string()),
+    );
+    assert_eq!((status, e["error"].clone()), (403, json!("forbidden")));
+}
+
+#[test]
+fn bad_input_gets_couchdb_errors_and_changes_nothing() {
+    let data = users_dir(&["alice", "bob", "carol"]);
+    let s = start(data.path());
+    let db = team_db(&s, "input");
+    let base = couch_url(&s);
+    ok("PUT", &format!("{db}/a"), ALICE, Some(json!({"x": 1})));
+    let before = ok("GET", &db, ALICE, None);
+    let big = format!("{{\"x\":\"{}\"}}", "y".repeat(9 << 20));
+    let long_history = json!({"docs": [{"_id": "h", "_rev": "1001-a",
+        "_revisions": {"start": 1001, "ids": vec!["a"; 1001]}}], "new_edits": false});
+    let cases: Vec<(&str, String, Option<String>, u16, &str)> = vec![
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some("{not json".into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some("[1,2]".into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some(r#"{"_rev":"x-1"}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "PUT",
+            format!("{db}/b"),
+            Some(r#"{"_weird":1}"#.into()),
+            400,
+            "doc_validation",
+        ),
+        (
+            "PUT",
+            format!("{db}/a"),
+            Some(r#"{"x":2}"#.into()),
+            409,
+            "conflict",
+        ),
+        (
+            "PUT",
+            format!("{db}/a"),
+            Some(r#"{"_rev":"1-0000","x":2}"#.into()),
+            409,
+            "conflict",
+        ),
+        ("PUT", format!("{db}/b"), Some(big), 413, "too_large"),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"docs":[{"_id":"c"},{"_id":"d","_rev":"bad"}]}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"docs":[{"_id":"c","_rev":"1-a"}],"new_edits":false}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(long_history.to_string()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"nodocs":1}"#.into()),
+            400,
+            "bad_request",
+        ),
+        (
+            "POST",
+            format!("{db}/_revs_diff"),
+            Some(r#"{"a":["nope"]}"#.into()),
+            400,
+            "bad_request",
+        ),
+        ("GET", format!("{db}/a?rev=1-"), None, 400, "bad_request"),
+        ("GET", format!("{db}/nothing"), None, 404, "not_found"),
+        ("GET", format!("{base}/nodb"), None, 404, "not_found"),
+        (
+            "PUT",
+            format!("{base}/Bad%20Name"),
+            None,
+            400,
+            "illegal_database_name",
+        ),
+        (
+            "GET",
+            format!("{db}/_changes?feed=continuous"),
+            None,
+            501,
+            "not_implemented",
+        ),
+        (
+            "POST",
+            format!("{db}/_bulk_docs"),
+            Some(r#"{"docs":[{"_id":"e","_attachments":{"f":{"data":"eA=="}}}]}"#.into()),
+            501,
+            "not_implemented",
+        ),
+    ];
+    for (method, url, body, status, error) in cases {
+        let (got, v) = req(method, &url, Some(ALICE), body.as_deref());
+        assert_eq!(
+            (got, v["error"].as_str()),
+            (status, Some(error)),
+            "{method} {url}: {v}"
+        );
+        assert!(v["reason"].is_string(), "{v}");
+    }
+    let (got, v) = req("GET", &db, None, None);
+    assert_eq!((got, v["error"].as_str()), (401, Some("unauthorized")));
+    let (got, v) = req("GET", &db, Some(("alice", "wrong")), None);
+    assert_eq!((got, v["error"].as_str()), (401, Some("unauthorized")));
+    let after = ok("GET", &db, ALICE, None);
+    for k in ["update_seq", "doc_count", "doc_del_count"] {
+        assert_eq!(before[k], after[k], "nothing changed: {k}");
+    }
+
+    // A session cookie signs in as the user.
+    let login = ureq::post(&format!("{base}/_session"))
+        .send_json(json!({"name": "alice", "password": "alice-password"}))
+        .unwrap();
+    let cookie = login
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let me: Value = ureq::get(&format!("{base}/_session"))
+        .set("Cookie", &cookie)
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(me["userCtx"]["name"], json!("alice"));
+    let info: Value = ureq::get(&db)
+        .set("Cookie", &cookie)
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(info["doc_count"], json!(1));
+}
+
+#[test]
+fn kill_during_bulk_docs_keeps_exactly_the_acknowledged_documents() {
+    let data = users_dir(&["alice", "bob", "carol"]);
+    let mut s = start(data.path());
+    team_db(&s, "kill");
+    let mut acknowledged: Vec<(String, String)> = Vec::new();
+    let mut in_flight: Vec<Vec<String>> = Vec::new();
+    for trial in 0..3u64 {
+        let url = format!("{}/kill/_bulk_docs", couch_url(&s));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sender = std::thread::spawn(move || {
+            for batch in 0.. {
+                let ids: Vec<String> = (0..50).map(|i| format!("t{trial}-b{batch}-{i}")).collect();
+                let docs: Vec<Value> = ids
+                    .iter()
+                    .map(|id| json!({"_id": id, "pad": "x".repeat(2000)}))
+                    .collect();
+                let body = json!({"docs": docs}).to_string();
+                if tx.send(Err(ids.clone())).is_err() {
+                    return;
+                }
+                let token =
+                    base64::engine::general_purpose::STANDARD.encode("alice:alice-password");
+                let r = ureq::post(&url)
+                    .set("Authorization", &format!("Basic {token}"))
+                    .send_string(&body);
+                match r.ok().and_then(|r| r.into_json::<Value>().ok()) {
+                    Some(Value::Array(a)) => {
+                        let revs = a
+                            .iter()
+                            .map(|x| {
+                                (
+                                    x["id"].as_str().unwrap().to_string(),
+                                    x["rev"].as_str().unwrap().to_string(),
+                                )
+                            })
+                            .collect();
+                        if tx.send(Ok(revs)).is_err() {
+                            return;
+                        }
+                    }
+                    _ => return,
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300 + 250 * trial));
+        unsafe { libc::kill(s.pid() as i32, libc::SIGKILL) };
+        sender.join().unwrap();
+        let mut pending = None;
+        for m in rx.try_iter() {
+            match m {
+                Ok(revs) => {
+                    acknowledged.extend::<Vec<(String, String)>>(revs);
+                    pending = None;
+                }
+                Err(ids) => pending = Some(ids),
+            }
+        }
+        in_flight.extend(pending);
+        drop(s);
+        s = start(data.path());
+    }
+    let db = format!("{}/kill", couch_url(&s));
+    assert!(!acknowledged.is_empty(), "some batches were acknowledged");
+    for (id, rev) in &acknowledged {
+        let d = ok("GET", &format!("{db}/{id}"), ALICE, None);
+        assert_eq!(d["_rev"].as_str(), Some(rev.as_str()), "{id}");
+    }
+    // A batch in flight at the kill is all there or not at all.
+    for ids in &in_flight {
+        let present: Vec<bool> = ids
+            .iter()
+            .map(|id| req("GET", &format!("{db}/{id}"), Some(ALICE), None).0 == 200)
+            .collect();
+        assert!(
+            present.iter().all(|p| *p) || present.iter().all(|p| !*p),
+            "{ids:?}: {present:?}"
+        );
+    }
+    let count = ok("GET", &db, ALICE, None)["doc_count"].as_u64().unwrap() as usize;
+    let whole_in_flight: usize = in_flight
+        .iter()
+        .filter(|ids| req("GET", &format!("{db}/{}", ids[0]), Some(ALICE), None).0 == 200)
+        .map(Vec::len)
+        .sum();
+    assert_eq!(
+        count,
+        acknowledged.len() + whole_in_flight,
+        "nothing else is stored"
+    );
+}

@@ -1,0 +1,34 @@
+//! The CouchDB door: CouchDB's HTTP API at the root of a listener of its
+//! own (`couchdb_listen`, off by default), so a CouchDB client pointed at
+//! `http://host:port/` — PouchDB's replicator above all — works
+//! unchanged. docs/couchdb.md lists what it answers; the protocol logic
+//! (revision ids, the revision tree, revs_diff, the change feed) is the
+//! `couch` crate's, the access rules `service/couch.rs`'s. This module
+//! only turns requests into calls and answers into CouchDB's JSON.
+//!
+//! ```text
+//!   request ─▶ CouchCall (credentials: Basic, Bearer or the AuthSession
+//!              cookie; path; query) ─▶ handler: parse body and parameters
+//!              ─▶ spawn_blocking(authenticate ─▶ Service::couch_*)
+//!   answer  ◀─ JSON, or {"error": kind, "reason": text} with CouchDB's status
+//! ```
+//!
+//! It is served by the same connection handling as the HTTP API
+//! (`http_conn::serve_app`: limits, timeouts, TLS, shutdown) and shares
+//! its users, sessions and per-database ACLs.
+//!
+//! ```text
+//!   routes.rs   the routes table, and serving it
+//!   call.rs     the request as a handler starts from it; errors; running a job
+//!   server.rs   /, /_session, /_all_dbs, /_uuids
+//!   db.rs       /{db}: create, info, delete; _changes, _all_docs, _ensure_full_commit
+//!   docs.rs     documents, _bulk_docs, _bulk_get, _revs_diff, _local
+//! ```
+
+mod call;
+mod db;
+mod docs;
+mod routes;
+mod server;
+
+pub use routes::serve_couch;
