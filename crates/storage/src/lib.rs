@@ -18,6 +18,7 @@ mod ids;
 pub mod overflow;
 pub mod page;
 pub mod pool;
+pub mod priority;
 pub mod relocate;
 mod store;
 #[cfg(test)]
