@@ -14,6 +14,7 @@
 //! neither is kept as an index yet), counting only what the caller may
 //! read.
 
+use crate::attach::AttMode;
 use crate::conflicts::{answers, ConflictIndex};
 use crate::tree::{doc_of, id_answers, is_design, read_leaves, Doc, ReadCheck};
 use nsf::{Database, Note, NsfResult, Seq, Unid};
@@ -77,7 +78,13 @@ pub fn changes(
                 rows[old] = None;
                 count -= 1;
             }
-            rows.push(Some(row(n.change_seq.0, &doc, all_leaves, include_docs)));
+            rows.push(Some(row(
+                db,
+                n.change_seq.0,
+                &doc,
+                all_leaves,
+                include_docs,
+            )));
             count += 1;
         }
         if end {
@@ -90,7 +97,7 @@ pub fn changes(
     })
 }
 
-fn row(seq: u64, doc: &Doc, all_leaves: bool, include_docs: bool) -> Change {
+fn row(db: &Database, seq: u64, doc: &Doc, all_leaves: bool, include_docs: bool) -> Change {
     let winner = doc.winner();
     let mut revs = vec![winner.rev.to_string()];
     if all_leaves {
@@ -106,7 +113,13 @@ fn row(seq: u64, doc: &Doc, all_leaves: bool, include_docs: bool) -> Change {
         id: doc.id.clone(),
         revs,
         deleted: winner.deleted(),
-        doc: include_docs.then(|| winner.to_json(&doc.id, false)),
+        // With its attachments' stubs; one that changed since it was read
+        // is shown without (the feed moves on to its change).
+        doc: include_docs.then(|| {
+            crate::attach::leaf_body(db, winner, &doc.id, false, AttMode::Stubs, &[])
+                .map(|(body, _)| body)
+                .unwrap_or_else(|_| winner.to_json(&doc.id, false))
+        }),
     }
 }
 

@@ -21,6 +21,7 @@
 //! ```
 //!
 //! ```text
+//!   attach.rs     _attachments: stubs, digests, inline and multipart content
 //!   rev.rs        revision ids: parse, the id of a version, of an edit
 //!   id.rs         document ids and database names
 //!   body.rs       a CouchDB document's fields as items and back
@@ -32,6 +33,7 @@
 //!   error.rs      CouchDB's error objects
 //! ```
 
+mod attach;
 mod body;
 mod changes;
 mod conflicts;
@@ -42,6 +44,10 @@ mod rev;
 mod tree;
 mod write;
 
+pub use attach::{
+    attachment_infos, check_content, leaf_body, md5_digest, read_content, validate_att_name, AttIn,
+    AttInfo, AttMode,
+};
 pub use body::{doc_json, fields_to_items};
 pub use changes::{all_docs, changes, doc_counts, AllDocsRow, Change, ChangesPage, DocCounts};
 pub use conflicts::ConflictIndex;

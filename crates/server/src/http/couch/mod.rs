@@ -23,11 +23,15 @@
 //!   server.rs   /, /_session, /_all_dbs, /_uuids
 //!   db.rs       /{db}: create, info, delete; _changes, _all_docs, _ensure_full_commit
 //!   docs.rs     documents, _bulk_docs, _bulk_get, _revs_diff, _local
+//!   atts.rs     one attachment: GET, PUT, DELETE /{db}/{id}/{name}
+//!   multipart.rs  multipart/related and multipart/mixed bodies
 //! ```
 
+mod atts;
 mod call;
 mod db;
 mod docs;
+mod multipart;
 mod routes;
 mod server;
 

@@ -1,6 +1,6 @@
 //! The door's routes table, served by the HTTP API's connection handling.
 
-use super::{call, db, docs, server};
+use super::{atts, call, db, docs, server};
 use crate::http_conn::HttpSettings;
 use crate::listener::Lifecycle;
 use crate::service::Service;
@@ -20,6 +20,7 @@ fn router(service: Arc<Service>) -> Router {
             .post(docs::post)
     };
     let doc = || get(docs::get).put(docs::put).delete(docs::delete);
+    let att = || get(atts::get).put(atts::put).delete(atts::delete);
     Router::new()
         .route("/", get(server::welcome))
         .route(
@@ -45,7 +46,9 @@ fn router(service: Arc<Service>) -> Router {
                 .delete(docs::delete_local),
         )
         .route("/{db}/_design/{ddoc}", doc())
+        .route("/{db}/_design/{ddoc}/{*att}", att())
         .route("/{db}/{id}", doc())
+        .route("/{db}/{id}/{*att}", att())
         .fallback(call::no_route)
         .method_not_allowed_fallback(call::wrong_method)
         .layer(axum::middleware::from_fn(
