@@ -363,7 +363,7 @@ fn stub_source<'l>(
             .filter(|l| e.path[1..].contains(&l.rev))
             .collect(),
     };
-    if mode == Mode::NewEdits && order.is_empty() {
+    if mode == Mode::NewEdits && order.is_empty() && e.rev.is_some() {
         return Err(CouchError::conflict());
     }
     if mode == Mode::Replicated {

@@ -28,7 +28,7 @@ fn anyone(_: &Note) -> bool {
 fn write(db: &Database, docs: Vec<Value>, mode: Mode) -> Vec<Result<Rev, couch::CouchError>> {
     let edits = docs
         .iter()
-        .map(|d| parse_edit(d, mode, None, &mut || "generated".into()).unwrap())
+        .map(|d| parse_edit(d, mode, None, &mut || "generated".into(), 1 << 20).unwrap())
         .collect();
     let index = ConflictIndex::of(db).unwrap();
     write_docs(db, &index, edits, mode, Box::new(|_, _| true)).unwrap()
