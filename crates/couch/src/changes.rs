@@ -40,8 +40,14 @@ pub struct Change {
 #[derive(Clone, Debug)]
 pub struct ChangesPage {
     pub rows: Vec<Change>,
-    /// Where the next request starts (`since`).
+    /// Where the next request starts (`since`): the last change the
+    /// caller may read that this answer looked at (filtered out or not),
+    /// or the `since` asked for — never a change of a document hidden
+    /// from the caller, so `last_seq` cannot count those.
     pub last_seq: u64,
+    /// How far the answer read (hidden changes included): where the
+    /// server, not the caller, goes on waiting from.
+    pub scanned: u64,
 }
 
 /// The changes after `since`, at most `limit` rows (module docs).
@@ -53,11 +59,13 @@ pub fn changes(
     all_leaves: bool,
     include_docs: bool,
     visible: ReadCheck<'_>,
+    keep: &(dyn Fn(&Doc) -> bool + Sync),
 ) -> NsfResult<ChangesPage> {
     let mut rows: Vec<Option<Change>> = Vec::new();
     let mut at: HashMap<Unid, usize> = HashMap::new();
     let mut count = 0usize;
     let mut upto = since;
+    let mut seen = since;
     'read: loop {
         let notes = db.modified_since(upto, STEP)?;
         let end = notes.len() < STEP;
@@ -74,10 +82,15 @@ pub fn changes(
             let Some(doc) = doc_of(&id, main, read_leaves(db, index, main)?, visible) else {
                 continue;
             };
-            if let Some(old) = at.insert(main, rows.len()) {
+            seen = n.change_seq;
+            if let Some(old) = at.remove(&main) {
                 rows[old] = None;
                 count -= 1;
             }
+            if !keep(&doc) {
+                continue;
+            }
+            at.insert(main, rows.len());
             rows.push(Some(row(
                 db,
                 n.change_seq.0,
@@ -93,7 +106,8 @@ pub fn changes(
     }
     Ok(ChangesPage {
         rows: rows.into_iter().flatten().collect(),
-        last_seq: upto.0,
+        last_seq: seen.0,
+        scanned: upto.0,
     })
 }
 
@@ -160,6 +174,8 @@ pub fn all_docs(
 pub struct DocCounts {
     pub live: u64,
     pub deleted: u64,
+    /// The last change among them (`update_seq` as the caller sees it).
+    pub last_seq: u64,
 }
 
 /// The caller's document counts.
@@ -170,6 +186,8 @@ pub fn doc_counts(
 ) -> NsfResult<DocCounts> {
     let mut c = DocCounts::default();
     for doc in every_doc(db, index, visible)? {
+        let newest = doc.leaves.iter().map(|l| l.note.change_seq.0).max();
+        c.last_seq = c.last_seq.max(newest.unwrap_or(0));
         if doc.is_deleted() {
             c.deleted += 1;
         } else {

@@ -210,8 +210,13 @@ fn hidden_leaves_are_not_there() {
     assert!(load_doc(&db, &index, "s", &nobody).unwrap().is_none());
     let (missing, possible) = revs_diff(None, &[rev("1-x")]);
     assert_eq!((missing.len(), possible.len()), (1, 0));
-    let page = couch::changes(&db, &index, nsf::Seq(0), 100, true, false, &nobody).unwrap();
+    let page = couch::changes(&db, &index, nsf::Seq(0), 100, true, false, &nobody, &|_| {
+        true
+    })
+    .unwrap();
     assert!(page.rows.is_empty());
+    assert_eq!(page.last_seq, 0, "a hidden change does not move last_seq");
+    assert!(page.scanned > 0);
     assert_eq!(
         couch::doc_counts(&db, &index, &nobody).unwrap(),
         couch::DocCounts::default()

@@ -354,7 +354,7 @@ fn bad_input_gets_couchdb_errors_and_changes_nothing() {
         ),
         (
             "GET",
-            format!("{db}/_changes?feed=continuous"),
+            format!("{db}/_changes?filter=myddoc/myfilter"),
             None,
             501,
             "not_implemented",

@@ -21,7 +21,8 @@
 //!   routes.rs   the routes table, and serving it
 //!   call.rs     the request as a handler starts from it; errors; running a job
 //!   server.rs   /, /_session, /_all_dbs, /_uuids
-//!   db.rs       /{db}: create, info, delete; _changes, _all_docs, _ensure_full_commit
+//!   db.rs       /{db}: create, info, delete; _all_docs, _ensure_full_commit
+//!   changes.rs  _changes: normal, longpoll, continuous, eventsource; filters
 //!   docs.rs     documents, _bulk_docs, _bulk_get, _revs_diff, _local
 //!   atts.rs     one attachment: GET, PUT, DELETE /{db}/{id}/{name}
 //!   multipart.rs  multipart/related and multipart/mixed bodies
@@ -29,6 +30,7 @@
 
 mod atts;
 mod call;
+mod changes;
 mod db;
 mod docs;
 mod multipart;

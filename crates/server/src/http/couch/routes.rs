@@ -1,6 +1,6 @@
 //! The door's routes table, served by the HTTP API's connection handling.
 
-use super::{atts, call, db, docs, server};
+use super::{atts, call, changes, db, docs, server};
 use crate::http_conn::HttpSettings;
 use crate::listener::Lifecycle;
 use crate::service::Service;
@@ -34,7 +34,10 @@ fn router(service: Arc<Service>) -> Router {
         .route("/{db}", db())
         .route("/{db}/", db())
         .route("/{db}/_all_docs", get(db::all_docs).post(db::all_docs))
-        .route("/{db}/_changes", get(db::changes).post(db::changes))
+        .route(
+            "/{db}/_changes",
+            get(changes::changes).post(changes::changes),
+        )
         .route("/{db}/_ensure_full_commit", post(db::ensure_full_commit))
         .route("/{db}/_bulk_docs", post(docs::bulk_docs))
         .route("/{db}/_bulk_get", post(docs::bulk_get))
