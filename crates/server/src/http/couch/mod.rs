@@ -19,6 +19,7 @@
 //!
 //! ```text
 //!   routes.rs   the routes table, and serving it
+//!   cors.rs     CORS for the browser pages of `[couchdb] cors_origins`
 //!   call.rs     the request as a handler starts from it; errors; running a job
 //!   server.rs   /, /_session, /_all_dbs, /_uuids
 //!   db.rs       /{db}: create, info, delete; _all_docs, _ensure_full_commit
@@ -31,6 +32,7 @@
 mod atts;
 mod call;
 mod changes;
+mod cors;
 mod db;
 mod docs;
 mod multipart;

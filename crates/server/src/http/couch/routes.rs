@@ -10,8 +10,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-/// The door's routes over `service`.
-fn router(service: Arc<Service>) -> Router {
+/// The door's routes over `service`, answering the browser pages of
+/// `cors_origins` (cors.rs).
+fn router(service: Arc<Service>, cors_origins: &[String]) -> Router {
     let db = || {
         get(db::info)
             .head(db::info)
@@ -61,6 +62,7 @@ fn router(service: Arc<Service>) -> Router {
             service.clone(),
             super::super::count_request,
         ))
+        .layer(super::cors::layer(cors_origins))
         .with_state(service)
 }
 
@@ -70,9 +72,9 @@ pub async fn serve_couch(
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     service: Arc<Service>,
-    settings: HttpSettings,
+    (settings, cors_origins): (HttpSettings, Vec<String>),
     life: watch::Receiver<Lifecycle>,
 ) {
-    let app = router(service.clone());
+    let app = router(service.clone(), &cors_origins);
     crate::http_conn::serve_app(app, listener, tls, service, settings, life).await
 }
