@@ -335,6 +335,9 @@ pub fn read_content(db: &Database, note: &Note, name: &str) -> CouchResult<Vec<u
     Ok(bytes)
 }
 
+/// Attachments whose content follows a document, with that content.
+pub type Parts = Vec<(AttInfo, Vec<u8>)>;
+
 /// How a document's attachments are shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttMode {
@@ -357,7 +360,7 @@ pub fn leaf_body(
     revs: bool,
     mode: AttMode,
     atts_since: &[crate::Rev],
-) -> CouchResult<(Map<String, Value>, Vec<(AttInfo, Vec<u8>)>)> {
+) -> CouchResult<(Map<String, Value>, Parts)> {
     let mut body = leaf.to_json(id, revs);
     let infos = attachment_infos(db, leaf)?;
     let mut parts = Vec::new();

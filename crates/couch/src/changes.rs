@@ -56,8 +56,7 @@ pub fn changes(
     index: &ConflictIndex,
     since: Seq,
     limit: usize,
-    all_leaves: bool,
-    include_docs: bool,
+    (all_leaves, include_docs): (bool, bool),
     visible: ReadCheck<'_>,
     keep: &(dyn Fn(&Doc) -> bool + Sync),
 ) -> NsfResult<ChangesPage> {

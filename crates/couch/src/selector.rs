@@ -1,5 +1,5 @@
 //! Mango selectors, the subset the door answers: `filter=_selector` on the
-//! change feed (and `_find` could use the same).
+//! change feed, and `_find`.
 //!
 //! ```text
 //!   {"field": value}                   equal ($eq)

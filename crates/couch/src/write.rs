@@ -35,7 +35,7 @@ use crate::conflicts::{answers, ConflictIndex};
 use crate::error::{CouchError, CouchResult};
 use crate::id::{needs_doc_id, unid_of_id, validate_doc_id};
 use crate::rev::{Rev, MAX_ANCESTORS};
-use crate::tree::{id_answers, is_design, read_leaves, Leaf};
+use crate::tree::{id_answers, is_design, read_leaves, Leaf, ReadCheck};
 use nsf::{
     AttachmentRef, Database, ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome,
     ForeignTxn, Item, ItemValue, Note, NoteId, NsfResult, OriginatorId, Seq, StagedNote, Timestamp,
@@ -200,6 +200,7 @@ pub fn write_docs(
     edits: Vec<Edit>,
     mode: Mode,
     may_write: WriteCheck,
+    visible: ReadCheck<'_>,
 ) -> NsfResult<Vec<CouchResult<Rev>>> {
     let known: Vec<Vec<Unid>> = edits
         .iter()
@@ -209,7 +210,7 @@ pub fn write_docs(
     let mut carriers = Vec::new();
     let mut kept: Vec<CouchResult<Vec<Kept>>> = Vec::with_capacity(edits.len());
     for e in &edits {
-        kept.push(match stage(db, index, e, mode, now) {
+        kept.push(match stage(db, index, e, mode, now, visible) {
             Ok(Some((carrier, k))) => {
                 carriers.push(carrier);
                 Ok(k)
@@ -249,13 +250,16 @@ struct Kept {
 
 /// Stages the attachment content of `e` before its transaction (I60): new
 /// content as given, a stub's as a reference to the stored object or a
-/// copy of small content. `None` when the revision has no attachments.
+/// copy of small content — only ever from a leaf the caller may read, so a
+/// stub cannot copy hidden content into a revision its writer reads.
+/// `None` when the revision has no attachments.
 fn stage(
     db: &Database,
     index: &ConflictIndex,
     e: &Edit,
     mode: Mode,
     now: Timestamp,
+    visible: ReadCheck<'_>,
 ) -> CouchResult<Option<(StagedNote, Vec<Kept>)>> {
     if e.deleted || e.attachments.is_empty() {
         return Ok(None);
@@ -268,7 +272,7 @@ fn stage(
     {
         read_leaves(db, index, main)?
             .into_iter()
-            .filter(|(n, _)| !is_design(n) && id_answers(n, main) == e.id)
+            .filter(|(n, _)| !is_design(n) && id_answers(n, main) == e.id && visible(n))
             .map(|(n, r)| Leaf::new(n, r))
             .collect()
     } else {

@@ -9,7 +9,7 @@ mod common;
 mod support;
 
 use base64::Engine as _;
-use common::{users_dir, Server};
+use common::users_dir;
 use serde_json::{json, Value};
 use support::*;
 

@@ -217,7 +217,7 @@ fn pouchdb_in_chromium_syncs_through_cors_from_a_listed_origin_only() {
     );
     assert_eq!(
         (st, bytes),
-        (200, format!("made in the browser at listed").into_bytes())
+        (200, b"made in the browser at listed".to_vec())
     );
     // From the origin not listed the browser withholds every answer:
     // the sync fails and nothing of it arrives.

@@ -402,3 +402,78 @@ fn hidden_documents_never_reach_a_readers_feed_not_even_as_a_jump_of_last_seq() 
     let v = ok("GET", &format!("{db}/_changes"), ALICE, None);
     assert_eq!(v["results"].as_array().unwrap().len(), 7);
 }
+
+#[test]
+fn find_answers_the_selector_subset_without_showing_hidden_documents() {
+    let data = users_dir(&["alice", "bob", "carol"]);
+    let s = start(data.path());
+    let db = team_db(&s, "find");
+    let docs: Vec<Value> = (0..12)
+        .map(|i| json!({"_id": format!("f{i:02}"), "n": i, "box": {"size": i % 3}}))
+        .collect();
+    ok(
+        "POST",
+        &format!("{db}/_bulk_docs"),
+        ALICE,
+        Some(json!({"docs": docs})),
+    );
+    put(&db, "secret", json!({"n": 5, "$Readers": ["alice"]}));
+    let find = |who: (&str, &str), q: Value| {
+        req(
+            "POST",
+            &format!("{db}/_find"),
+            Some(who),
+            Some(&q.to_string()),
+        )
+    };
+    let ids = |v: &Value| -> Vec<String> {
+        v["docs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (st, v) = find(BOB, json!({"selector": {"n": {"$gte": 5}, "box.size": 2}}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(ids(&v), vec!["f05", "f08", "f11"]);
+    assert!(v["warning"].is_string());
+    let (_, v) = find(BOB, json!({"selector": {"n": 5}}));
+    assert_eq!(ids(&v), vec!["f05"], "the hidden one is not found by bob");
+    let (_, v) = find(ALICE, json!({"selector": {"n": 5}}));
+    assert_eq!(ids(&v), vec!["f05", "secret"]);
+    let (_, v) = find(
+        BOB,
+        json!({"selector": {"n": {"$gt": 0}}, "skip": 2, "limit": 3, "fields": ["_id", "box.size"]}),
+    );
+    assert_eq!(ids(&v), vec!["f03", "f04", "f05"]);
+    assert_eq!(v["docs"][0], json!({"_id": "f03", "box": {"size": 0}}));
+    let (_, v) = find(BOB, json!({"selector": {}}));
+    assert_eq!(
+        v["docs"].as_array().unwrap().len(),
+        12,
+        "all bob may read (under the default limit)"
+    );
+    for (q, what) in [
+        (json!({"selector": {"n": {"$regex": "1"}}}), "$regex"),
+        (
+            json!({"selector": {"n": 1}, "sort": [{"n": "asc"}]}),
+            "sort",
+        ),
+        (json!({"selector": {"n": 1}, "limit": -1}), "limit"),
+        (json!({"n": 1}), "selector"),
+        (json!({"selector": {"n": 1}, "fields": "n"}), "fields"),
+        (json!({"selector": {"n": 1}, "bogus": 1}), "bogus"),
+    ] {
+        let (st, v) = find(BOB, q.clone());
+        assert_eq!(st, 400, "{q}: {v}");
+        assert!(v["reason"].as_str().unwrap().contains(what), "{q}: {v}");
+    }
+    let (st, _) = req(
+        "POST",
+        &format!("{db}/_find"),
+        None,
+        Some("{\"selector\":{}}"),
+    );
+    assert_eq!(st, 401);
+}

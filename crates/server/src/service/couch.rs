@@ -159,7 +159,9 @@ impl Service {
         let check = Box::new(move |incoming: &Note, held: Option<&Note>| {
             may_write(&access, incoming, held)
         });
-        Ok(couch::write_docs(&d.db, &d.index, edits, mode, check)?)
+        let visible = d.visible();
+        let written = couch::write_docs(&d.db, &d.index, edits, mode, check, &visible)?;
+        Ok(written)
     }
 
     /// The documents `ids` as the caller sees them, in order.
@@ -199,8 +201,7 @@ impl Service {
                 &index,
                 Seq(from),
                 limit,
-                all_leaves,
-                include_docs,
+                (all_leaves, include_docs),
                 &d.visible(),
                 keep.as_ref(),
             )?;
@@ -250,8 +251,7 @@ impl Service {
                 &index,
                 Seq(from),
                 limit - sent,
-                all_leaves,
-                include_docs,
+                (all_leaves, include_docs),
                 &d.visible(),
                 keep.as_ref(),
             )?;
@@ -290,15 +290,20 @@ impl Service {
         Ok(())
     }
 
-    /// `_all_docs`: the live documents the caller may read, by id.
+    /// `_all_docs`: the live documents the caller may read, by id, and
+    /// (`with_seq`) the caller's `update_seq` (another scan).
     pub fn couch_all_docs(
         &self,
         caller: &Caller,
         name: &str,
+        with_seq: bool,
     ) -> CouchResult<(Vec<couch::AllDocsRow>, u64)> {
         let d = self.couch_db(caller, name, AccessLevel::Reader)?;
         let rows = couch::all_docs(&d.db, &d.index, &d.visible())?;
-        let (_, seq) = d.start(None)?;
+        let seq = match with_seq {
+            true => d.start(None)?.1,
+            false => 0,
+        };
         Ok((rows, seq))
     }
 

@@ -124,7 +124,9 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
     let update_seq = c.flag("update_seq")?;
     let name2 = name.clone();
     let (rows, seq) = c
-        .run(&s, move |s, caller| s.couch_all_docs(caller, &name2))
+        .run(&s, move |s, caller| {
+            s.couch_all_docs(caller, &name2, update_seq)
+        })
         .await?;
     let total = rows.len();
     let row_json = |r: &couch::AllDocsRow| {

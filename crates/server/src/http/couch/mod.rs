@@ -25,6 +25,7 @@
 //!   db.rs       /{db}: create, info, delete; _all_docs, _ensure_full_commit
 //!   changes.rs  _changes: normal, longpoll, continuous, eventsource; filters
 //!   docs.rs     documents, _bulk_docs, _bulk_get, _revs_diff, _local
+//!   find.rs     _find: Mango queries over the selector subset, a bounded scan
 //!   atts.rs     one attachment: GET, PUT, DELETE /{db}/{id}/{name}
 //!   multipart.rs  multipart/related and multipart/mixed bodies
 //! ```
@@ -35,6 +36,7 @@ mod changes;
 mod cors;
 mod db;
 mod docs;
+mod find;
 mod multipart;
 mod routes;
 mod server;

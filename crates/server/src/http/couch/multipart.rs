@@ -192,3 +192,100 @@ pub(super) fn fill_follows(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    type Parsed = (Value, Vec<(Option<String>, Vec<u8>)>);
+
+    fn parse(body: &[u8]) -> Result<Parsed, CouchError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        rt.block_on(parse_related(
+            "bnd".into(),
+            bytes::Bytes::copy_from_slice(body),
+        ))
+        .map_err(|f| f.0)
+    }
+
+    fn body(parts: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out =
+            b"--bnd\r\nContent-Type: application/json\r\n\r\n{\"_id\":\"x\"}\r\n".to_vec();
+        for (name, bytes) in parts {
+            out.extend_from_slice(
+                format!("--bnd\r\nContent-Disposition: attachment; filename=\"{name}\"\r\n\r\n")
+                    .as_bytes(),
+            );
+            out.extend_from_slice(bytes);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"--bnd--");
+        out
+    }
+
+    #[test]
+    fn a_body_cut_anywhere_is_refused_never_read_short() {
+        let content: Vec<u8> = (0..=255u8).cycle().take(3_000).collect();
+        let whole = body(&[("a.bin", &content), ("b.txt", b"bee")]);
+        let (doc, parts) = parse(&whole).unwrap();
+        assert_eq!(doc["_id"], "x");
+        assert_eq!(parts[0], (Some("a.bin".into()), content.clone()));
+        for cut in 0..whole.len() {
+            if let Ok((_, parts)) = parse(&whole[..cut]) {
+                // Whatever is read whole must be whole (multer may accept
+                // a body missing only its closing boundary's tail).
+                assert!(
+                    parts.len() == 2 && parts[0].1 == content && parts[1].1 == b"bee",
+                    "cut at {cut}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn parts_pair_with_attachments_by_name_then_order() {
+        let follows = |name: &str| AttIn::Follows {
+            name: name.into(),
+            mime: "x/y".into(),
+            length: None,
+            digest: None,
+            revpos: None,
+        };
+        let mut atts = vec![follows("a"), follows("b")];
+        let parts = vec![(Some("b".into()), b"B".to_vec()), (None, b"A".to_vec())];
+        fill_follows(&mut atts, parts, 10).unwrap();
+        assert!(matches!(&atts[0], AttIn::Data { bytes, .. } if bytes == b"A"));
+        assert!(matches!(&atts[1], AttIn::Data { bytes, .. } if bytes == b"B"));
+        let mut short = vec![follows("a"), follows("b")];
+        assert_eq!(
+            fill_follows(&mut short, vec![(None, b"A".to_vec())], 10)
+                .unwrap_err()
+                .status,
+            400
+        );
+        let mut extra = vec![follows("a")];
+        let two = vec![(None, b"A".to_vec()), (None, b"B".to_vec())];
+        assert_eq!(fill_follows(&mut extra, two, 10).unwrap_err().status, 400);
+        let mut big = vec![follows("a")];
+        assert_eq!(
+            fill_follows(&mut big, vec![(None, vec![0; 11])], 10)
+                .unwrap_err()
+                .status,
+            413
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn any_bytes_are_parsed_or_refused(raw in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = parse(&raw);
+            let mut framed = b"--bnd\r\n".to_vec();
+            framed.extend_from_slice(&raw);
+            let _ = parse(&framed);
+        }
+    }
+}

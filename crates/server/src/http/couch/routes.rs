@@ -1,6 +1,6 @@
 //! The door's routes table, served by the HTTP API's connection handling.
 
-use super::{atts, call, changes, db, docs, server};
+use super::{atts, call, changes, db, docs, find, server};
 use crate::http_conn::HttpSettings;
 use crate::listener::Lifecycle;
 use crate::service::Service;
@@ -41,6 +41,7 @@ fn router(service: Arc<Service>, cors_origins: &[String]) -> Router {
         )
         .route("/{db}/_ensure_full_commit", post(db::ensure_full_commit))
         .route("/{db}/_bulk_docs", post(docs::bulk_docs))
+        .route("/{db}/_find", post(find::find))
         .route("/{db}/_bulk_get", post(docs::bulk_get))
         .route("/{db}/_revs_diff", post(docs::revs_diff))
         .route(
