@@ -14,6 +14,7 @@
 //! neither is kept as an index yet), counting only what the caller may
 //! read.
 
+use crate::attach::AttMode;
 use crate::conflicts::{answers, ConflictIndex};
 use crate::tree::{doc_of, id_answers, is_design, read_leaves, Doc, ReadCheck};
 use nsf::{Database, Note, NsfResult, Seq, Unid};
@@ -39,8 +40,14 @@ pub struct Change {
 #[derive(Clone, Debug)]
 pub struct ChangesPage {
     pub rows: Vec<Change>,
-    /// Where the next request starts (`since`).
+    /// Where the next request starts (`since`): the last change the
+    /// caller may read that this answer looked at (filtered out or not),
+    /// or the `since` asked for — never a change of a document hidden
+    /// from the caller, so `last_seq` cannot count those.
     pub last_seq: u64,
+    /// How far the answer read (hidden changes included): where the
+    /// server, not the caller, goes on waiting from.
+    pub scanned: u64,
 }
 
 /// The changes after `since`, at most `limit` rows (module docs).
@@ -49,14 +56,15 @@ pub fn changes(
     index: &ConflictIndex,
     since: Seq,
     limit: usize,
-    all_leaves: bool,
-    include_docs: bool,
+    (all_leaves, include_docs): (bool, bool),
     visible: ReadCheck<'_>,
+    keep: &(dyn Fn(&Doc) -> bool + Sync),
 ) -> NsfResult<ChangesPage> {
     let mut rows: Vec<Option<Change>> = Vec::new();
     let mut at: HashMap<Unid, usize> = HashMap::new();
     let mut count = 0usize;
     let mut upto = since;
+    let mut seen = since;
     'read: loop {
         let notes = db.modified_since(upto, STEP)?;
         let end = notes.len() < STEP;
@@ -73,11 +81,22 @@ pub fn changes(
             let Some(doc) = doc_of(&id, main, read_leaves(db, index, main)?, visible) else {
                 continue;
             };
-            if let Some(old) = at.insert(main, rows.len()) {
+            seen = n.change_seq;
+            if let Some(old) = at.remove(&main) {
                 rows[old] = None;
                 count -= 1;
             }
-            rows.push(Some(row(n.change_seq.0, &doc, all_leaves, include_docs)));
+            if !keep(&doc) {
+                continue;
+            }
+            at.insert(main, rows.len());
+            rows.push(Some(row(
+                db,
+                n.change_seq.0,
+                &doc,
+                all_leaves,
+                include_docs,
+            )));
             count += 1;
         }
         if end {
@@ -86,11 +105,12 @@ pub fn changes(
     }
     Ok(ChangesPage {
         rows: rows.into_iter().flatten().collect(),
-        last_seq: upto.0,
+        last_seq: seen.0,
+        scanned: upto.0,
     })
 }
 
-fn row(seq: u64, doc: &Doc, all_leaves: bool, include_docs: bool) -> Change {
+fn row(db: &Database, seq: u64, doc: &Doc, all_leaves: bool, include_docs: bool) -> Change {
     let winner = doc.winner();
     let mut revs = vec![winner.rev.to_string()];
     if all_leaves {
@@ -106,7 +126,13 @@ fn row(seq: u64, doc: &Doc, all_leaves: bool, include_docs: bool) -> Change {
         id: doc.id.clone(),
         revs,
         deleted: winner.deleted(),
-        doc: include_docs.then(|| winner.to_json(&doc.id, false)),
+        // With its attachments' stubs; one that changed since it was read
+        // is shown without (the feed moves on to its change).
+        doc: include_docs.then(|| {
+            crate::attach::leaf_body(db, winner, &doc.id, false, AttMode::Stubs, &[])
+                .map(|(body, _)| body)
+                .unwrap_or_else(|_| winner.to_json(&doc.id, false))
+        }),
     }
 }
 
@@ -147,6 +173,8 @@ pub fn all_docs(
 pub struct DocCounts {
     pub live: u64,
     pub deleted: u64,
+    /// The last change among them (`update_seq` as the caller sees it).
+    pub last_seq: u64,
 }
 
 /// The caller's document counts.
@@ -157,6 +185,8 @@ pub fn doc_counts(
 ) -> NsfResult<DocCounts> {
     let mut c = DocCounts::default();
     for doc in every_doc(db, index, visible)? {
+        let newest = doc.leaves.iter().map(|l| l.note.change_seq.0).max();
+        c.last_seq = c.last_seq.max(newest.unwrap_or(0));
         if doc.is_deleted() {
             c.deleted += 1;
         } else {

@@ -54,6 +54,16 @@ impl CouchError {
         CouchError::new(409, "conflict", "Document update conflict.")
     }
 
+    /// An attachment stub naming content the revision's ancestors do not
+    /// hold: 412.
+    pub fn missing_stub(name: &str) -> CouchError {
+        CouchError::new(
+            412,
+            "missing_stub",
+            format!("Invalid attachment stub for {name:?}: no such attachment in its ancestors"),
+        )
+    }
+
     /// The database exists already: 412.
     pub fn file_exists() -> CouchError {
         CouchError::new(

@@ -21,6 +21,8 @@
 //! ```
 //!
 //! ```text
+//!   attach.rs     _attachments: stubs, digests, inline and multipart content
+//!   selector.rs   Mango selectors (a subset) for filtered change feeds
 //!   rev.rs        revision ids: parse, the id of a version, of an edit
 //!   id.rs         document ids and database names
 //!   body.rs       a CouchDB document's fields as items and back
@@ -32,6 +34,7 @@
 //!   error.rs      CouchDB's error objects
 //! ```
 
+mod attach;
 mod body;
 mod changes;
 mod conflicts;
@@ -39,9 +42,14 @@ mod error;
 mod id;
 mod local;
 mod rev;
+mod selector;
 mod tree;
 mod write;
 
+pub use attach::{
+    attachment_infos, check_content, leaf_body, md5_digest, read_content, validate_att_name, AttIn,
+    AttInfo, AttMode,
+};
 pub use body::{doc_json, fields_to_items};
 pub use changes::{all_docs, changes, doc_counts, AllDocsRow, Change, ChangesPage, DocCounts};
 pub use conflicts::ConflictIndex;
@@ -49,5 +57,6 @@ pub use error::{CouchError, CouchResult};
 pub use id::{db_name_of_path, db_path_of_name, doc_id_of, unid_of_id, validate_doc_id};
 pub use local::{delete_local, get_local, put_local};
 pub use rev::{Rev, MAX_ANCESTORS};
+pub use selector::Selector;
 pub use tree::{load_doc, revs_diff, Doc, Leaf, ReadCheck};
 pub use write::{parse_edit, write_docs, Edit, Mode, WriteCheck};

@@ -29,15 +29,17 @@
 //! a refused one gets `forbidden` and nothing is written for it, while
 //! the others of the request are written.
 
+use crate::attach::{atts_item, info_of, md5_digest, parse_attachments, read_content, AttIn};
 use crate::body::fields_to_items;
 use crate::conflicts::{answers, ConflictIndex};
 use crate::error::{CouchError, CouchResult};
 use crate::id::{needs_doc_id, unid_of_id, validate_doc_id};
 use crate::rev::{Rev, MAX_ANCESTORS};
-use crate::tree::{id_answers, is_design, Leaf};
+use crate::tree::{id_answers, is_design, read_leaves, Leaf, ReadCheck};
 use nsf::{
-    Database, ForeignOutcome, ForeignTxn, Item, ItemValue, Note, NoteId, NsfResult, OriginatorId,
-    Seq, StagedNote, Timestamp, Unid, CONFLICT_ITEMS, COUCH_ITEMS, MAX_REVISIONS,
+    AttachmentRef, Database, ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome,
+    ForeignTxn, Item, ItemValue, Note, NoteId, NsfResult, OriginatorId, Seq, StagedNote, Timestamp,
+    Unid, ATTACHMENT_PREFIX, CONFLICT_ITEMS, COUCH_ITEMS, MAX_REVISIONS,
 };
 use serde_json::{Map, Value};
 
@@ -68,16 +70,19 @@ pub struct Edit {
     /// The fields without the `_` ones.
     pub fields: Map<String, Value>,
     pub items: Vec<Item>,
+    /// `_attachments`, as given (attach.rs).
+    pub attachments: Vec<AttIn>,
 }
 
 /// Checks one document of a request. `id` is the one the URL names (a
 /// `PUT`), which `_id` must match if given; `new_id` makes one for a
-/// document that has none.
+/// document that has none; `max_att` is the largest attachment accepted.
 pub fn parse_edit(
     doc: &Value,
     mode: Mode,
     id: Option<&str>,
     new_id: &mut dyn FnMut() -> String,
+    max_att: u64,
 ) -> CouchResult<Edit> {
     let Value::Object(obj) = doc else {
         return Err(CouchError::bad_request("Document must be a JSON object"));
@@ -124,16 +129,12 @@ pub fn parse_edit(
         (Mode::Replicated, Some(h), Some(r)) => history(h, r)?,
     };
     let mut fields = Map::new();
+    let mut attachments = Vec::new();
     for (k, v) in obj {
         match k.as_str() {
             "_id" | "_rev" | "_deleted" | "_revisions" => {}
             "_conflicts" | "_deleted_conflicts" | "_revs_info" | "_local_seq" => {}
-            "_attachments" if v.as_object().is_some_and(Map::is_empty) => {}
-            "_attachments" => {
-                return Err(CouchError::not_implemented(
-                    "attachments are not supported by this door yet",
-                ))
-            }
+            "_attachments" => attachments = parse_attachments(v, max_att)?,
             k if k.starts_with('_') => {
                 return Err(CouchError::invalid(format!(
                     "Bad special document member: {k}"
@@ -152,6 +153,7 @@ pub fn parse_edit(
         deleted,
         fields,
         items,
+        attachments,
     })
 }
 
@@ -198,25 +200,189 @@ pub fn write_docs(
     edits: Vec<Edit>,
     mode: Mode,
     may_write: WriteCheck,
+    visible: ReadCheck<'_>,
 ) -> NsfResult<Vec<CouchResult<Rev>>> {
     let known: Vec<Vec<Unid>> = edits
         .iter()
         .map(|e| index.conflicts_of(unid_of_id(&e.id)))
         .collect();
     let now = Timestamp::now();
-    db.foreign_batch(&[], move |t| {
+    let mut carriers = Vec::new();
+    let mut kept: Vec<CouchResult<Vec<Kept>>> = Vec::with_capacity(edits.len());
+    for e in &edits {
+        kept.push(match stage(db, index, e, mode, now, visible) {
+            Ok(Some((carrier, k))) => {
+                carriers.push(carrier);
+                Ok(k)
+            }
+            Ok(None) => Ok(Vec::new()),
+            Err(err) => Err(err),
+        });
+    }
+    db.foreign_batch(&carriers, move |t| {
         edits
             .iter()
             .zip(&known)
-            .map(
-                |(e, conflicts)| match write_one(t, e, conflicts, mode, &*may_write, now) {
+            .zip(&kept)
+            .map(|((e, conflicts), kept)| {
+                let kept = match kept {
+                    Ok(k) => k,
+                    Err(err) => return Ok(Err(err.clone())),
+                };
+                match write_one(t, e, conflicts, kept, mode, &*may_write, now) {
                     Ok(r) => Ok(r),
                     Err(Failed::Db(e)) => Err(e),
                     Err(Failed::Couch(e)) => Ok(Err(e)),
-                },
-            )
+                }
+            })
             .collect()
     })
+}
+
+/// An attachment staged for a revision: its content (the carrier's, so
+/// the batch may store it), digest and revpos (`None`: the revision's).
+#[derive(Clone, Debug)]
+struct Kept {
+    aref: AttachmentRef,
+    digest: String,
+    revpos: Option<u32>,
+}
+
+/// Stages the attachment content of `e` before its transaction (I60): new
+/// content as given, a stub's as a reference to the stored object or a
+/// copy of small content — only ever from a leaf the caller may read, so a
+/// stub cannot copy hidden content into a revision its writer reads.
+/// `None` when the revision has no attachments.
+fn stage(
+    db: &Database,
+    index: &ConflictIndex,
+    e: &Edit,
+    mode: Mode,
+    now: Timestamp,
+    visible: ReadCheck<'_>,
+) -> CouchResult<Option<(StagedNote, Vec<Kept>)>> {
+    if e.deleted || e.attachments.is_empty() {
+        return Ok(None);
+    }
+    let main = unid_of_id(&e.id);
+    let leaves: Vec<Leaf> = if e
+        .attachments
+        .iter()
+        .any(|a| matches!(a, AttIn::Stub { .. }))
+    {
+        read_leaves(db, index, main)?
+            .into_iter()
+            .filter(|(n, _)| !is_design(n) && id_answers(n, main) == e.id && visible(n))
+            .map(|(n, r)| Leaf::new(n, r))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut foreign = Vec::new();
+    let mut meta = Vec::new();
+    for a in &e.attachments {
+        match a {
+            AttIn::Data {
+                name,
+                mime,
+                bytes,
+                revpos,
+            } => {
+                meta.push((md5_digest(bytes), *revpos));
+                foreign.push(ForeignAttachment {
+                    name: name.clone(),
+                    mime: mime.clone(),
+                    content: ForeignContent::Bytes(bytes.clone()),
+                });
+            }
+            AttIn::Follows { name, .. } => {
+                return Err(CouchError::bad_request(format!(
+                    "attachment {name:?} follows, but no multipart body carried it"
+                )))
+            }
+            AttIn::Stub { name, digest } => {
+                let (leaf, aref, info) = stub_source(db, &leaves, e, mode, name, digest)?;
+                let content = match aref.stored {
+                    Some(c) => ForeignContent::Held {
+                        hash: c.hash,
+                        size: aref.size,
+                        crc32c: aref.crc32c,
+                    },
+                    None => ForeignContent::Bytes(read_content(db, &leaf.note, name)?),
+                };
+                meta.push((info.0, Some(info.1)));
+                foreign.push(ForeignAttachment {
+                    name: name.clone(),
+                    mime: aref.mime.clone(),
+                    content,
+                });
+            }
+        }
+    }
+    let carrier = db.stage_foreign(ForeignNote {
+        oid: OriginatorId {
+            unid: main,
+            seq_num: 1,
+            seq_time: now,
+        },
+        created: now,
+        modified: now,
+        deleted: false,
+        items: Vec::new(),
+        attachments: foreign,
+        revisions: Vec::new(),
+    })?;
+    let kept = carrier
+        .note()
+        .attachments()
+        .cloned()
+        .zip(meta)
+        .map(|(aref, (digest, revpos))| Kept {
+            aref,
+            digest,
+            revpos,
+        })
+        .collect();
+    Ok(Some((carrier, kept)))
+}
+
+/// The leaf and attachment a stub keeps: for an edit, the leaf it edits;
+/// for a replicated revision, an ancestor's leaf first, then any leaf
+/// (with the stub's digest, if it names one). None: `missing_stub`.
+fn stub_source<'l>(
+    db: &Database,
+    leaves: &'l [Leaf],
+    e: &Edit,
+    mode: Mode,
+    name: &str,
+    digest: &Option<String>,
+) -> CouchResult<(&'l Leaf, &'l AttachmentRef, (String, u32))> {
+    let mut order: Vec<&Leaf> = match mode {
+        Mode::NewEdits => leaves
+            .iter()
+            .filter(|l| Some(&l.rev) == e.rev.as_ref())
+            .collect(),
+        Mode::Replicated => leaves
+            .iter()
+            .filter(|l| e.path[1..].contains(&l.rev))
+            .collect(),
+    };
+    if mode == Mode::NewEdits && order.is_empty() && e.rev.is_some() {
+        return Err(CouchError::conflict());
+    }
+    if mode == Mode::Replicated {
+        order.extend(leaves.iter().filter(|l| !e.path[1..].contains(&l.rev)));
+    }
+    for leaf in order {
+        let Some(aref) = leaf.note.attachments().find(|a| a.name == name) else {
+            continue;
+        };
+        let info = info_of(db, &leaf.note, aref, leaf.rev.gen)?;
+        if digest.as_ref().is_none_or(|d| *d == info.0) {
+            return Ok((leaf, aref, info));
+        }
+    }
+    Err(CouchError::missing_stub(name))
 }
 
 enum Failed {
@@ -250,6 +416,7 @@ fn write_one(
     t: &mut ForeignTxn<'_, '_>,
     e: &Edit,
     conflicts: &[Unid],
+    kept: &[Kept],
     mode: Mode,
     may_write: &(dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync),
     now: Timestamp,
@@ -297,7 +464,15 @@ fn write_one(
                 }
                 None => leaves.iter().max_by(|a, b| a.rev.cmp(&b.rev)),
             };
-            let body = Value::Object(e.fields.clone());
+            let mut fields = e.fields.clone();
+            if !kept.is_empty() {
+                let digests: Map<String, Value> = kept
+                    .iter()
+                    .map(|k| (k.aref.name.clone(), Value::from(k.digest.clone())))
+                    .collect();
+                fields.insert("_attachments".into(), Value::Object(digests));
+            }
+            let body = Value::Object(fields);
             let rev = Rev::of_edit(base.map(|b| &b.rev), e.deleted, &body);
             let ancestors: Vec<Rev> = base
                 .map(|b| {
@@ -329,7 +504,10 @@ fn write_one(
             held: leaves.iter().find(|l| l.note.oid.unid == main),
         },
     };
-    let note = version_note(e, &rev, &ancestors, &target, main, now);
+    let mut note = version_note(e, &rev, &ancestors, &target, main, now);
+    if !e.deleted {
+        add_attachments(&mut note, kept, rev.gen);
+    }
     if let Err(err) = nsf::encode_note(&note) {
         return Ok(Err(CouchError::invalid(err.to_string())));
     }
@@ -358,6 +536,19 @@ fn write_one(
         _ => {}
     }
     Ok(Ok(rev))
+}
+
+/// Gives `note` the staged attachments and their `$Atts` entries (I60).
+fn add_attachments(note: &mut Note, kept: &[Kept], gen: u32) {
+    let atts: Vec<(AttachmentRef, String, u32)> = kept
+        .iter()
+        .map(|k| (k.aref.clone(), k.digest.clone(), k.revpos.unwrap_or(gen)))
+        .collect();
+    note.items.extend(atts.iter().map(|(a, _, _)| Item {
+        name: format!("{ATTACHMENT_PREFIX}{}", a.name),
+        value: ItemValue::Attachment(a.clone()),
+    }));
+    note.items.extend(atts_item(&atts));
 }
 
 /// The note that stores revision `rev` of `e` at `target`.

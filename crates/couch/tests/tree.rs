@@ -28,10 +28,10 @@ fn anyone(_: &Note) -> bool {
 fn write(db: &Database, docs: Vec<Value>, mode: Mode) -> Vec<Result<Rev, couch::CouchError>> {
     let edits = docs
         .iter()
-        .map(|d| parse_edit(d, mode, None, &mut || "generated".into()).unwrap())
+        .map(|d| parse_edit(d, mode, None, &mut || "generated".into(), 1 << 20).unwrap())
         .collect();
     let index = ConflictIndex::of(db).unwrap();
-    write_docs(db, &index, edits, mode, Box::new(|_, _| true)).unwrap()
+    write_docs(db, &index, edits, mode, Box::new(|_, _| true), &|_| true).unwrap()
 }
 
 fn doc(db: &Database, id: &str) -> Option<Doc> {
@@ -210,8 +210,19 @@ fn hidden_leaves_are_not_there() {
     assert!(load_doc(&db, &index, "s", &nobody).unwrap().is_none());
     let (missing, possible) = revs_diff(None, &[rev("1-x")]);
     assert_eq!((missing.len(), possible.len()), (1, 0));
-    let page = couch::changes(&db, &index, nsf::Seq(0), 100, true, false, &nobody).unwrap();
+    let page = couch::changes(
+        &db,
+        &index,
+        nsf::Seq(0),
+        100,
+        (true, false),
+        &nobody,
+        &|_| true,
+    )
+    .unwrap();
     assert!(page.rows.is_empty());
+    assert_eq!(page.last_seq, 0, "a hidden change does not move last_seq");
+    assert!(page.scanned > 0);
     assert_eq!(
         couch::doc_counts(&db, &index, &nobody).unwrap(),
         couch::DocCounts::default()

@@ -98,6 +98,8 @@ pub struct FileConfig {
     pub imap: ImapSection,
     #[serde(default)]
     pub router: RouterSection,
+    #[serde(default)]
+    pub couchdb: CouchdbSection,
     /// Days a deletion stub is kept before it is purged (default 90):
     /// replicas must replicate more often than this (design.md I45).
     pub purge_interval_days: Option<f64>,
@@ -138,6 +140,15 @@ pub struct ImapSection {
     pub plaintext_login: Option<bool>,
     /// Milliseconds between an idling session's looks for changes.
     pub idle_poll_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CouchdbSection {
+    /// Origins whose pages may call the CouchDB door from a browser
+    /// (CORS), each `scheme://host[:port]`, or `"*"` for any; none by
+    /// default.
+    pub cors_origins: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -496,6 +507,12 @@ impl FileConfig {
             Some("off") | None => s.couchdb_listen = None,
             Some(a) => s.couchdb_listen = Some(socket_addr("couchdb_listen", a)?),
         }
+        if let Some(origins) = &self.couchdb.cors_origins {
+            s.couchdb_cors = origins
+                .iter()
+                .map(|o| cors_origin(o))
+                .collect::<Result<_, _>>()?;
+        }
         if let Some(list) = &self.compression {
             s.native.compression = list
                 .iter()
@@ -744,6 +761,28 @@ impl FileConfig {
         }
         Ok(())
     }
+}
+
+/// One `[couchdb] cors_origins` entry: `"*"`, or an origin exactly as a
+/// browser sends it (`scheme://host[:port]`, no path, no trailing slash).
+fn cors_origin(o: &str) -> Result<String, String> {
+    let bad = |why: &str| setting("couchdb.cors_origins", format!("{o:?}: {why}"));
+    if o == "*" {
+        return Ok(o.to_string());
+    }
+    let Some((scheme, rest)) = o.split_once("://") else {
+        return Err(bad("an origin is scheme://host[:port]"));
+    };
+    if !matches!(scheme, "http" | "https") {
+        return Err(bad("the scheme must be http or https"));
+    }
+    if rest.is_empty() || rest.contains(['/', '?', '#', ' ', '@']) {
+        return Err(bad("an origin has a host and no path, query or user"));
+    }
+    if o != o.to_ascii_lowercase() {
+        return Err(bad("write an origin in lower case, as browsers send it"));
+    }
+    Ok(o.to_string())
 }
 
 /// Checks an address setting ("127.0.0.1:1352", "[::1]:8080", "localhost:1352").

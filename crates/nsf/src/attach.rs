@@ -66,7 +66,7 @@ pub const BLOB_DATA: usize = PAGE_BODY - BLOB_HDR;
 const CHUNK_PAGES: usize = 128;
 const MAX_NAME: usize = 200;
 
-pub(crate) fn validate_name(name: &str) -> NsfResult<()> {
+pub fn validate_name(name: &str) -> NsfResult<()> {
     let bad = |why: &str| {
         Err(NsfError::Invalid(format!(
             "invalid attachment name {name:?}: {why}"

@@ -41,7 +41,9 @@ pub use acl::{
     Access, AccessLevel, Acl, AclEntry, AclError, ReadRestriction, UnknownLevel, MAX_ACL_ENTRIES,
     MAX_ACL_JSON_BYTES, MAX_ACL_NAME_BYTES, MAX_ACL_ROLES, MAX_ROLE_BYTES,
 };
-pub use attach::{read_full, AttachmentReader, BLOB_DATA};
+pub use attach::{
+    read_full, validate_name as validate_attachment_name, AttachmentReader, BLOB_DATA,
+};
 pub use backup::{BackedUpDb, BackupManifest, BackupReport, RestoreOptions, RestoreReport};
 pub use catalog::{Audience, Listed};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -419,10 +419,11 @@ pub const CONFLICT_ITEMS: [&str; 2] = ["$Conflict", "$Ref"];
 /// document's CouchDB id where it is not its UNID (text); `$Rev`, the
 /// revision id the version got at the CouchDB door (text); `$Revs`, that
 /// revision's ancestors, newest first (a text list); `$Json`, the fields
-/// of a CouchDB document that are no item (text: a JSON object). The
-/// system writes them; they replicate like any item, and a deletion stub
-/// keeps the first three.
-pub const COUCH_ITEMS: [&str; 4] = ["$DocId", "$Rev", "$Revs", "$Json"];
+/// of a CouchDB document that are no item (text: a JSON object);
+/// `$Atts`, the CouchDB digest and `revpos` of each attachment (text: a
+/// JSON object by attachment name). The system writes them; they
+/// replicate like any item, and a deletion stub keeps the first three.
+pub const COUCH_ITEMS: [&str; 5] = ["$DocId", "$Rev", "$Revs", "$Json", "$Atts"];
 
 /// Whether a deletion stub keeps an item named `name`: the access items
 /// (whoever could not see the document does not see its deletion

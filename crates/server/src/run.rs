@@ -52,6 +52,9 @@ pub struct ServerSettings {
     /// The CouchDB replication protocol's address (`http::couch`); `None`
     /// (the default) turns it off. It shares the HTTP settings.
     pub couchdb_listen: Option<String>,
+    /// Origins whose pages may call the CouchDB door (CORS; `"*"`: any);
+    /// none by default.
+    pub couchdb_cors: Vec<String>,
     /// Threads running requests (the worker pool).
     pub worker_threads: usize,
     /// Threads doing network I/O (accept, read, write).
@@ -81,6 +84,7 @@ impl Default for ServerSettings {
             listen: "127.0.0.1:1352".into(),
             http_listen: Some("127.0.0.1:8080".into()),
             couchdb_listen: None,
+            couchdb_cors: Vec::new(),
             worker_threads: 64,
             io_threads: cores.clamp(1, 8),
             native: NativeSettings::default(),
@@ -344,7 +348,7 @@ async fn serve(
             l,
             acceptor,
             service.clone(),
-            settings.http.clone(),
+            (settings.http.clone(), settings.couchdb_cors.clone()),
             life.clone(),
         ))
     });

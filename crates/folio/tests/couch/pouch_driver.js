@@ -3,7 +3,10 @@
 // argv: the remote database's URL, user, password.
 //
 // Commands: pull, push, sync (PouchDB's replicator against the remote),
-// put {doc}, bulk {docs}, get {id, opts}, remove {id, rev}, all, info.
+// put {doc}, bulk {docs}, get {id, opts}, remove {id, rev}, all, info,
+// remote {url} (the same remote database at a new address),
+// push_tracked (a push that reports the revisions each acknowledged
+// batch wrote, also when it fails).
 // An error is answered {"error": name, "status": n, "message": text}.
 'use strict';
 const PouchDB = require('pouchdb');
@@ -12,10 +15,13 @@ const readline = require('readline');
 
 const [url, user, password] = process.argv.slice(2);
 const local = new PouchDB('local-' + process.pid, { adapter: 'memory' });
-const remote = new PouchDB(url, {
-  auth: user ? { username: user, password } : undefined,
-  skip_setup: true,
-});
+function open(at) {
+  return new PouchDB(at, {
+    auth: user ? { username: user, password } : undefined,
+    skip_setup: true,
+  });
+}
+let remote = open(url);
 
 function report(r) {
   return {
@@ -38,6 +44,22 @@ async function run(cmd) {
       const r = await local.sync(remote);
       return { pull: report(r.pull), push: report(r.push) };
     }
+    case 'push_tracked': {
+      const written = [];
+      try {
+        const r = await local.replicate
+          .to(remote, { batch_size: cmd.batch_size || 10, retry: false })
+          .on('change', (info) => {
+            for (const d of info.docs) written.push([d._id, d._rev]);
+          });
+        return { ok: r.ok, written, report: report(r) };
+      } catch (e) {
+        return { ok: false, written, error: String(e && (e.message || e)) };
+      }
+    }
+    case 'remote':
+      remote = open(cmd.url);
+      return { ok: true };
     case 'put':
       return await local.put(cmd.doc);
     case 'bulk':

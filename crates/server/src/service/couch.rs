@@ -34,6 +34,18 @@ impl CouchDb {
         move |n: &Note| self.access.can_read(n)
     }
 
+    /// Where a feed from `since` starts reading, and the `last_seq` it
+    /// reports until it sees a change the caller may read: `since`, or for
+    /// `now` (none) the caller's last visible change (a scan; the
+    /// database's own last change would count hidden ones).
+    fn start(&self, since: Option<u64>) -> CouchResult<(u64, u64)> {
+        let since = match since {
+            Some(s) => s,
+            None => couch::doc_counts(&self.db, &self.index, &self.visible())?.last_seq,
+        };
+        Ok((since, since))
+    }
+
     /// The document `id` as the caller sees it.
     pub fn doc(&self, id: &str) -> CouchResult<Option<Doc>> {
         Ok(couch::load_doc(&self.db, &self.index, id, &self.visible())?)
@@ -124,7 +136,7 @@ impl Service {
             "db_name": name,
             "doc_count": counts.live,
             "doc_del_count": counts.deleted,
-            "update_seq": d.db.last_seq().0,
+            "update_seq": counts.last_seq,
             "purge_seq": 0,
             "compact_running": false,
             "disk_format_version": 8,
@@ -147,7 +159,9 @@ impl Service {
         let check = Box::new(move |incoming: &Note, held: Option<&Note>| {
             may_write(&access, incoming, held)
         });
-        Ok(couch::write_docs(&d.db, &d.index, edits, mode, check)?)
+        let visible = d.visible();
+        let written = couch::write_docs(&d.db, &d.index, edits, mode, check, &visible)?;
+        Ok(written)
     }
 
     /// The documents `ids` as the caller sees them, in order.
@@ -161,8 +175,12 @@ impl Service {
         ids.iter().map(|id| d.doc(id)).collect()
     }
 
-    /// The change feed: at once if something the caller may read changed
-    /// after `since`, else (`wait`) when something does or the wait is over.
+    /// The change feed: at once if something the caller may read (and
+    /// `keep` keeps) changed after `since`, else (`wait`) when something
+    /// does or the wait is over. `since` none is `now`: the caller's last
+    /// visible change. The answer's `last_seq` never counts a change the
+    /// caller may not read (`couch::ChangesPage`).
+    #[allow(clippy::too_many_arguments)]
     pub fn couch_changes(
         &self,
         caller: &Caller,
@@ -170,23 +188,28 @@ impl Service {
         since: Option<u64>,
         limit: usize,
         (all_leaves, include_docs): (bool, bool),
+        keep: &Keep,
         wait: Option<Duration>,
     ) -> CouchResult<ChangesPage> {
         let d = self.couch_db(caller, name, AccessLevel::Reader)?;
-        let since = since.unwrap_or_else(|| d.db.last_seq().0);
+        let (mut from, mut reported) = d.start(since)?;
         let deadline = wait.map(|w| Instant::now() + w);
-        let mut from = Seq(since);
         loop {
             let index = ConflictIndex::of(&d.db)?;
-            let page = couch::changes(
+            let mut page = couch::changes(
                 &d.db,
                 &index,
-                from,
+                Seq(from),
                 limit,
-                all_leaves,
-                include_docs,
+                (all_leaves, include_docs),
                 &d.visible(),
+                keep.as_ref(),
             )?;
+            if page.last_seq > from {
+                reported = page.last_seq;
+            }
+            from = page.scanned;
+            page.last_seq = reported;
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             let waiting = page.rows.is_empty()
                 && left.is_some_and(|l| !l.is_zero())
@@ -194,21 +217,94 @@ impl Service {
             if !waiting {
                 return Ok(page);
             }
-            from = Seq(page.last_seq);
             let slice = left.unwrap_or_default().min(WAIT_SLICE);
-            d.db.wait_for_change(from, slice)?;
+            d.db.wait_for_change(Seq(from), slice)?;
         }
     }
 
-    /// `_all_docs`: the live documents the caller may read, by id.
+    /// A continuous change feed (`feed=continuous` or `eventsource`): rows
+    /// as they happen, a heartbeat when nothing happened for `heartbeat`,
+    /// until `limit` rows, `timeout`, the server stopping or `out`
+    /// answering false (the client went away); then `End` with the
+    /// `last_seq` to resume from.
+    #[allow(clippy::too_many_arguments)]
+    pub fn couch_feed(
+        &self,
+        caller: &Caller,
+        name: &str,
+        since: Option<u64>,
+        limit: usize,
+        (all_leaves, include_docs): (bool, bool),
+        keep: &Keep,
+        (heartbeat, timeout): (Option<Duration>, Duration),
+        out: &mut dyn FnMut(FeedEvent) -> bool,
+    ) -> CouchResult<()> {
+        let d = self.couch_db(caller, name, AccessLevel::Reader)?;
+        let (mut from, mut reported) = d.start(since)?;
+        let deadline = Instant::now() + timeout;
+        let mut beat = Instant::now();
+        let mut sent = 0usize;
+        while sent < limit && !*self.draining.borrow() {
+            let index = ConflictIndex::of(&d.db)?;
+            let page = couch::changes(
+                &d.db,
+                &index,
+                Seq(from),
+                limit - sent,
+                (all_leaves, include_docs),
+                &d.visible(),
+                keep.as_ref(),
+            )?;
+            if page.last_seq > from {
+                reported = page.last_seq;
+            }
+            from = page.scanned;
+            if !page.rows.is_empty() {
+                beat = Instant::now();
+                for row in page.rows {
+                    sent += 1;
+                    if !out(FeedEvent::Row(row)) {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
+            let now = Instant::now();
+            if now >= deadline || !out(FeedEvent::Tick) {
+                break;
+            }
+            let next_beat = heartbeat.map(|h| beat + h);
+            if next_beat.is_some_and(|b| now >= b) {
+                if !out(FeedEvent::Heartbeat) {
+                    return Ok(());
+                }
+                beat = now;
+            }
+            let until = next_beat.map_or(deadline, |b| b.max(now).min(deadline));
+            let slice = until
+                .saturating_duration_since(now)
+                .clamp(Duration::from_millis(1), WAIT_SLICE);
+            d.db.wait_for_change(Seq(from), slice)?;
+        }
+        out(FeedEvent::End(reported));
+        Ok(())
+    }
+
+    /// `_all_docs`: the live documents the caller may read, by id, and
+    /// (`with_seq`) the caller's `update_seq` (another scan).
     pub fn couch_all_docs(
         &self,
         caller: &Caller,
         name: &str,
+        with_seq: bool,
     ) -> CouchResult<(Vec<couch::AllDocsRow>, u64)> {
         let d = self.couch_db(caller, name, AccessLevel::Reader)?;
         let rows = couch::all_docs(&d.db, &d.index, &d.visible())?;
-        Ok((rows, d.db.last_seq().0))
+        let seq = match with_seq {
+            true => d.start(None)?.1,
+            false => 0,
+        };
+        Ok((rows, seq))
     }
 
     /// `_local/{id}`: read (`body` none), write or delete.
@@ -244,6 +340,20 @@ impl Service {
         let h = Sha256::digest(format!("folio couch server\0{dir}").as_bytes());
         h[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// Which documents a change feed shows (its filter).
+pub type Keep = Box<dyn Fn(&Doc) -> bool + Send + Sync>;
+
+/// What a continuous change feed hands its writer.
+pub enum FeedEvent {
+    Row(couch::Change),
+    /// Nothing happened for the heartbeat.
+    Heartbeat,
+    /// Between two waits: is the client still there?
+    Tick,
+    /// The feed ends; resume from this `last_seq`.
+    End(u64),
 }
 
 /// What to do with a `_local` document.

@@ -75,7 +75,7 @@ mod views;
 mod wire;
 
 pub use access::Caller;
-pub use couch::{couch_error, CouchDb, LocalOp};
+pub use couch::{couch_error, CouchDb, FeedEvent, Keep, LocalOp};
 pub use documents::{DocJson, DocWrite, WriteDone};
 pub(crate) use fixup::rebuild_views_of_auto_fixups;
 pub use lifecycle::Copied;

@@ -1,5 +1,5 @@
-//! A database: create, describe, delete; its change feed, its document
-//! listing and `_ensure_full_commit` (every write is durable when
+//! A database: create, describe, delete; its document listing and
+//! `_ensure_full_commit` (every write is durable when
 //! answered, so there is nothing to flush).
 
 use super::call::{json, json_body, CouchCall, Fail, Reply};
@@ -9,18 +9,9 @@ use axum::extract::State;
 use axum::http::{Method, StatusCode};
 use couch::{CouchError, CouchResult};
 use serde_json::{json, Map, Value};
-use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 type Svc = State<Arc<Service>>;
-
-/// Most rows a change feed answer carries when the client sets no limit
-/// (a client pages with `since` = `last_seq`).
-const MAX_CHANGES: usize = 10_000;
-
-/// Longest wait of `feed=longpoll`.
-const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// Largest body of a listing request (`keys`, `doc_ids`).
 const MAX_LIST_BODY: usize = 8 << 20;
@@ -60,116 +51,7 @@ pub(super) async fn ensure_full_commit(State(s): Svc, c: CouchCall) -> Reply {
     ))
 }
 
-/// `GET|POST /{db}/_changes`: `since` (a number or `now`), `limit`,
-/// `style=all_docs`, `include_docs`, `feed=normal|longpoll` with
-/// `timeout` and `heartbeat` (a long poll answers by the heartbeat at the
-/// latest, empty, and the client polls again), `filter=_doc_ids` with
-/// `doc_ids`.
-pub(super) async fn changes(State(s): Svc, c: CouchCall, method: Method, body: Body) -> Reply {
-    let name = c.param("db");
-    let since = match c.text("since").map(|v| v.trim_matches('"')) {
-        None => Some(0),
-        Some("now") => None,
-        Some(v) => Some(v.parse::<u64>().map_err(|_| {
-            CouchError::bad_request(format!("Invalid since {v:?}: expected a sequence number"))
-        })?),
-    };
-    let limit = match c.number("limit")? {
-        Some(0) | None => MAX_CHANGES,
-        Some(n) => (n as usize).min(MAX_CHANGES),
-    };
-    let all_leaves = match c.text("style") {
-        None | Some("main_only") => false,
-        Some("all_docs") => true,
-        Some(v) => {
-            return Err(Fail(CouchError::bad_request(format!(
-                "Invalid style {v:?}"
-            ))))
-        }
-    };
-    let include_docs = c.flag("include_docs")?;
-    if c.flag("descending")? {
-        return Err(Fail(CouchError::not_implemented(
-            "descending change feeds are not supported",
-        )));
-    }
-    let wait = match c.text("feed") {
-        None | Some("normal") => None,
-        Some("longpoll") => {
-            let ms = |k| c.number(k).map(|n| n.map(Duration::from_millis));
-            let timeout = ms("timeout")?.unwrap_or(MAX_WAIT).min(MAX_WAIT);
-            Some(match ms("heartbeat")? {
-                Some(h) if !h.is_zero() => timeout.min(h),
-                _ => timeout,
-            })
-        }
-        Some(f) => {
-            return Err(Fail(CouchError::not_implemented(format!(
-                "feed={f} is not supported yet: use normal or longpoll"
-            ))))
-        }
-    };
-    let doc_ids = match c.text("filter") {
-        None => None,
-        Some("_doc_ids") => Some(doc_ids(&c, method, body).await?),
-        Some(f) => {
-            return Err(Fail(CouchError::not_implemented(format!(
-                "filter {f:?} is not supported yet (only _doc_ids)"
-            ))))
-        }
-    };
-    let page = c
-        .run(&s, move |s, caller| {
-            s.couch_changes(
-                caller,
-                &name,
-                since,
-                limit,
-                (all_leaves, include_docs),
-                wait,
-            )
-        })
-        .await?;
-    let results: Vec<Value> = page
-        .rows
-        .into_iter()
-        .filter(|r| doc_ids.as_ref().is_none_or(|ids| ids.contains(&r.id)))
-        .map(|r| {
-            let mut row = json!({
-                "seq": r.seq,
-                "id": r.id,
-                "changes": r.revs.iter().map(|rev| json!({"rev": rev})).collect::<Vec<_>>(),
-            });
-            if r.deleted {
-                row["deleted"] = json!(true);
-            }
-            if let Some(doc) = r.doc {
-                row["doc"] = Value::Object(doc);
-            }
-            row
-        })
-        .collect();
-    Ok(json(
-        StatusCode::OK,
-        &json!({"results": results, "last_seq": page.last_seq, "pending": 0}),
-    ))
-}
-
-/// The ids of `filter=_doc_ids`: the `doc_ids` parameter (JSON) or the
-/// POST body's `doc_ids`.
-async fn doc_ids(c: &CouchCall, method: Method, body: Body) -> Result<HashSet<String>, Fail> {
-    let list = if method == Method::POST {
-        json_body(&c.headers, body, MAX_LIST_BODY)
-            .await?
-            .get("doc_ids")
-            .cloned()
-    } else {
-        c.json("doc_ids")?
-    };
-    strings(list, "doc_ids").map(|v| v.into_iter().collect())
-}
-
-fn strings(v: Option<Value>, what: &str) -> Result<Vec<String>, Fail> {
+pub(super) fn strings(v: Option<Value>, what: &str) -> Result<Vec<String>, Fail> {
     let bad = || {
         Fail(CouchError::bad_request(format!(
             "{what} must be a list of strings"
@@ -242,7 +124,9 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
     let update_seq = c.flag("update_seq")?;
     let name2 = name.clone();
     let (rows, seq) = c
-        .run(&s, move |s, caller| s.couch_all_docs(caller, &name2))
+        .run(&s, move |s, caller| {
+            s.couch_all_docs(caller, &name2, update_seq)
+        })
         .await?;
     let total = rows.len();
     let row_json = |r: &couch::AllDocsRow| {

@@ -7,13 +7,17 @@
 //! well-formed request is one transaction (`couch::write_docs`) whose
 //! documents each succeed or fail (`conflict`, `forbidden`) on their own.
 
+use super::super::extract::read_body;
 use super::call::{json, json_body, CouchCall, Fail, Reply};
+use super::multipart::{self, Revision};
 use super::server::new_uuid;
 use crate::service::{LocalOp, Service};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use couch::{CouchError, CouchResult, Doc, Edit, Leaf, Mode, Rev};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use couch::{AttMode, CouchError, CouchResult, Doc, Edit, Leaf, Mode, Rev};
+use nsf::AccessLevel;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -35,11 +39,10 @@ fn bulk_limit(s: &Service) -> usize {
     s.limits().max_document_bytes.saturating_mul(8)
 }
 
-fn body_of(leaf: &Leaf, doc: &Doc, revs: bool) -> Map<String, Value> {
-    leaf.to_json(&doc.id, revs)
-}
-
-/// `GET /{db}/{id}`.
+/// `GET /{db}/{id}`: `rev`, `revs`, `open_revs`, `latest`, `conflicts`,
+/// `deleted_conflicts`, `attachments` with `atts_since`. With `open_revs`
+/// and `Accept: multipart/mixed`, or `attachments=true` and `Accept:
+/// multipart/related`, attachments come as parts (multipart.rs).
 pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
     let name = c.param("db");
     let id = doc_id(&c);
@@ -55,60 +58,116 @@ pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
         .map(|r| r.parse::<Rev>().map_err(CouchError::bad_request))
         .transpose()?;
     let (conflicts, deleted_conflicts) = (c.flag("conflicts")?, c.flag("deleted_conflicts")?);
-    let ids = vec![id.clone()];
-    let doc = c
-        .run(&s, move |s, caller| s.couch_docs(caller, &name, &ids))
-        .await?
-        .pop()
-        .flatten();
+    let atts_since = match c.json("atts_since")? {
+        None => Vec::new(),
+        v => rev_list(v, "atts_since")?,
+    };
+    let accepts = |what: &str| {
+        c.headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains(what))
+    };
+    let parts = if open_revs.is_some() {
+        accepts("multipart/mixed")
+    } else {
+        accepts("multipart/related")
+    };
+    let mode = match (c.flag("attachments")?, parts) {
+        (false, _) => AttMode::Stubs,
+        (true, false) => AttMode::Inline,
+        (true, true) => AttMode::Follows,
+    };
     if let Some(wanted) = open_revs {
-        let answers: Vec<Value> = match (wanted, &doc) {
-            (None, Some(d)) => d
-                .leaves
-                .iter()
-                .map(|l| json!({"ok": body_of(l, d, revs)}))
-                .collect(),
-            (None, None) => return Err(Fail(CouchError::not_found("missing"))),
-            (Some(list), _) => list
-                .iter()
-                .map(|r| {
-                    match doc
-                        .as_ref()
-                        .and_then(|d| pick(d, r, latest).map(|l| (d, l)))
-                    {
-                        Some((d, l)) => json!({"ok": body_of(l, d, revs)}),
-                        None => json!({"missing": r.to_string()}),
-                    }
-                })
-                .collect(),
-        };
+        let revisions = c
+            .run(&s, move |s, caller| {
+                let d = s.couch_db(caller, &name, AccessLevel::Reader)?;
+                let doc = d.doc(&id)?;
+                let picked: Vec<Result<&Leaf, String>> = match (&wanted, &doc) {
+                    (None, Some(doc)) => doc.leaves.iter().map(Ok).collect(),
+                    (None, None) => return Err(CouchError::not_found("missing")),
+                    (Some(list), _) => list
+                        .iter()
+                        .map(|r| {
+                            doc.as_ref()
+                                .and_then(|doc| pick(doc, r, latest))
+                                .ok_or_else(|| r.to_string())
+                        })
+                        .collect(),
+                };
+                picked
+                    .into_iter()
+                    .map(|p| match p {
+                        Ok(leaf) => {
+                            let (body, parts) =
+                                couch::leaf_body(&d.db, leaf, &id, revs, mode, &atts_since)?;
+                            Ok(Revision::Found(body, parts))
+                        }
+                        Err(missing) => Ok(Revision::Missing(missing)),
+                    })
+                    .collect::<CouchResult<Vec<Revision>>>()
+            })
+            .await?;
+        if mode == AttMode::Follows {
+            let (ct, bytes) = multipart::mixed(&revisions);
+            return Ok(raw(StatusCode::OK, &ct, bytes));
+        }
+        let answers: Vec<Value> = revisions
+            .into_iter()
+            .map(|r| match r {
+                Revision::Found(body, _) => json!({"ok": body}),
+                Revision::Missing(rev) => json!({"missing": rev}),
+            })
+            .collect();
         return Ok(json(StatusCode::OK, &json!(answers)));
     }
-    let Some(doc) = doc else {
-        return Err(Fail(CouchError::not_found("missing")));
+    let (body, parts, etag) = c
+        .run(&s, move |s, caller| {
+            let d = s.couch_db(caller, &name, AccessLevel::Reader)?;
+            let doc = d
+                .doc(&id)?
+                .ok_or_else(|| CouchError::not_found("missing"))?;
+            let leaf = match &rev {
+                Some(r) => pick(&doc, r, latest).ok_or_else(|| CouchError::not_found("missing"))?,
+                None if doc.is_deleted() => return Err(CouchError::not_found("deleted")),
+                None => doc.winner(),
+            };
+            let (mut body, parts) = couch::leaf_body(&d.db, leaf, &id, revs, mode, &atts_since)?;
+            let list =
+                |ls: Vec<&Leaf>| json!(ls.iter().map(|l| l.rev.to_string()).collect::<Vec<_>>());
+            if conflicts && !doc.conflicts().is_empty() {
+                body.insert("_conflicts".into(), list(doc.conflicts()));
+            }
+            if deleted_conflicts && !doc.deleted_conflicts().is_empty() {
+                body.insert("_deleted_conflicts".into(), list(doc.deleted_conflicts()));
+            }
+            Ok((body, parts, leaf.rev.to_string()))
+        })
+        .await?;
+    let mut r = if mode == AttMode::Follows {
+        let (ct, bytes) = multipart::related(&body, &parts);
+        raw(StatusCode::OK, &ct, bytes)
+    } else {
+        json(StatusCode::OK, &Value::Object(body))
     };
-    let leaf = match &rev {
-        Some(r) => pick(&doc, r, latest).ok_or_else(|| CouchError::not_found("missing"))?,
-        None if doc.is_deleted() => return Err(Fail(CouchError::not_found("deleted"))),
-        None => doc.winner(),
-    };
-    let mut body = body_of(leaf, &doc, revs);
-    let list = |ls: Vec<&Leaf>| json!(ls.iter().map(|l| l.rev.to_string()).collect::<Vec<_>>());
-    if conflicts && !doc.conflicts().is_empty() {
-        body.insert("_conflicts".into(), list(doc.conflicts()));
-    }
-    if deleted_conflicts && !doc.deleted_conflicts().is_empty() {
-        body.insert("_deleted_conflicts".into(), list(doc.deleted_conflicts()));
-    }
-    let mut r = json(StatusCode::OK, &Value::Object(body));
-    if let Ok(etag) = format!("\"{}\"", leaf.rev).parse() {
+    if let Ok(etag) = format!("\"{etag}\"").parse() {
         r.headers_mut().insert(header::ETAG, etag);
     }
     Ok(r)
 }
 
+/// An answer of `content_type` made of `bytes`.
+pub(super) fn raw(status: StatusCode, content_type: &str, bytes: Vec<u8>) -> Response {
+    let mut r = (status, bytes).into_response();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}
+
 /// The leaf `rev` names; with `latest`, the leaf that descends from it.
-fn pick<'d>(doc: &'d Doc, rev: &Rev, latest: bool) -> Option<&'d Leaf> {
+pub(super) fn pick<'d>(doc: &'d Doc, rev: &Rev, latest: bool) -> Option<&'d Leaf> {
     doc.leaf(rev).or_else(|| {
         latest
             .then(|| doc.leaves.iter().find(|l| l.knows(rev)))
@@ -132,16 +191,40 @@ fn rev_list(v: Option<Value>, what: &str) -> CouchResult<Vec<Rev>> {
     }
 }
 
-/// `PUT /{db}/{id}` (`?new_edits=false` takes a replicated revision).
+/// `PUT /{db}/{id}` (`?new_edits=false` takes a replicated revision): a
+/// JSON document, or a `multipart/related` one whose attachments follow.
 pub(super) async fn put(State(s): Svc, c: CouchCall, body: Body) -> Reply {
     let name = c.param("db");
     let id = doc_id(&c);
-    let mut doc = json_body(&c.headers, body, s.limits().max_document_bytes).await?;
+    let max_att = s.limits().max_attachment_bytes;
+    let boundary = c
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(multipart::related_boundary)
+        .transpose()?;
+    let (mut doc, parts) = match boundary {
+        Some(b) => {
+            let limit = usize::try_from(max_att)
+                .unwrap_or(usize::MAX)
+                .saturating_add(s.limits().max_document_bytes);
+            let bytes = read_body(&c.headers, body, limit).await?;
+            let (doc, parts) = multipart::parse_related(b, bytes).await?;
+            (doc, Some(parts))
+        }
+        None => (
+            json_body(&c.headers, body, s.limits().max_document_bytes).await?,
+            None,
+        ),
+    };
     let mode = mode_of(c.text("new_edits").map(|v| v != "false").unwrap_or(true));
     if let (Some(r), Some(obj)) = (c.text("rev"), doc.as_object_mut()) {
         obj.entry("_rev").or_insert_with(|| json!(r));
     }
-    let edit = couch::parse_edit(&doc, mode, Some(&id), &mut new_uuid)?;
+    let mut edit = couch::parse_edit(&doc, mode, Some(&id), &mut new_uuid, max_att)?;
+    if let Some(parts) = parts {
+        multipart::fill_follows(&mut edit.attachments, parts, max_att)?;
+    }
     write_single(&s, &c, name, edit, mode, StatusCode::CREATED).await
 }
 
@@ -149,7 +232,8 @@ pub(super) async fn put(State(s): Svc, c: CouchCall, body: Body) -> Reply {
 pub(super) async fn post(State(s): Svc, c: CouchCall, body: Body) -> Reply {
     let name = c.param("db");
     let doc = json_body(&c.headers, body, s.limits().max_document_bytes).await?;
-    let edit = couch::parse_edit(&doc, Mode::NewEdits, None, &mut new_uuid)?;
+    let max_att = s.limits().max_attachment_bytes;
+    let edit = couch::parse_edit(&doc, Mode::NewEdits, None, &mut new_uuid, max_att)?;
     write_single(&s, &c, name, edit, Mode::NewEdits, StatusCode::CREATED).await
 }
 
@@ -168,11 +252,11 @@ pub(super) async fn delete(State(s): Svc, c: CouchCall) -> Reply {
         })
         .ok_or_else(CouchError::conflict)?;
     let doc = json!({"_id": id, "_rev": rev, "_deleted": true});
-    let edit = couch::parse_edit(&doc, Mode::NewEdits, Some(&id), &mut new_uuid)?;
+    let edit = couch::parse_edit(&doc, Mode::NewEdits, Some(&id), &mut new_uuid, 0)?;
     write_single(&s, &c, name, edit, Mode::NewEdits, StatusCode::OK).await
 }
 
-fn mode_of(new_edits: bool) -> Mode {
+pub(super) fn mode_of(new_edits: bool) -> Mode {
     if new_edits {
         Mode::NewEdits
     } else {
@@ -180,7 +264,7 @@ fn mode_of(new_edits: bool) -> Mode {
     }
 }
 
-async fn write_single(
+pub(super) async fn write_single(
     s: &Arc<Service>,
     c: &CouchCall,
     name: String,
@@ -222,9 +306,10 @@ pub(super) async fn bulk_docs(State(s): Svc, c: CouchCall, body: Body) -> Reply 
         Some(_) => return Err(Fail(CouchError::bad_request("new_edits must be a boolean"))),
     };
     let mode = mode_of(new_edits);
+    let max_att = s.limits().max_attachment_bytes;
     let edits = docs
         .iter()
-        .map(|d| couch::parse_edit(d, mode, None, &mut new_uuid))
+        .map(|d| couch::parse_edit(d, mode, None, &mut new_uuid, max_att))
         .collect::<CouchResult<Vec<Edit>>>()?;
     let ids: Vec<String> = edits.iter().map(|e| e.id.clone()).collect();
     let results = c
@@ -274,30 +359,37 @@ pub(super) async fn bulk_get(State(s): Svc, c: CouchCall, body: Body) -> Reply {
             Ok((id.to_string(), rev))
         })
         .collect::<CouchResult<Vec<(String, Option<Rev>)>>>()?;
-    let ids: Vec<String> = wanted.iter().map(|(id, _)| id.clone()).collect();
-    let docs = c
-        .run(&s, move |s, caller| s.couch_docs(caller, &name, &ids))
-        .await?;
-    let results: Vec<Value> = wanted
-        .iter()
-        .zip(docs)
-        .map(|((id, rev), doc)| {
-            let leaf = doc.as_ref().and_then(|d| match rev {
-                Some(r) => pick(d, r, latest),
-                None => Some(d.winner()),
-            });
-            let one = match (leaf, &doc) {
-                (Some(l), Some(d)) => json!({"ok": body_of(l, d, revs)}),
-                _ => json!({"error": {
-                    "id": id,
-                    "rev": rev.as_ref().map(Rev::to_string),
-                    "error": "not_found",
-                    "reason": "missing",
-                }}),
-            };
-            json!({"id": id, "docs": [one]})
+    let mode = match c.flag("attachments")? {
+        true => AttMode::Inline,
+        false => AttMode::Stubs,
+    };
+    let results = c
+        .run(&s, move |s, caller| {
+            let d = s.couch_db(caller, &name, AccessLevel::Reader)?;
+            wanted
+                .iter()
+                .map(|(id, rev)| {
+                    let doc = d.doc(id)?;
+                    let leaf = doc.as_ref().and_then(|d| match rev {
+                        Some(r) => pick(d, r, latest),
+                        None => Some(d.winner()),
+                    });
+                    let one = match leaf {
+                        Some(l) => {
+                            json!({"ok": couch::leaf_body(&d.db, l, id, revs, mode, &[])?.0})
+                        }
+                        None => json!({"error": {
+                            "id": id,
+                            "rev": rev.as_ref().map(Rev::to_string),
+                            "error": "not_found",
+                            "reason": "missing",
+                        }}),
+                    };
+                    Ok(json!({"id": id, "docs": [one]}))
+                })
+                .collect::<CouchResult<Vec<Value>>>()
         })
-        .collect();
+        .await?;
     Ok(json(StatusCode::OK, &json!({"results": results})))
 }
 

@@ -19,15 +19,25 @@
 //!
 //! ```text
 //!   routes.rs   the routes table, and serving it
+//!   cors.rs     CORS for the browser pages of `[couchdb] cors_origins`
 //!   call.rs     the request as a handler starts from it; errors; running a job
 //!   server.rs   /, /_session, /_all_dbs, /_uuids
-//!   db.rs       /{db}: create, info, delete; _changes, _all_docs, _ensure_full_commit
+//!   db.rs       /{db}: create, info, delete; _all_docs, _ensure_full_commit
+//!   changes.rs  _changes: normal, longpoll, continuous, eventsource; filters
 //!   docs.rs     documents, _bulk_docs, _bulk_get, _revs_diff, _local
+//!   find.rs     _find: Mango queries over the selector subset, a bounded scan
+//!   atts.rs     one attachment: GET, PUT, DELETE /{db}/{id}/{name}
+//!   multipart.rs  multipart/related and multipart/mixed bodies
 //! ```
 
+mod atts;
 mod call;
+mod changes;
+mod cors;
 mod db;
 mod docs;
+mod find;
+mod multipart;
 mod routes;
 mod server;
 
