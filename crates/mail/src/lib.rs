@@ -62,6 +62,7 @@ pub use message::{
     MAX_ADDRESS_BYTES, MAX_BODY_BYTES, MAX_MESSAGE_ID_BYTES, MAX_RECIPIENTS, MAX_SUBJECT_BYTES,
 };
 pub use router::{
-    backoff, copy_unid, Pass, Router, RouterConfig, RouterStats, StatsSnapshot, BACKOFF,
+    backoff, copy_unid, queue_listing, Pass, QueueListing, QueuedMessage, QueuedRecipient, Router,
+    RouterConfig, RouterStats, StatsSnapshot, BACKOFF,
 };
 pub use template::{create_design, design, INBOX};

@@ -377,6 +377,13 @@ fn parse(json: &str) -> Result<Acl, AclError> {
             limit: MAX_ACL_JSON_BYTES,
         });
     }
+    // serde reads a struct from an array too (its fields in order); the
+    // list is an object, and only an object is accepted.
+    if !json.trim_start().starts_with('{') {
+        return Err(AclError::Json(
+            "the access-control list must be a JSON object".into(),
+        ));
+    }
     let raw: RawAcl = serde_json::from_str(json).map_err(|e| AclError::Json(e.to_string()))?;
     Acl::try_from(raw)
 }
@@ -850,6 +857,24 @@ mod tests {
             bad.to_string().contains(r#"unknown access level "boss""#),
             "{bad}"
         );
+    }
+
+    #[test]
+    fn only_an_object_is_a_list() {
+        for json in [
+            "[]",
+            r#"["reader","reader",[],[]]"#,
+            r#""manager""#,
+            "  [ ]",
+            "null",
+        ] {
+            let e = parse(json).unwrap_err();
+            assert!(
+                e.to_string().contains("must be a JSON object"),
+                "{json}: {e}"
+            );
+        }
+        assert!(parse(" \n{}").is_ok());
     }
 
     fn document(items: Vec<Item>) -> Note {

@@ -56,7 +56,14 @@
       headers['Content-Type'] = 'application/json';
       opts.body = JSON.stringify(body);
     }
-    const r = await fetch(path, opts);
+    let r;
+    try {
+      r = await fetch(path, opts);
+    } catch (e) {
+      // No answer at all: the server stopped (or was killed) mid-request.
+      throw new Error('the server did not answer (' + e.message + '): it may have stopped; ' +
+        'whether the operation was done is unknown until it is back');
+    }
     let data = null;
     try { data = await r.json(); } catch (_) { data = null; }
     if (!r.ok) {
@@ -114,6 +121,7 @@
     state.csrf = info.csrf || null;
     document.getElementById('nav').hidden = false;
     document.getElementById('nav-users').hidden = !state.admin;
+    document.getElementById('nav-mail').hidden = !state.admin;
     document.getElementById('signout').hidden = false;
     document.getElementById('who').textContent =
       (info.user || 'administrator') + (info.admin ? ' (administrator)' : '');
@@ -173,7 +181,12 @@
     const db = parts[0] === 'db' ? decodeURIComponent(parts[1] || '') : null;
     if (parts[0] === 'databases') return databasesPage();
     if (parts[0] === 'users') return usersPage();
+    if (parts[0] === 'mail') return mailPage();
+    if (parts[0] === 'replication') return replicationPage();
     if (db && parts.length === 2) return databasePage(db);
+    if (db && parts[2] === 'acl') return aclPage(db);
+    if (db && parts[2] === 'views') return viewsPage(db);
+    if (db && parts[2] === 'view') return viewPage(db, parts[3], decodeURIComponent(parts[4] || ''));
     if (db && parts[2] === 'new') return editPage(db, null);
     if (db && parts[2] === 'doc' && parts[4] === 'edit') return editPage(db, decodeURIComponent(parts[3]));
     if (db && parts[2] === 'doc') return documentPage(db, decodeURIComponent(parts[3]));
@@ -641,7 +654,14 @@
     ];
     facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
     const manager = state.admin || atLeast(access, 'manager');
+    actions.append(el('a', { href: '#/db/' + enc(path) + '/views', id: 'db-views', class: 'button' },
+      'Views and folders'));
+    if (manager) {
+      actions.append(el('a', { href: '#/db/' + enc(path) + '/acl', id: 'db-acl', class: 'button' },
+        'Access control'));
+    }
     if (state.admin) actions.append(button('Copy…', 'db-copy', () => copyPanel(panel, path)));
+    if (state.admin) actions.append(button('Fixup…', 'db-fixup', () => fixupPanel(panel, path)));
     if (manager) {
       actions.append(button('Compact…', 'db-compact', () => compactPanel(panel, path)));
       actions.append(button('Delete…', 'db-delete', () => confirmIn(panel,
@@ -768,11 +788,29 @@
 
   // A view or folder, a page of entries at a time:
   // GET /db/{db}/views/{name}?start=…&count=50&total=true&categories=true.
+  // A categorized view shows its category rows (what the server counts
+  // under each: only the entries the caller may read); clicking one folds
+  // its entries away or back, and Collapse all / Expand all fold them all.
   function viewListing(host, path, kind, name) {
     const table = el('table', { id: 'entries' });
     const pager = el('div', { class: 'toolbar' });
-    host.replaceChildren(table, pager);
+    const folding = el('div', { class: 'toolbar', id: 'folding' });
+    host.replaceChildren(folding, table, pager);
     const starts = [0];
+    const folded = new Set();
+    let allFolded = false;
+    const refold = () => {
+      let hide = false;
+      for (const tr of table.querySelectorAll('tbody tr')) {
+        if (tr.classList.contains('category')) {
+          const closed = allFolded !== folded.has(tr.dataset.category);
+          tr.firstChild.firstChild.textContent = closed ? '▸' : '▾';
+          hide = closed;
+        } else {
+          tr.hidden = hide;
+        }
+      }
+    };
     const base = '/db/' + enc(path) + '/' + (kind === 'folder' ? 'folders' : 'views') + '/' + enc(name);
     const load = async (start) => {
       try {
@@ -780,8 +818,16 @@
         const titles = r.titles.length ? r.titles : ['(no columns)'];
         const rows = r.rows.map((row) => {
           if ('category' in row) {
-            return el('tr', { class: 'category' },
-              el('td', { colspan: String(titles.length + 1) }, cell(row.category) + ' (' + row.count + ')'));
+            const tr = el('tr', { class: 'category' },
+              el('td', { colspan: String(titles.length + 1) }, el('span', { class: 'fold' }, '▾'),
+                cell(row.category) + ' (' + row.count + (row.count === 1 ? ' entry)' : ' entries)')));
+            tr.dataset.category = cell(row.category);
+            tr.addEventListener('click', () => {
+              const c = tr.dataset.category;
+              if (folded.has(c)) folded.delete(c); else folded.add(c);
+              refold();
+            });
+            return tr;
           }
           return el('tr', {},
             el('td', { class: 'num' }, row.position + 1),
@@ -795,6 +841,15 @@
         if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: String(titles.length + 1), class: 'muted' }, 'No entries.')));
         table.replaceChildren(el('thead', {}, el('tr', {}, el('th', { class: 'num' }, '#'),
           ...titles.map((t) => el('th', {}, t)))), el('tbody', {}, ...rows));
+        if (r.categorized) {
+          folding.replaceChildren(
+            button('Collapse all', 'collapse-all', () => { allFolded = true; folded.clear(); refold(); }),
+            button('Expand all', 'expand-all', () => { allFolded = false; folded.clear(); refold(); }),
+            el('span', { class: 'muted' }, 'click a category to fold or unfold it'));
+        } else {
+          folding.replaceChildren();
+        }
+        refold();
         const entries = r.rows.filter((row) => !('category' in row));
         const last = entries.length ? entries[entries.length - 1].position : start - 1;
         const prev = el('button', { type: 'button' }, '‹ Previous');
@@ -1109,6 +1164,456 @@
       out[name] = fromText(name, type, text);
     }
     return out;
+  }
+
+  // ---- access control ------------------------------------------------------------------
+
+  // The flags a level has when a list does not say (nsf::acl): create for
+  // Depositor, Author and above; delete for Editor and above.
+  function levelFlags(level) {
+    const i = LEVELS.indexOf(level);
+    return {
+      create: level === 'depositor' || i >= LEVELS.indexOf('author'),
+      delete: i >= LEVELS.indexOf('editor'),
+    };
+  }
+
+  const LEVEL_NAMES = {
+    manager: 'Manager', designer: 'Designer', editor: 'Editor', author: 'Author',
+    reader: 'Reader', depositor: 'Depositor', noaccess: 'No Access',
+  };
+
+  function levelSelect(value, attrs) {
+    const sel = el('select', attrs || {},
+      ...LEVELS.slice().reverse().map((l) => el('option', { value: l }, LEVEL_NAMES[l])));
+    sel.value = value || 'noaccess';
+    return sel;
+  }
+
+  function splitList(text) {
+    return text.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  }
+
+  // GET/PUT /db/{db}/_acl (Manager access or an administrator). The whole
+  // list is sent at once: the server checks it whole (levels, names,
+  // roles, a Manager left) and stores it in one logged write, or refuses
+  // it and keeps the list it had.
+  async function aclPage(path) {
+    const status = el('div', { id: 'acl-status' });
+    const host = el('div', { id: 'acl' });
+    show(el('p', {}, el('a', { href: '#/db/' + enc(path) }, '‹ ' + path)),
+      el('h1', {}, 'Access control: ' + path), takeFlash(), status, host);
+    let acl;
+    try {
+      acl = await api('GET', '/db/' + enc(path) + '/_acl');
+    } catch (e) {
+      status.replaceChildren(refusal('Not shown', e));
+      return;
+    }
+    aclForm(host, status, path, acl);
+  }
+
+  function aclForm(host, status, path, acl) {
+    const def = levelSelect(acl.default, { id: 'acl-default' });
+    const anon = levelSelect(acl.anonymous, { id: 'acl-anonymous' });
+    const roles = el('input', { id: 'acl-roles', size: '60', placeholder: 'Sales, Support' });
+    roles.value = (acl.roles || []).join(', ');
+    const body = el('tbody', { id: 'acl-entries' });
+    for (const e of acl.entries || []) body.append(aclRow(e));
+    const add = button('Add entry', 'acl-add', () => {
+      const row = aclRow({ name: '', level: 'reader', roles: [] });
+      body.append(row);
+      row.querySelector('.acl-name').focus();
+    });
+    const save = el('button', { type: 'submit', id: 'acl-save' }, 'Save the list');
+    const form = el('form', { id: 'acl-form' },
+      el('dl', { class: 'facts' },
+        el('dt', {}, 'Signed-in users without an entry'), el('dd', {}, def),
+        el('dt', {}, 'Anonymous callers'), el('dd', {}, anon),
+        el('dt', {}, 'Roles this database defines (comma-separated, no brackets)'), el('dd', {}, roles)),
+      el('h2', {}, 'Entries'),
+      el('table', { id: 'acl-table' }, el('thead', {}, el('tr', {},
+        el('th', {}, 'Name'), el('th', {}, 'Level'), el('th', {}, 'Roles (comma-separated)'),
+        el('th', {}, 'May create documents'), el('th', {}, 'May delete documents'),
+        el('th', {}, 'Remove'))), body),
+      el('div', { class: 'toolbar' }, add, save),
+      el('p', { class: 'muted' }, 'Names and roles ignore case. The list must keep at least one ' +
+        'Manager entry. Editors and above may always create documents; deleting also needs the ' +
+        'right to edit the document.'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const list = {
+        default: def.value, anonymous: anon.value, roles: splitList(roles.value), entries: [],
+      };
+      for (const row of body.querySelectorAll('tr.acl-row')) {
+        if (row.querySelector('.acl-remove').checked) continue;
+        const name = row.querySelector('.acl-name').value;
+        if (name.trim() === '' && row.dataset.fresh) continue;
+        list.entries.push({
+          name,
+          level: row.querySelector('.acl-level').value,
+          roles: splitList(row.querySelector('.acl-entry-roles').value),
+          create_documents: row.querySelector('.acl-create').checked,
+          delete_documents: row.querySelector('.acl-delete').checked,
+        });
+      }
+      save.disabled = true;
+      try {
+        const stored = await api('PUT', '/db/' + enc(path) + '/_acl', list);
+        status.replaceChildren(el('p', { class: 'notice', id: 'acl-saved' },
+          'Saved: ' + stored.entries.length + (stored.entries.length === 1 ? ' entry' : ' entries') +
+          ' and ' + stored.roles.length + (stored.roles.length === 1 ? ' role.' : ' roles.')));
+        aclForm(host, status, path, stored);
+      } catch (e) {
+        save.disabled = false;
+        status.replaceChildren(refusal('Not saved: the list is unchanged', e));
+      }
+    });
+    host.replaceChildren(form);
+  }
+
+  function aclRow(e) {
+    const name = el('input', { class: 'acl-name', 'aria-label': 'entry name', autocomplete: 'off' });
+    name.value = e.name;
+    const level = levelSelect(e.level, { class: 'acl-level', 'aria-label': 'level' });
+    const roles = el('input', { class: 'acl-entry-roles', 'aria-label': 'roles', size: '24' });
+    roles.value = (e.roles || []).join(', ');
+    const flags = levelFlags(level.value);
+    const create = el('input', { type: 'checkbox', class: 'acl-create', 'aria-label': 'may create documents' });
+    const del = el('input', { type: 'checkbox', class: 'acl-delete', 'aria-label': 'may delete documents' });
+    create.checked = e.create_documents === undefined ? flags.create : e.create_documents;
+    del.checked = e.delete_documents === undefined ? flags.delete : e.delete_documents;
+    // A new level brings its default flags (they can be changed after).
+    level.addEventListener('change', () => {
+      const f = levelFlags(level.value);
+      create.checked = f.create;
+      del.checked = f.delete;
+    });
+    const remove = el('input', { type: 'checkbox', class: 'acl-remove', 'aria-label': 'remove entry' });
+    const row = el('tr', { class: 'acl-row' }, el('td', {}, name), el('td', {}, level), el('td', {}, roles),
+      el('td', {}, create), el('td', {}, del), el('td', {}, remove));
+    if (e.name === '') row.dataset.fresh = '1';
+    return row;
+  }
+
+  // ---- views and folders -----------------------------------------------------------------
+
+  function collectionUrl(path, kind, name) {
+    return '/db/' + enc(path) + '/' + (kind === 'folder' ? 'folders' : 'views') + '/' + enc(name);
+  }
+
+  // GET /db/{db}/views; for Designers and above, define (POST
+  // /db/{db}/views), bring up to date (…/update), rebuild (…/rebuild)
+  // and delete. What a refusal says is shown as it comes (a bad formula:
+  // the formula's error with its line and column).
+  async function viewsPage(path) {
+    const list = el('div', { id: 'views-list' });
+    const panel = el('div', { id: 'views-panel' });
+    const define = el('div', { id: 'views-define' });
+    show(el('p', {}, el('a', { href: '#/db/' + enc(path) }, '‹ ' + path)),
+      el('h1', {}, 'Views and folders: ' + path), takeFlash(), list, panel, define);
+    let views, access;
+    try {
+      [views, access] = await Promise.all([api('GET', '/db/' + enc(path) + '/views'), accessTo(path)]);
+    } catch (e) {
+      list.replaceChildren(refusal('Not shown', e));
+      return;
+    }
+    const designer = state.admin || atLeast(access, 'designer');
+    const rows = views.map((v) => {
+      const url = collectionUrl(path, v.kind, v.name);
+      const cells = [
+        el('td', {}, el('a', { href: '#/db/' + enc(path) + '/view/' + v.kind + '/' + enc(v.name) }, v.name)),
+        el('td', {}, v.kind),
+      ];
+      const acts = el('td', {});
+      if (v.kind === 'view') {
+        acts.append(button('Update', 'update-' + v.name, async () => {
+          try {
+            const r = await api('POST', url + '/update');
+            panel.replaceChildren(el('p', { class: 'notice', id: 'views-result' },
+              'Brought ' + v.name + ' up to date: index at change ' + r.seq + ', ' +
+              r.changed + ' changed notes taken in.'));
+          } catch (e) {
+            panel.replaceChildren(refusal('Not updated', e));
+          }
+        }), ' ');
+      }
+      if (designer) {
+        acts.append(button('Rebuild', 'rebuild-' + v.name, async (ev) => {
+          ev.target.disabled = true;
+          panel.replaceChildren(el('p', { class: 'muted' }, 'Rebuilding ' + v.name + '…'));
+          try {
+            const r = await api('POST', url + '/rebuild');
+            const counts = r.entries === undefined ? ''
+              : ': ' + r.entries + ' entries from ' + r.documents + ' documents';
+            panel.replaceChildren(el('p', { class: 'notice', id: 'views-result' },
+              'Rebuilt ' + v.kind + ' ' + v.name + counts + ' in ' + fmtNumber(r.seconds) + ' s.'));
+          } catch (e) {
+            panel.replaceChildren(refusal('Not rebuilt', e));
+          }
+          ev.target.disabled = false;
+        }), ' ', button('Delete…', 'delete-' + v.name, () => confirmIn(panel,
+          'Delete the ' + v.kind + ' ' + v.name + '? Its index and definition go; the documents stay.',
+          'Delete ' + v.name, async () => {
+            await api('DELETE', url);
+            go('#/db/' + enc(path) + '/views', 'Deleted the ' + v.kind + ' ' + v.name + '.');
+          }), 'danger'));
+      }
+      cells.push(acts);
+      return el('tr', {}, ...cells);
+    });
+    list.replaceChildren(el('table', { id: 'views' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Name'), el('th', {}, 'Kind'), el('th', {}, ''))),
+      el('tbody', {}, ...(rows.length ? rows
+        : [el('tr', {}, el('td', { colspan: '3', class: 'muted' }, 'No views or folders yet.'))]))));
+    if (designer) define.replaceChildren(viewForm(path));
+  }
+
+  function columnRow() {
+    const sort = el('select', { class: 'col-sort', 'aria-label': 'sort' },
+      el('option', { value: 'none' }, 'unsorted'), el('option', { value: 'asc' }, 'ascending'),
+      el('option', { value: 'desc' }, 'descending'));
+    return el('tr', { class: 'col-row' },
+      el('td', {}, el('input', { class: 'col-title', 'aria-label': 'column title', size: '16' })),
+      el('td', {}, el('input', { class: 'col-formula', 'aria-label': 'column formula', size: '40' })),
+      el('td', {}, sort),
+      el('td', {}, el('input', { type: 'checkbox', class: 'col-categorized', 'aria-label': 'categorized' })));
+  }
+
+  function viewForm(path) {
+    const name = el('input', { id: 'view-name', autocomplete: 'off' });
+    const kind = el('select', { id: 'view-kind' },
+      el('option', { value: 'view' }, 'view (documents chosen by a formula)'),
+      el('option', { value: 'folder' }, 'folder (documents put in it)'));
+    const selection = el('textarea', { id: 'view-selection', rows: '2' });
+    selection.value = 'SELECT @All';
+    const refresh = el('select', { id: 'view-refresh' },
+      ...['auto_after_first_use', 'auto', 'manual'].map((r) => el('option', { value: r }, r)));
+    const cols = el('tbody', { id: 'view-columns' }, columnRow());
+    const status = el('div', { id: 'view-status' });
+    kind.addEventListener('change', () => { selection.disabled = kind.value === 'folder'; });
+    const form = el('form', { class: 'panel', id: 'view-form' },
+      el('h2', {}, 'Define a view or folder'),
+      el('div', { class: 'toolbar' }, el('label', {}, 'Name ', name), el('label', {}, 'Kind ', kind),
+        el('label', {}, 'Index refresh ', refresh)),
+      el('label', {}, 'Selection formula (views only; docs/formula.md)', selection),
+      el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'Column title'),
+        el('th', {}, 'Formula (an item name or an expression)'), el('th', {}, 'Sort'),
+        el('th', {}, 'Categorized (first column)'))), cols),
+      el('div', { class: 'toolbar' }, button('Add column', 'view-add-column', () => cols.append(columnRow())),
+        el('button', { type: 'submit', id: 'view-create' }, 'Create')),
+      status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const def = { name: name.value, kind: kind.value, refresh: refresh.value, columns: [] };
+      if (kind.value === 'view') def.selection = selection.value;
+      for (const row of cols.querySelectorAll('tr.col-row')) {
+        const title = row.querySelector('.col-title').value;
+        const formula = row.querySelector('.col-formula').value;
+        if (title === '' && formula === '') continue;
+        def.columns.push({
+          title, formula, sort: row.querySelector('.col-sort').value,
+          categorized: row.querySelector('.col-categorized').checked,
+        });
+      }
+      try {
+        await api('POST', '/db/' + enc(path) + '/views', def);
+        go('#/db/' + enc(path) + '/views', 'Created the ' + def.kind + ' ' + def.name + '.');
+      } catch (e) {
+        status.replaceChildren(refusal('Not created', e));
+      }
+    });
+    return form;
+  }
+
+  function viewPage(path, kind, name) {
+    const listing = el('div', { id: 'listing' });
+    show(el('p', {}, el('a', { href: '#/db/' + enc(path) + '/views' }, '‹ Views and folders of ' + path)),
+      el('h1', {}, (kind === 'folder' ? 'Folder ' : 'View ') + name), listing);
+    viewListing(listing, path, kind === 'folder' ? 'folder' : 'view', name);
+  }
+
+  // ---- fixup ----------------------------------------------------------------------------
+
+  // POST /db/{db}/fixup (administrators): every page checked, the file
+  // repaired if it must be; the report as the server gives it.
+  function fixupPanel(host, path) {
+    const dry = el('input', { type: 'checkbox', id: 'fixup-dry' });
+    const status = el('div', { id: 'fixup-result' });
+    const run = button('Run fixup', 'fixup-go', async () => {
+      run.disabled = true;
+      status.replaceChildren(el('p', { class: 'muted', id: 'fixup-running' }, 'Fixing up ' + path + '…'));
+      try {
+        const r = await api('POST', '/db/' + enc(path) + '/fixup', { dry_run: dry.checked });
+        const facts = [
+          ['Result', (r.dry_run ? 'dry run, nothing written: ' : '') +
+            (r.clean ? 'the file is sound' : r.lost_anything ? 'something was lost (below)' : 'repaired')],
+          ['Pages', fmtNumber(r.pages) + ' checked, ' + fmtNumber(r.pages_bad) + ' bad'],
+          ['Notes', fmtNumber(r.notes_salvaged) + ' kept (' + fmtNumber(r.notes_from_orphan_pages) +
+            ' from pages no index reached), ' + r.notes_lost.length + ' lost'],
+          ['Attachments', fmtNumber(r.attachments_checked) + ' checked, ' + r.attachments_lost.length + ' lost'],
+          ['Indexes', (r.indexes_agreed ? 'agreed' : 'disagreed') + ' with the note table' +
+            (r.indexes_rebuilt.length ? '; rebuilt: ' + r.indexes_rebuilt.join(', ') : '')],
+          ['Header', r.header_lost ? 'lost (the title is gone)' : 'read'],
+          ['Instance id', (r.old_instance || '–') + ' → ' + (r.new_instance || 'unchanged')],
+        ];
+        const lost = [...r.bad_pages.map((p) => 'page ' + p.page + ': ' + p.reason),
+          ...r.notes_lost.map((n) => 'note ' + n.note_id + (n.unid ? ' (UNID ' + n.unid + ')' : '') + ': ' + n.reason),
+          ...r.attachments_lost.map((a) => a.name + ' of ' + a.unid + ': ' + a.reason)];
+        status.replaceChildren(el('dl', { class: 'facts', id: 'fixup-report' },
+          ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])),
+        lost.length ? el('ul', {}, ...lost.map((l) => el('li', {}, l))) : null);
+      } catch (e) {
+        status.replaceChildren(refusal('Fixup failed', e));
+      }
+      run.disabled = false;
+    });
+    host.replaceChildren(el('div', { class: 'panel' }, el('h2', {}, 'Fixup ' + path),
+      el('p', { class: 'muted' }, 'Reads and checks every page, note and attachment, and rewrites ' +
+        'the file if anything is wrong (a new instance id: take a new backup). The database must ' +
+        'be idle; requests for it wait until fixup is done.'),
+      el('div', { class: 'toolbar' }, el('label', {}, dry, ' dry run (check only)'), run), status));
+  }
+
+  // ---- mail queue ------------------------------------------------------------------------
+
+  function fmtTime(t) {
+    return t ? new Date(t).toLocaleString() : '–';
+  }
+
+  // GET /mail/queue (administrators): each message still in a mail box,
+  // each recipient's state, attempts, next attempt and why it waits; and
+  // the router's figures from GET /stats. Read-only.
+  async function mailPage() {
+    const summary = el('dl', { class: 'facts', id: 'router-facts' });
+    const host = el('div', { id: 'queue' });
+    show(el('h1', {}, 'Mail queue'), takeFlash(),
+      el('p', { class: 'muted' }, 'What waits in the mail boxes for the router, oldest first. ' +
+        'A recipient is waiting before its first attempt and retrying after a failed one; ' +
+        'mail users are on the ', el('a', { href: '#/users' }, 'Users'), ' page.'),
+      summary, host);
+    try {
+      const [q, stats] = await Promise.all([api('GET', '/mail/queue'), api('GET', '/stats')]);
+      const rows = [
+        ['Mail boxes', q.boxes.map((b) => b.path + ': ' + b.pending + ' pending').join(' · ') || 'none yet'],
+        ['Messages waiting (last pass)', fmtNumber(stats['router.waiting'])],
+        ['Recipients retrying (last pass)', fmtNumber(stats['router.retrying'])],
+        ['Delivered since start', fmtNumber(stats['router.delivered'])],
+        ['Non-delivery reports since start', fmtNumber(stats['router.ndr'])],
+        ['Delivery latency p50 / p99', fmtNumber(stats['router.latency_p50_ms']) + ' ms / ' +
+          fmtNumber(stats['router.latency_p99_ms']) + ' ms'],
+      ];
+      if (q.unreadable) rows.push(['Listed but unreadable', String(q.unreadable)]);
+      summary.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+      const body = q.messages.flatMap((m) => m.recipients.map((r, i) => el('tr', { class: 'queue-row' },
+        el('td', {}, i === 0 ? fmtTime(m.deposited) : ''),
+        el('td', {}, i === 0 ? m.from : ''),
+        el('td', {}, i === 0 ? m.subject : ''),
+        el('td', {}, r.address),
+        el('td', { class: r.state === 'retrying' || r.state === 'failed' ? 'state-bad' : '' }, r.state),
+        el('td', { class: 'num' }, r.attempts),
+        el('td', {}, r.state === 'waiting' || r.state === 'retrying'
+          ? (r.next_attempt ? fmtTime(r.next_attempt) : 'next pass') : '–'),
+        el('td', {}, r.reason))));
+      host.replaceChildren(el('table', { id: 'queue-table' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Deposited'), el('th', {}, 'From'), el('th', {}, 'Subject'),
+          el('th', {}, 'Recipient'), el('th', {}, 'State'), el('th', { class: 'num' }, 'Attempts'),
+          el('th', {}, 'Next attempt'), el('th', {}, 'Reason'))),
+        el('tbody', {}, ...(body.length ? body
+          : [el('tr', {}, el('td', { colspan: '8', class: 'muted' }, 'The queue is empty.'))]))));
+    } catch (e) {
+      host.replaceChildren(refusal('Not shown', e));
+    }
+  }
+
+  // ---- replication and backup ------------------------------------------------------------
+
+  // The [[replication]] entries and the log's archive state, from GET
+  // /stats (signed-in users); administrators start a backup (POST
+  // /admin/backup) or archive the log (POST /admin/archive).
+  async function replicationPage() {
+    const entries = el('div', { id: 'replication' });
+    const backup = el('div', { id: 'backup' });
+    show(el('h1', {}, 'Replication and backup'), takeFlash(),
+      el('h2', {}, 'Scheduled replication ([[replication]] in folio.toml)'), entries,
+      el('h2', {}, 'Backup and the log archive'), backup);
+    let stats;
+    try {
+      stats = await api('GET', '/stats');
+    } catch (e) {
+      entries.replaceChildren(refusal('Not shown', e));
+      return;
+    }
+    const names = [...new Set(Object.keys(stats).filter((k) => k.startsWith('replication.') &&
+      k.split('.').length >= 3).map((k) => k.slice('replication.'.length, k.lastIndexOf('.'))))].sort();
+    const get = (n, f) => stats['replication.' + n + '.' + f];
+    const panel = el('div', { id: 'replication-panel' });
+    const runNow = (n) => button('Run now', 'run-' + n, async (ev) => {
+      ev.target.disabled = true;
+      try {
+        const r = await api('POST', '/admin/replication/' + enc(n) + '/run');
+        go('#/replication', r.state === 'running'
+          ? 'The entry ' + n + ' is running already; it finishes on its own.'
+          : 'The entry ' + n + ' runs now; its result shows here when it ends.');
+      } catch (e) {
+        panel.replaceChildren(refusal('Not run', e));
+        ev.target.disabled = false;
+      }
+    });
+    const rows = names.map((n) => el('tr', {},
+      el('td', {}, n), el('td', {}, String(get(n, 'result') ?? '–')),
+      el('td', {}, get(n, 'last_run') && get(n, 'last_run') !== 'never' ? fmtTime(get(n, 'last_run')) : 'never'),
+      el('td', { class: 'num' }, get(n, 'next_run_s') === undefined ? '–' : 'in ' + fmtNumber(get(n, 'next_run_s')) + ' s'),
+      el('td', { class: 'num' }, fmtNumber(get(n, 'runs'))), el('td', { class: 'num' }, fmtNumber(get(n, 'errors'))),
+      el('td', { class: 'num' }, fmtNumber(get(n, 'documents'))), el('td', { class: 'num' }, fmtBytes(get(n, 'bytes'))),
+      el('td', {}, state.admin ? runNow(n) : '')));
+    entries.replaceChildren(el('table', { id: 'replication-table' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Entry'), el('th', {}, 'Last result'), el('th', {}, 'Last run'),
+        el('th', { class: 'num' }, 'Next run'), el('th', { class: 'num' }, 'Runs'), el('th', { class: 'num' }, 'Failures'),
+        el('th', { class: 'num' }, 'Documents (last run)'), el('th', { class: 'num' }, 'Bytes (last run)'), el('th', {}, ''))),
+      el('tbody', {}, ...(rows.length ? rows
+        : [el('tr', {}, el('td', { colspan: '9', class: 'muted' }, 'No [[replication]] entries on this server.'))]))),
+    panel);
+    const facts = [
+      ['Log style', stats['log.style'] || 'unlogged'],
+      ['Log state', stats['log.state'] || '–'],
+      ['Last archive', stats['log.last_archive'] || 'not archive style: backups need translog.style = "archive"'],
+      ['New backup needed (fixed-up databases)', stats['fixup.backup_needed'] || '–'],
+    ];
+    backup.replaceChildren(el('dl', { class: 'facts', id: 'backup-facts' },
+      ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))])));
+    if (state.admin) backup.append(backupForm());
+  }
+
+  function backupForm() {
+    const dest = el('input', { id: 'backup-dest', size: '40', placeholder: '/backups/monday (absolute, on the server)' });
+    const status = el('div', { id: 'backup-status' });
+    const form = el('form', { class: 'panel', id: 'backup-form' },
+      el('div', { class: 'toolbar' }, el('strong', {}, 'Back up every database to '), dest,
+        el('button', { type: 'submit', id: 'backup-go' }, 'Back up now'),
+        button('Archive the log now', 'archive-go', async () => {
+          status.replaceChildren(el('p', { class: 'muted' }, 'Archiving…'));
+          try {
+            const r = await api('POST', '/admin/archive');
+            status.replaceChildren(el('p', { class: 'notice' }, 'Archived ' + r.extents + ' extents (' +
+              fmtBytes(r.bytes) + ') to ' + r.dir + '.'));
+          } catch (e) {
+            status.replaceChildren(refusal('Not archived', e));
+          }
+        })), status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      status.replaceChildren(el('p', { class: 'muted' }, 'Backing up…'));
+      try {
+        const r = await api('POST', '/admin/backup', { dest: dest.value.trim() });
+        status.replaceChildren(el('p', { class: 'notice', id: 'backup-done' }, 'Backed up ' +
+          r.databases.length + ' databases (' + fmtBytes(r.bytes) + ') to ' + r.dest + ' in ' + r.millis + ' ms.'));
+      } catch (e) {
+        status.replaceChildren(refusal('Not backed up', e));
+      }
+    });
+    return form;
   }
 
   // ---- users ---------------------------------------------------------------------------

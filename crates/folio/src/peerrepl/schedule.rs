@@ -13,6 +13,8 @@
 //!   finished(i, now, outcome, seen) ─▶ next run = now + interval (from the
 //!                 end of a run, so a slow run never piles up)
 //!   wake_in(now) ─▶ how long until the next entry is due
+//!   run_now(name, now) ─▶ an entry asked for by hand is due at `now`
+//!                 (one running is left to finish)
 //! ```
 //!
 //! One entry runs at a time (the task runs them one after the other on
@@ -247,6 +249,21 @@ impl Schedule {
         }
     }
 
+    /// The entry named `name` (ignoring case), asked for by hand at
+    /// `now` ("Run now"): due at once unless it is running; `None` with
+    /// no such entry, else whether it was running.
+    pub fn run_now(&mut self, name: &str, now: Duration) -> Option<bool> {
+        let i = self
+            .plans
+            .iter()
+            .position(|p| p.name.eq_ignore_ascii_case(name))?;
+        let s = &mut self.states[i];
+        if !s.running {
+            s.next = s.next.min(now);
+        }
+        Some(s.running)
+    }
+
     /// How long from `now` until an entry not running is due (zero if one
     /// is); `None` with no such entry.
     pub fn wake_in(&self, now: Duration) -> Option<Duration> {
@@ -346,6 +363,32 @@ mod tests {
         assert_eq!(s.due(13 * S), None);
         assert_eq!(s.due(14 * S), Some(0));
         assert_eq!(s.state(1).unwrap().next, 35 * S);
+    }
+
+    #[test]
+    fn an_entry_run_by_hand_is_due_at_once_unless_running() {
+        let mut s = two();
+        s.finished(0, S, 0, Outcome::default(), none());
+        s.finished(1, S, 0, Outcome::default(), none());
+        assert_eq!(s.due(2 * S), None);
+        assert_eq!(s.run_now("B", 2 * S), Some(false), "names ignore case");
+        assert_eq!(s.due(2 * S), Some(1));
+        assert_eq!(s.wake_in(2 * S), Some(Duration::ZERO));
+        s.started(1);
+        assert_eq!(
+            s.run_now("b", 3 * S),
+            Some(true),
+            "a running entry is left to finish"
+        );
+        s.finished(1, 4 * S, 0, Outcome::default(), none());
+        assert_eq!(s.state(1).unwrap().next, 34 * S);
+        assert_eq!(s.run_now("c", 3 * S), None);
+        assert_eq!(s.run_now(" b", 3 * S), None);
+        assert_eq!(
+            s.state(0).unwrap().next,
+            11 * S,
+            "the other entry keeps its time"
+        );
     }
 
     #[test]

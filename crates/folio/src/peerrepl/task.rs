@@ -10,6 +10,7 @@
 //!        ▲  ▲ Schedule (schedule.rs) ◀── outcome, seen seqs ──────┤
 //!        │  └ commits (watch.rs: next_change)   replication.json ◀┘ (state.rs)
 //!        └─ StatsSource: replication.<name>.* in show stats, GET /stats
+//!   "Run now" (POST /admin/replication/{name}/run) ─▶ Door ─▶ Schedule::run_now, wakes the task
 //! ```
 //!
 //! The task sleeps until the next entry is due, a commit wakes an
@@ -40,7 +41,7 @@ use nsf::Engine;
 use parking_lot::Mutex;
 use protocol::{PeerReplicated, PeerReplication, Statistic};
 use replica::local::net::Limits;
-use server::service::PeerReplicator;
+use server::service::{EntryRun, PeerReplicator};
 use server::stats::StatsSource;
 use server::{ServerError, ServerResult, Task, TaskContext, TaskResult};
 use std::collections::BTreeMap;
@@ -154,8 +155,11 @@ pub fn install(
         host.engine().clone(),
         purge_interval,
     ))?;
-    host.set_peer_replicator(Arc::new(replicator.clone()));
     if entries.is_empty() {
+        host.set_peer_replicator(Arc::new(Door {
+            replicator,
+            scheduled: None,
+        }));
         return Ok(());
     }
     let origin = Instant::now();
@@ -183,6 +187,17 @@ pub fn install(
         schedule: schedule.clone(),
         origin,
     }));
+    let kick = Arc::new(tokio::sync::Notify::new());
+    host.set_peer_replicator(Arc::new(Door {
+        replicator: replicator.clone(),
+        scheduled: Some((
+            Board {
+                schedule: schedule.clone(),
+                origin,
+            },
+            kick.clone(),
+        )),
+    }));
     let watched = vec![Vec::new(); entries.len()];
     host.add_task(ScheduleTask {
         entries: Arc::new(entries),
@@ -191,8 +206,43 @@ pub fn install(
         replicator,
         store: Arc::new(store),
         watched,
+        kick,
     })?;
     Ok(())
+}
+
+/// The server's hook (`PeerReplicator`): one-shot replications go to the
+/// replicator thread; "Run now" makes a scheduled entry due and wakes the
+/// task (a wake while it runs another entry is kept for its next wait).
+struct Door {
+    replicator: Replicator,
+    scheduled: Option<(Board, Arc<tokio::sync::Notify>)>,
+}
+
+impl PeerReplicator for Door {
+    fn replicate(&self, request: PeerReplication) -> ServerResult<PeerReplicated> {
+        self.replicator.replicate(request)
+    }
+
+    fn run_entry_now(&self, name: &str) -> ServerResult<EntryRun> {
+        let missing = || {
+            ServerError::NotFound(format!(
+                "no [[replication]] entry named {name:?} on this server"
+            ))
+        };
+        let (board, kick) = self.scheduled.as_ref().ok_or_else(missing)?;
+        let running = board
+            .schedule
+            .lock()
+            .run_now(name, board.origin.elapsed())
+            .ok_or_else(missing)?;
+        kick.notify_one();
+        Ok(if running {
+            EntryRun::Running
+        } else {
+            EntryRun::Due
+        })
+    }
 }
 
 /// Where the schedule's state is saved.
@@ -235,6 +285,8 @@ struct ScheduleTask {
     store: Arc<StateStore>,
     /// Per entry, the databases its on-change waits follow (`watch.rs`).
     watched: Vec<Vec<Watched>>,
+    /// Woken when an entry is asked for by hand (`Door::run_entry_now`).
+    kick: Arc<tokio::sync::Notify>,
 }
 
 /// How long the task sleeps when nothing is scheduled to wake it.
@@ -323,6 +375,7 @@ impl ScheduleTask {
         tokio::select! {
             _ = tokio::time::sleep(sleep) => Wake::Timer,
             w = watch::first_change(waits) => Wake::Commit(w),
+            _ = self.kick.notified() => Wake::Timer,
             _ = ctx.stop_requested() => Wake::Stop,
         }
     }

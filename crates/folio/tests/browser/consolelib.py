@@ -117,7 +117,7 @@ class Console:
                 if "Content Security Policy" in e["message"]
                 or (e["level"] == "SEVERE" and "favicon" not in e["message"]
                     and not any(" %d " % c in e["message"] or "(%d)" % c in e["message"]
-                                for c in (401, 403, 404, 409)))]
+                                for c in (400, 401, 403, 404, 409)))]
 
 
 class Http:

@@ -309,7 +309,7 @@ impl Drop for Server {
 
 /// The Debian tools the console's and `/metrics`' tests drive
 /// (`scripts/install-console-tools.sh`: promtool, Chromium, ChromeDriver,
-/// Python Selenium). The first test that finds one missing runs that
+/// Python Selenium and requests). The first test that finds one missing runs that
 /// script, where this process may (it installs with apt-get, as root);
 /// `Err` says what is still missing and why, so the test can say loudly
 /// that it is skipped. Nothing is installed by hand.
@@ -360,6 +360,10 @@ fn missing_console_tools() -> Vec<&'static str> {
         (
             "python3 selenium",
             runs("/usr/bin/python3", &["-c", "import selenium"]),
+        ),
+        (
+            "python3 requests",
+            runs("/usr/bin/python3", &["-c", "import requests"]),
         ),
     ]
     .into_iter()

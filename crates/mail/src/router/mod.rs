@@ -14,11 +14,13 @@
 //!   batch.rs     one mail file's copies: one batch of foreign writes, Inbox
 //!   notices.rs   deterministic ids; the sender's copy, NDRs, delay notices
 //!   stats.rs     what `show stats` reports of the router
+//!   listing.rs   the queue as an administrator reads it (read-only)
 //!   workers.rs   many mail files delivered into at once, bounded
 //!   pass.rs      one pass: take fairly, resolve, deliver, notify, record
 //! ```
 
 mod batch;
+mod listing;
 mod notices;
 mod pass;
 mod pending;
@@ -27,6 +29,7 @@ mod state;
 mod stats;
 mod workers;
 
+pub use listing::{queue_listing, QueueListing, QueuedMessage, QueuedRecipient};
 pub use notices::copy_unid;
 pub(crate) use notices::{derive as derive_unid, foreign};
 pub use pass::{Pass, Router};

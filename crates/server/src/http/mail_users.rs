@@ -1,6 +1,7 @@
 //! Mail users (server administrators only): add a person with a mail
 //! file, list the directory, take a person out keeping the file
-//! (`service/mail_users.rs` has the rules; docs/http.md "Mail users").
+//! (`service/mail_users.rs` has the rules; docs/http.md "Mail users");
+//! and the mail queue, read-only.
 
 use super::answer::{bad, encode_segment, json_response, ok, with_header, Answer, ApiError};
 use super::extract::{only_keys, parse_object, read_body, string_field, Call, Svc};
@@ -82,4 +83,52 @@ fn new_person(m: &Map<String, Json>) -> Result<NewPerson, ApiError> {
         aliases,
         server_user: string_field(m, "server_user", WHAT)?,
     })
+}
+
+/// Messages listed per mail box when the query does not say.
+const QUEUE_LIMIT: usize = 100;
+/// The most a query may ask for.
+const QUEUE_MAX: usize = 1000;
+
+/// `GET /mail/queue[?limit=N]`: what waits in the mail boxes.
+pub(super) async fn queue(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&["limit"])?;
+    let limit = c.query.number::<usize>("limit")?.unwrap_or(QUEUE_LIMIT);
+    if limit == 0 || limit > QUEUE_MAX {
+        return Err(bad(format!("limit must be 1 to {QUEUE_MAX}, not {limit}")));
+    }
+    let q = c
+        .run(&s, Op::Admin, move |s, caller| s.mail_queue(caller, limit))
+        .await?;
+    let time = |t: nsf::Timestamp| t.to_rfc3339();
+    let messages: Vec<Json> = q
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "mail_box": m.mail_box,
+                "unid": m.unid.to_string(),
+                "from": m.from,
+                "subject": m.subject,
+                "deposited": time(m.deposited),
+                "recipients": m.recipients.iter().map(|r| serde_json::json!({
+                    "address": r.address,
+                    "state": r.state,
+                    "attempts": r.attempts,
+                    "reason": r.reason,
+                    "next_attempt": r.next_attempt.map(time),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let boxes: Vec<Json> = q
+        .boxes
+        .iter()
+        .map(|(path, pending)| serde_json::json!({"path": path, "pending": pending}))
+        .collect();
+    Ok(ok(serde_json::json!({
+        "boxes": boxes,
+        "messages": messages,
+        "unreadable": q.damaged,
+    })))
 }

@@ -60,7 +60,7 @@
 //!   attachments.rs  streamed upload and download
 //!   views.rs        views, folders, searches
 //!   admin.rs        root, sign-in, statistics, ACLs, the caller's access
-//!   mail_users.rs   mail users: create, list, remove (administrators)
+//!   mail_users.rs   mail users: create, list, remove; the mail queue (administrators)
 //!   users.rs        server users: list, add, password, remove, tokens (administrators)
 //!   unread.rs       `Connection: close` on an answer that left the body unread
 //!   archive.rs      archiving the transaction log
@@ -68,6 +68,7 @@
 //!   multipart.rs    multipart/form-data bodies, read whole
 //!   calendar.rs     meetings as the signed-in user
 //!   backup.rs       online backup
+//!   fixup.rs        fixup of one database (administrators)
 //!   observe.rs      what monitoring reads: /metrics, /_stats/history
 //!   console.rs      the console's page and assets, compiled in
 //!   couch/          the CouchDB door, on a listener of its own (`couchdb_listen`)
@@ -86,6 +87,7 @@ mod databases;
 mod documents;
 mod extract;
 mod feed;
+mod fixup;
 mod mail;
 mod mail_users;
 mod multipart;
@@ -125,6 +127,7 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
         .route("/stats", get(admin::statistics))
         .route("/admin/archive", post(archive::archive))
         .route("/admin/backup", post(backup::backup))
+        .route("/admin/replication/{name}/run", post(replicate::run_entry))
         .route("/dbs", get(databases::list_databases))
         .route("/mail/send", post(mail::send))
         .route("/mail/meetings", post(calendar::create))
@@ -144,6 +147,7 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
         .route("/db/{db}/_access", get(admin::my_access))
         .route("/db/{db}/_copy", post(databases::copy_database))
         .route("/db/{db}/compact", post(compact::compact))
+        .route("/db/{db}/fixup", post(fixup::fixup))
         .route("/db/{db}/_replicate", post(replicate::replicate))
         .route("/db/{db}/_acl", get(admin::get_acl).put(admin::set_acl))
         .route(
@@ -172,6 +176,8 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
         )
         .route("/db/{db}/views/{name}/find", get(views::find_in_view))
         .route("/db/{db}/views/{name}/update", post(views::update_view))
+        .route("/db/{db}/views/{name}/rebuild", post(views::rebuild_view))
+        .route("/db/{db}/folders/{name}/rebuild", post(views::rebuild_view))
         .route(
             "/db/{db}/folders/{name}",
             get(views::read_view).delete(views::delete_view),
@@ -184,6 +190,7 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
             get(mail_users::list_users).post(mail_users::create_user),
         )
         .route("/mail/users/{name}", delete(mail_users::remove_user))
+        .route("/mail/queue", get(mail_users::queue))
         .route("/_users", get(users::list_users).post(users::add_user))
         .route("/_users/{name}", delete(users::remove_user))
         .route("/_users/{name}/password", put(users::set_password))

@@ -14,6 +14,10 @@
 //! history are durable on its target, is `PeerReplicated` as JSON: one
 //! summary per pull (documents, bytes, bytes on the wire, attachments
 //! skipped, time) and the warnings.
+//!
+//! `POST /admin/replication/{name}/run`: a scheduled `[[replication]]`
+//! entry made due now (administrators); answered at once (202), the run
+//! reported in its `replication.<name>.*` statistics.
 
 use super::answer::{bad, ok, Answer, ApiError};
 use super::extract::{only_keys, parse_object, read_body, string_field, Call, Svc};
@@ -96,4 +100,22 @@ fn request(local: String, m: &Map<String, Json>) -> Result<PeerReplication, ApiE
         selection: string_field(m, "selection", WHAT)?,
         create,
     })
+}
+
+pub(super) async fn run_entry(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let name = c.param("name");
+    let run = c
+        .run(&s, Op::Admin, move |s, caller| {
+            s.run_replication_now(caller, &name)
+        })
+        .await?;
+    let state = match run {
+        crate::service::EntryRun::Due => "due",
+        crate::service::EntryRun::Running => "running",
+    };
+    Ok(super::answer::json_response(
+        axum::http::StatusCode::ACCEPTED,
+        &serde_json::json!({"entry": c.param("name"), "state": state}),
+    ))
 }

@@ -213,6 +213,27 @@ pub(super) async fn update_view(State(s): Svc, c: Call) -> Answer {
     Ok(ok(json!({"seq": seq, "changed": changed})))
 }
 
+/// `POST /db/{db}/views/{name}/rebuild` (or `/folders/…`): the index
+/// built afresh. Counts only for callers `$Readers` does not restrict.
+pub(super) async fn rebuild_view(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&[])?;
+    let (path, name) = (c.param("db"), c.param("name"));
+    let (seconds, report) = c
+        .run(&s, Op::UpdateCollection, move |s, caller| {
+            s.rebuild_view(caller, &open_db(s, caller, &path)?, &name)
+        })
+        .await?;
+    let mut out = json!({"ok": true, "name": c.param("name"), "seconds": seconds});
+    if let Some(r) = report {
+        out["documents"] = json!(r.documents);
+        out["entries"] = json!(r.entries);
+        out["restricted_entries"] = json!(r.restricted_entries);
+        out["sort_runs"] = json!(r.sort_runs);
+        out["pages"] = json!(r.pages);
+    }
+    Ok(ok(out))
+}
+
 pub(super) async fn folder_add(state: Svc, c: Call, body: Body) -> Answer {
     folder_change(state, c, body, FolderChange::Add).await
 }

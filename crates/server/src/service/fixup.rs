@@ -6,7 +6,8 @@
 //! `indexes_rebuilt`. The same runs at start-up for the databases the
 //! engine fixed up automatically as it opened.
 
-use super::Service;
+use super::access::forbidden;
+use super::{Caller, Service};
 use crate::error::{nsf_err, view_err};
 use crate::ServerResult;
 use nsf::{Engine, FixupReport};
@@ -22,6 +23,30 @@ impl Service {
             rebuild_views(&self.engine, &self.views, &mut report)?;
         }
         Ok(report)
+    }
+
+    /// [`Service::fixup_database`] for a caller of the HTTP API: server
+    /// administrators only, since the report counts and names every note
+    /// of the file, `$Readers` or not. Anyone else is told what the
+    /// database's other routes tell them: 401/404 if they may not see
+    /// it, 403 if they may. The database must be idle (no request has it
+    /// open); the engine closes it, claims its path for the run, and
+    /// refuses with 400 if it is in use.
+    pub fn fixup_as(
+        &self,
+        caller: &Caller,
+        path: &str,
+        dry_run: bool,
+    ) -> ServerResult<FixupReport> {
+        if !caller.admin {
+            let (db, _) = self.reach(caller, path)?;
+            return Err(forbidden(
+                caller,
+                "is not a server administrator: fixup is for administrators, in",
+                &db,
+            ));
+        }
+        self.fixup_database(path, dry_run)
     }
 }
 

@@ -162,6 +162,16 @@ pub fn mail_user(p: &Person) -> MailUser {
     }
 }
 
+impl Service {
+    /// The mail queue (server administrators: it names every sender,
+    /// recipient and subject): at most `limit` messages from each mail
+    /// box, read without taking or changing any (`mail::queue_listing`).
+    pub fn mail_queue(&self, caller: &Caller, limit: usize) -> ServerResult<mail::QueueListing> {
+        require_admin(caller)?;
+        mail::queue_listing(&self.engine, &self.views, limit).map_err(mail_err)
+    }
+}
+
 /// Refuses callers who are not server administrators, whatever they ask.
 fn require_admin(caller: &Caller) -> ServerResult<()> {
     match (&caller.user, caller.admin) {

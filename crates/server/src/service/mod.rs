@@ -81,7 +81,7 @@ pub(crate) use fixup::rebuild_views_of_auto_fixups;
 pub use lifecycle::Copied;
 pub use mail_send::Stored;
 pub use mail_users::{mail_user, RemovedPerson};
-pub use peer::PeerReplicator;
+pub use peer::{EntryRun, PeerReplicator};
 pub use replicate::ReplicaSession;
 pub use views::{CollectionInfo, FolderChange};
 pub use wire::document;

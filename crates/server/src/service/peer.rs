@@ -9,6 +9,9 @@
 //! configured. The rule here: server administrators only (the server
 //! connects where it is told, with the credentials it is given).
 //!
+//! The same hook makes a scheduled `[[replication]]` entry due now
+//! (`POST /admin/replication/{name}/run`, the console's "Run now").
+//!
 //! ```text
 //!   ReplicatePeer ─▶ Service::replicate_peer ─ admin? ─▶ PeerReplicator (folio)
 //!                                                          ├─ connect to the peer
@@ -29,6 +32,24 @@ use std::sync::Arc;
 pub trait PeerReplicator: Send + Sync {
     /// Replicates as `request` says; an error names what went wrong.
     fn replicate(&self, request: PeerReplication) -> ServerResult<PeerReplicated>;
+
+    /// Makes the `[[replication]]` entry `name` (ignoring case) due now,
+    /// without waiting for it to run: whether it was made due or is
+    /// running already. No such entry is `NotFound`.
+    fn run_entry_now(&self, name: &str) -> ServerResult<EntryRun> {
+        Err(ServerError::NotFound(format!(
+            "no [[replication]] entry named {name:?} on this server"
+        )))
+    }
+}
+
+/// What asking for a scheduled entry's run did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryRun {
+    /// Due now: the schedule runs it next.
+    Due,
+    /// Running already: it is left to finish.
+    Running,
 }
 
 impl Service {
@@ -36,6 +57,27 @@ impl Service {
     pub fn with_peer_replicator(mut self, replicator: Option<Arc<dyn PeerReplicator>>) -> Service {
         self.peer = replicator;
         self
+    }
+
+    /// Runs the `[[replication]]` entry `name` now (server
+    /// administrators only): it is made due and the schedule runs it next.
+    pub fn run_replication_now(&self, caller: &Caller, name: &str) -> ServerResult<EntryRun> {
+        if !caller.admin {
+            return Err(match caller.user {
+                None => ServerError::Unauthenticated(
+                    "running replication is for server administrators: sign in as one".into(),
+                ),
+                Some(_) => ServerError::Forbidden(
+                    "running replication is for server administrators".into(),
+                ),
+            });
+        }
+        match &self.peer {
+            Some(r) => r.run_entry_now(name),
+            None => Err(ServerError::NotFound(format!(
+                "no [[replication]] entry named {name:?} on this server"
+            ))),
+        }
     }
 
     /// Replicates a database of this server with one on a peer

@@ -193,6 +193,28 @@ impl Service {
         Ok((r.last_seq, r.notes_seen))
     }
 
+    /// Rebuilds a view's or folder's index from scratch (Designer
+    /// access; a folder keeps its members). The report's counts cover
+    /// every document, so they are given only to callers who see every
+    /// document (`None` for the others).
+    pub fn rebuild_view(
+        &self,
+        caller: &Caller,
+        db: &Arc<Database>,
+        name: &str,
+    ) -> ServerResult<(f64, Option<views::RebuildReport>)> {
+        let access = self.access(caller, db)?;
+        if !access.can_design() {
+            return Err(forbidden(
+                caller,
+                "needs Designer access to rebuild views in",
+                db,
+            ));
+        }
+        let r = self.views.rebuild(db, name).map_err(view_err)?;
+        Ok((r.seconds, access.sees_every_document().then_some(r)))
+    }
+
     /// The database's views and folders, by name (Reader access: whoever
     /// may read a view may know it is there).
     pub fn list_collections(
