@@ -95,9 +95,10 @@ enum Stop {
 
 /// Runs `a` (see the module docs).
 pub(crate) async fn attempt(a: Attempt<'_>) -> Handover {
-    let mut accepted: Vec<usize> = Vec::new();
     let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
-    let result = tokio::time::timeout(a.timeout * 4, transaction(&a, &mut accepted, &mut outcomes))
+    // The whole transaction (a message of many megabytes included) has
+    // four times what one wait has.
+    let result = tokio::time::timeout(a.timeout * 4, transaction(&a, &mut outcomes))
         .await
         .unwrap_or_else(|_| Err(Stop::Io("the attempt timed out".into())));
     let (conn, stop) = match result {
@@ -106,13 +107,13 @@ pub(crate) async fn attempt(a: Attempt<'_>) -> Handover {
     };
     if let Some(stop) = stop {
         // Everyone without an answer yet gets the transaction's.
+        // (Those refused at RCPT keep that answer; no one is `Sent`
+        // before the 250 to the final dot.)
         let answered: Vec<usize> = outcomes.iter().map(|(i, _)| *i).collect();
         for (i, _) in &a.recipients {
-            if answered.contains(i) && !accepted.contains(i) {
-                continue;
+            if !answered.contains(i) {
+                outcomes.push((*i, stopped(&stop, a.host)));
             }
-            outcomes.retain(|(j, _)| j != i);
-            outcomes.push((*i, stopped(&stop, a.host)));
         }
     }
     Handover {
@@ -133,11 +134,8 @@ fn stopped(stop: &Stop, host: &str) -> Outcome {
 /// The transaction up to the reply to the final dot; `Ok` hands back
 /// the connection after a 250 for it (the accepted recipients are then
 /// `Sent`), or after every recipient was refused.
-async fn transaction(
-    a: &Attempt<'_>,
-    accepted: &mut Vec<usize>,
-    outcomes: &mut Vec<(usize, Outcome)>,
-) -> Result<Conn, Stop> {
+async fn transaction(a: &Attempt<'_>, outcomes: &mut Vec<(usize, Outcome)>) -> Result<Conn, Stop> {
+    let mut accepted: Vec<usize> = Vec::new();
     let io = |e: std::io::Error| Stop::Io(e.to_string());
     let tcp = TcpStream::connect(a.host)
         .await
@@ -145,7 +143,7 @@ async fn transaction(
     let _ = tcp.set_nodelay(true);
     let mut c: Conn = BufStream::new(Box::new(tcp));
     expect(&mut c, 220).await?;
-    let mut extensions = hello(&mut c, a.helo).await?;
+    let extensions = hello(&mut c, a.helo).await?;
     if let Some(tls) = &a.tls {
         if extensions
             .iter()
@@ -161,10 +159,9 @@ async fn transaction(
                 .await
                 .map_err(|e| Stop::Io(format!("TLS handshake: {e}")))?;
             c = BufStream::new(Box::new(secured));
-            extensions = hello(&mut c, a.helo).await?;
+            hello(&mut c, a.helo).await?;
         }
     }
-    let _ = extensions;
     command(&mut c, &format!("MAIL FROM:<{}>", a.sender)).await?;
     expect(&mut c, 250).await?;
     for (i, rcpt) in &a.recipients {
