@@ -689,8 +689,21 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
         host.views().clone(),
         host.stats(),
         router,
+        settings.outbound.clone(),
     );
     host.add_task(task)?;
+    if !settings.outbound.domains().is_empty() {
+        let helo = file.smtp.server_name.clone();
+        let task = server::OutboundTask::new(
+            host.engine().clone(),
+            host.views().clone(),
+            host.stats(),
+            settings.outbound.clone(),
+            router.expire(),
+            helo,
+        );
+        host.add_task(task)?;
+    }
     let limits = replica::local::net::Limits::for_attachments(settings.limits.max_attachment_bytes);
     crate::peerrepl::install(&mut host, replication, purge_interval, limits)?;
     let served = server::run(
@@ -710,12 +723,16 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
                 Some(a) => format!(", imap {a}"),
                 None => String::new(),
             };
+            let submission = match b.submission {
+                Some(a) => format!(", submission {a}"),
+                None => String::new(),
+            };
             let couchdb = match b.couchdb {
                 Some(a) => format!(", couchdb {a}"),
                 None => String::new(),
             };
             eprintln!(
-                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{imap}{couchdb}{tls}; Ctrl-C to stop",
+                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{submission}{imap}{couchdb}{tls}; Ctrl-C to stop",
                 if logged { "on" } else { "off" },
                 b.native,
             );

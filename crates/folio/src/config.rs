@@ -63,6 +63,8 @@ pub struct FileConfig {
     pub http_listen: Option<String>,
     /// SMTP (inbound mail) address, or "off" (the default).
     pub smtp_listen: Option<String>,
+    /// Message submission (RFC 6409) address, or "off" (the default).
+    pub submission_listen: Option<String>,
     /// IMAP (reading mail) address, or "off" (the default).
     pub imap_listen: Option<String>,
     /// CouchDB replication protocol address, or "off" (the default).
@@ -95,6 +97,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub smtp: SmtpSection,
     #[serde(default)]
+    pub submission: SubmissionSection,
+    #[serde(default)]
     pub imap: ImapSection,
     #[serde(default)]
     pub router: RouterSection,
@@ -123,6 +127,17 @@ pub struct SmtpSection {
     pub data_timeout_secs: Option<f64>,
     /// The name in the greeting (default: the host name).
     pub server_name: Option<String>,
+}
+
+/// The submission listener's own settings; its limits and timeouts are
+/// `[smtp]`'s.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmissionSection {
+    /// Submission connections served at once.
+    pub max_connections: Option<usize>,
+    /// Passwords without TLS on connections that are not loopback.
+    pub plaintext_auth: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,6 +184,26 @@ pub struct MailSection {
     pub boxes: Option<u32>,
     /// Largest message accepted for sending (body and attachments).
     pub max_message_size: Option<Size>,
+    /// The domains delivered here; mail for others goes out (none: every
+    /// domain is local and nothing goes out).
+    pub domains: Option<Vec<String>>,
+    /// Where mail for other domains goes (`host:port`) without a route
+    /// of its own.
+    pub smarthost: Option<String>,
+    /// Seconds before the second outbound attempt (the router's first
+    /// wait, 60, unless set).
+    pub outbound_first_retry_secs: Option<f64>,
+    /// `[[mail.route]]`: per-domain static routes.
+    #[serde(default)]
+    pub route: Vec<RouteSection>,
+}
+
+/// One `[[mail.route]]`: mail for `domain` goes to `host` (`name:port`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    pub domain: String,
+    pub host: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -440,6 +475,32 @@ impl FileConfig {
         mail::MailConfig::new(boxes, max).map_err(|e| e.to_string())
     }
 
+    /// This server's mail domains and the outbound routes, validated.
+    pub fn outbound_config(&self) -> Result<mail::outbound::OutboundConfig, String> {
+        let m = &self.mail;
+        let routes = m
+            .route
+            .iter()
+            .map(|r| mail::outbound::Route {
+                domain: r.domain.clone(),
+                host: r.host.clone(),
+            })
+            .collect();
+        let c = mail::outbound::OutboundConfig::new(
+            m.domains.clone().unwrap_or_default(),
+            m.smarthost.clone(),
+            routes,
+        )
+        .map_err(|e| e.to_string())?;
+        match timeout(
+            "mail.outbound_first_retry_secs",
+            m.outbound_first_retry_secs,
+        )? {
+            Some(t) => Ok(c.with_first_retry(t)),
+            None => Ok(c),
+        }
+    }
+
     /// The router settings (`[router]`), validated.
     pub fn router_config(&self) -> Result<mail::RouterConfig, String> {
         let r = &self.router;
@@ -541,6 +602,8 @@ impl FileConfig {
         }
         s.limits = self.limits()?;
         s.smtp = self.smtp_settings(s.native.stall_timeout)?;
+        s.submission = self.submission_settings(s.native.stall_timeout)?;
+        s.outbound = self.outbound_config()?;
         s.imap = self.imap_settings(s.native.stall_timeout)?;
         let rel = |p: &PathBuf| {
             if p.is_absolute() {
@@ -604,6 +667,42 @@ impl FileConfig {
             None | Some("off") => return Ok(None),
             Some(a) => socket_addr("smtp_listen", a)?,
         };
+        self.smtp_limits(listen, stall_timeout).map(Some)
+    }
+
+    /// The submission listener's settings, validated: `None` unless
+    /// `submission_listen` names an address. Its limits and timeouts are
+    /// `[smtp]`'s; `[submission]` has its connection limit and sign-in
+    /// rule.
+    fn submission_settings(
+        &self,
+        stall_timeout: Duration,
+    ) -> Result<Option<server::smtp::SmtpSettings>, String> {
+        let listen = match self.submission_listen.as_deref() {
+            None | Some("off") => return Ok(None),
+            Some(a) => socket_addr("submission_listen", a)?,
+        };
+        let mut s = self.smtp_limits(listen, stall_timeout)?;
+        let c = &self.submission;
+        if let Some(n) = c.max_connections {
+            if !(1..=100_000).contains(&n) {
+                return Err(setting(
+                    "submission.max_connections",
+                    "must be between 1 and 100000",
+                ));
+            }
+            s.max_connections = n;
+        }
+        s.plaintext_auth = c.plaintext_auth.unwrap_or(false);
+        Ok(Some(s))
+    }
+
+    /// The `[smtp]` limits and timeouts for a listener on `listen`.
+    fn smtp_limits(
+        &self,
+        listen: String,
+        stall_timeout: Duration,
+    ) -> Result<server::smtp::SmtpSettings, String> {
         let c = &self.smtp;
         let mut s = server::smtp::SmtpSettings {
             listen,
@@ -658,7 +757,7 @@ impl FileConfig {
             }
             s.server_name = Some(name.clone());
         }
-        Ok(Some(s))
+        Ok(s)
     }
 
     /// The IMAP listener's settings, validated: `None` unless

@@ -19,7 +19,6 @@
 //!   store.rs      the Mailstore and Accounts traits the session calls
 //!   mailfile.rs   Mailstore over a mail file (nsf + views)
 //!   copy.rs       COPY and MOVE on a mail file: copies filed in one commit
-//!   render.rs     MIME for a document that did not arrive as MIME
 //!   limits.rs     SessionLimits and Transport
 //! ```
 
@@ -32,7 +31,6 @@ mod mailboxes;
 mod mailfile;
 mod messages;
 mod mime;
-mod render;
 mod search;
 mod seqset;
 mod session;

@@ -16,15 +16,15 @@
 //! (fixup, restore, copy). Flags are the text list item `IMAPFlags`, so
 //! they are logged and replicate like any item. The bytes served are the
 //! original MIME for mail that came by SMTP (the attachment `OriginalMIME`
-//! names) and a rendering (`render.rs`) for everything else.
+//! names) and a rendering (`mail::mime::render`) for everything else.
 //!
 //! Every read goes through the user's [`Access`]: a document `$Readers`
 //! hides from them is in no snapshot, so in no count, SEARCH or FETCH.
 
-use crate::render::render;
 use crate::store::{MailboxInfo, Mailstore, MessageMeta, Snapshot, SpecialUse, Transfer};
 use crate::{ImapError, ImapResult};
 use mail::item;
+use mail::mime::render;
 use nsf::{
     Access, Database, ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome, Item,
     ItemUpdate, ItemValue, Note, NoteId, OriginatorId, Timestamp, Unid,

@@ -64,6 +64,52 @@ pub fn deposit_received(
     envelope_sender: Option<&str>,
     recipients: &[Address],
 ) -> MailResult<DepositId> {
+    deposit_mime(
+        engine,
+        views,
+        config,
+        raw,
+        envelope_sender,
+        recipients,
+        None,
+    )
+}
+
+/// Deposits a message a signed-in person submitted (RFC 6409): as
+/// [`deposit_received`] (the bytes kept as sent, a fresh `MessageID`,
+/// the envelope's recipients), with `SubmittedBy` = `person` (their full
+/// name), to whom the router sends its reports. No copy is filed in
+/// their Sent: a mail program files its own (IMAP APPEND), as RFC 6409
+/// leaves it to. Durable when this returns (I2, I28).
+pub fn deposit_submitted(
+    engine: &Engine,
+    views: &Views,
+    config: &MailConfig,
+    raw: &[u8],
+    envelope_sender: &str,
+    person: &str,
+    recipients: &[Address],
+) -> MailResult<DepositId> {
+    deposit_mime(
+        engine,
+        views,
+        config,
+        raw,
+        Some(envelope_sender),
+        recipients,
+        Some(person),
+    )
+}
+
+fn deposit_mime(
+    engine: &Engine,
+    views: &Views,
+    config: &MailConfig,
+    raw: &[u8],
+    envelope_sender: Option<&str>,
+    recipients: &[Address],
+    submitted_by: Option<&str>,
+) -> MailResult<DepositId> {
     let inbound = mime::to_document(raw)?;
     let mut msg = memo_from(&inbound, envelope_sender);
     let mut contents: Vec<(String, String, &[u8])> = inbound
@@ -96,6 +142,7 @@ pub fn deposit_received(
         msg,
         recipients,
         envelope_sender,
+        submitted_by,
         &mut files,
         Some(raw),
     )
@@ -115,6 +162,7 @@ pub fn deposit_inbound(
     msg: Message,
     recipients: &[Address],
     envelope_sender: Option<&str>,
+    submitted_by: Option<&str>,
     files: &mut [Attachment<'_>],
     original: Option<&[u8]>,
 ) -> MailResult<DepositId> {
@@ -133,10 +181,11 @@ pub fn deposit_inbound(
             unit: "addresses".into(),
         });
     }
-    let origin = vec![text(
+    let mut origin = vec![text(
         mailbox::item::INBOUND_FROM,
         envelope_sender.unwrap_or(""),
     )];
+    origin.extend(submitted_by.map(|p| text(mailbox::item::SUBMITTED_BY, p)));
     mailbox::commit(
         engine, views, config, msg, deliveries, origin, files, original,
     )

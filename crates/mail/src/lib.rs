@@ -16,6 +16,7 @@
 //!   mailbox.rs    mail.box databases: deposit, delivery state
 //!   inbound.rs    mail received by SMTP, deposited for its envelope recipients
 //!   router/       the router: exactly-once delivery, backoff, NDRs, stats
+//!   outbound/     mail for other domains: the durable queue, attempts, DSNs
 //!   calendar/     meetings: the chair's entry, invitations, answers (I34)
 //!   attach.rs     files sent with a message, within its size limit
 //!   sysdb.rs      making a database with its design and ACL, crash-safely
@@ -32,6 +33,7 @@ mod mailbox;
 mod mailfile;
 mod message;
 pub mod mime;
+pub mod outbound;
 mod router;
 pub mod smtp;
 mod sysdb;
@@ -50,7 +52,8 @@ pub use directory::{
 };
 pub use error::{MailError, MailResult};
 pub use inbound::{
-    deposit_inbound, deposit_received, memo_from, HTML_BODY_NAME, ORIGINAL_MIME_NAME,
+    deposit_inbound, deposit_received, deposit_submitted, memo_from, HTML_BODY_NAME,
+    ORIGINAL_MIME_NAME,
 };
 pub use mailbox::{
     box_for, box_path, deposit, item as box_item, open_box, read_deposit, Delivery, DeliveryState,

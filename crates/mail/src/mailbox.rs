@@ -68,6 +68,9 @@ pub mod item {
     /// On a message received from outside (SMTP): the envelope sender,
     /// `""` for the null path of a bounce (`inbound.rs`).
     pub const INBOUND_FROM: &str = "InboundFrom";
+    /// On a message submitted by a signed-in person (RFC 6409): their
+    /// full name; the router's reports about it go to them.
+    pub const SUBMITTED_BY: &str = "SubmittedBy";
     /// Per recipient: when the router tries again (µs since the epoch;
     /// 0 = at once). Absent until a first attempt failed.
     pub const DELIVERY_NEXT: &str = "DeliveryNext";

@@ -23,6 +23,7 @@
 //! ```
 
 mod names;
+mod render;
 
 use crate::{MailError, MailResult};
 use mail_parser::{
@@ -32,6 +33,7 @@ use names::NameSet;
 use std::fmt;
 
 pub use names::MAX_NAME;
+pub use render::render;
 
 /// Most attachments one message may carry and still become a document.
 pub const MAX_ATTACHMENTS: usize = 1000;

@@ -9,8 +9,10 @@
 //!              per resource (databases, documents, attachments, views, admin)
 //!   auth.rs    server users (argon2 hashes) and tokens
 //!   tls.rs     rustls configuration, self-signed certificates
-//!   smtp/      inbound SMTP: listener, connection driver of
-//!              mail::smtp::Session, deposits into mail boxes
+//!   smtp/      inbound SMTP and submission: listeners, connection driver
+//!              of mail::smtp::Session, deposits into mail boxes
+//!   outbound/  outbound mail: the task handing the queue to its routes,
+//!              the SMTP client
 //!   imap/      IMAP: listener, connection driver of imap::Session,
 //!              sign-in with the server's users into their mail file
 //!   stats.rs   per-operation response-time histograms and counters
@@ -45,6 +47,7 @@ pub mod json;
 mod listener;
 pub mod metrics;
 pub mod native;
+mod outbound;
 mod router_task;
 mod run;
 pub mod service;
@@ -58,6 +61,7 @@ mod upload;
 pub use error::{Busy, ServerError, ServerResult};
 pub use host::Host;
 pub use listener::Lifecycle;
+pub use outbound::OutboundTask;
 pub use router_task::RouterTask;
 pub use run::{run, Bound, ServerSettings};
 pub use service::{Caller, Copied, Limits, Service};

@@ -39,15 +39,17 @@ pub struct RouterTask {
 }
 
 impl RouterTask {
-    /// The router over `engine` and `views` with `config`, its statistics
-    /// reported with `stats` (`router.*`).
+    /// The router over `engine` and `views` with `config`, queueing mail
+    /// for other domains as `outbound` says, its statistics reported with
+    /// `stats` (`router.*`).
     pub fn new(
         engine: Arc<Engine>,
         views: Arc<Views>,
         stats: &Stats,
         config: RouterConfig,
+        outbound: mail::outbound::OutboundConfig,
     ) -> RouterTask {
-        let router = Arc::new(Router::new(config, Arc::new(SystemClock)));
+        let router = Arc::new(Router::new(config, Arc::new(SystemClock)).with_outbound(outbound));
         stats.set_router(router.clone());
         RouterTask {
             router,

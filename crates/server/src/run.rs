@@ -5,7 +5,8 @@
 //!         ─ tokio runtime: io threads (accept, read, write)
 //!            │             + blocking pool of `worker_threads` (requests)
 //!            ├─ bind 127.0.0.1:1352 (native) and 127.0.0.1:8080 (HTTP),
-//!            │  and `smtp_listen`, `imap_listen`, `couchdb_listen` if set (off by default)
+//!            │  and `smtp_listen`, `submission_listen`, `imap_listen`, `couchdb_listen`
+//!            │  if set (off by default)
 //!            ├─ start the host's background tasks, in order (tasks.rs)
 //!            ├─ native::serve, http::serve, smtp::serve, imap::serve, http::serve_couch
 //!            └─ wait for SIGTERM / SIGINT / the stop handle
@@ -32,7 +33,7 @@ use crate::imap::{self, ImapSettings, ServerAccounts};
 use crate::listener::Lifecycle;
 use crate::native::{self, NativeSettings};
 use crate::service::{Limits, Service};
-use crate::smtp::{self, Mailer, SmtpSettings};
+use crate::smtp::{self, Door, Mailer, SmtpSettings, Submitter};
 use crate::tasks::Tasks;
 use crate::tls::{server_tls_config, TlsSettings};
 use crate::{http, ServerError, ServerResult};
@@ -73,8 +74,14 @@ pub struct ServerSettings {
     pub tls: TlsSettings,
     /// The SMTP listener; `None` (the default) turns it off.
     pub smtp: Option<SmtpSettings>,
+    /// The submission listener (RFC 6409); `None` (the default) turns it
+    /// off.
+    pub submission: Option<SmtpSettings>,
     /// The IMAP listener; `None` (the default) turns it off.
     pub imap: Option<ImapSettings>,
+    /// This server's mail domains and the routes to others (what the
+    /// SMTP doors accept for elsewhere).
+    pub outbound: mail::outbound::OutboundConfig,
 }
 
 impl Default for ServerSettings {
@@ -93,7 +100,9 @@ impl Default for ServerSettings {
             limits: Limits::default(),
             tls: TlsSettings::default(),
             smtp: None,
+            submission: None,
             imap: None,
+            outbound: Default::default(),
         }
     }
 }
@@ -107,6 +116,8 @@ pub struct Bound {
     pub http: Option<SocketAddr>,
     /// SMTP address, if on.
     pub smtp: Option<SocketAddr>,
+    /// Submission address, if on.
+    pub submission: Option<SocketAddr>,
     /// IMAP address, if on.
     pub imap: Option<SocketAddr>,
     /// CouchDB protocol address, if on.
@@ -157,13 +168,18 @@ fn serve_host(
     let engine = host.engine();
     let tls = server_tls_config(&settings.tls, engine.data_dir(), engine.backend())?;
     let service = host.service(settings.limits.clone());
-    let mailer = settings.smtp.as_ref().map(|s| {
-        Arc::new(Mailer::new(
-            host.engine().clone(),
-            host.views().clone(),
-            s.mail,
-        ))
-    });
+    let mailer = settings
+        .smtp
+        .as_ref()
+        .or(settings.submission.as_ref())
+        .map(|s| {
+            Arc::new(Mailer::new(
+                host.engine().clone(),
+                host.views().clone(),
+                s.mail,
+                settings.outbound.clone(),
+            ))
+        });
     let result = runtime.block_on(serve(
         settings,
         service,
@@ -183,12 +199,16 @@ fn serve_host(
 /// lowered to an eighth of the limit if they would take more.
 fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
     let mut limit = crate::descriptors::raise_limit()?;
-    if let Some(smtp) = &mut settings.smtp {
+    for (smtp, key) in [
+        (&mut settings.smtp, "smtp.max_connections"),
+        (&mut settings.submission, "submission.max_connections"),
+    ] {
+        let Some(smtp) = smtp else { continue };
         let share = (limit.soft / 8).saturating_sub(crate::listener::REFUSING as u64);
         if smtp.max_connections as u64 > share {
             tracing::warn!(
                 "the descriptor limit of {} leaves room for {} SMTP connections, not \
-                 smtp.max_connections = {}",
+                 {key} = {}",
                 limit.soft,
                 share.max(1),
                 smtp.max_connections
@@ -301,6 +321,14 @@ async fn serve(
         (Some(s), Some(m)) => Some((bind(&s.listen, "smtp_listen").await?, s.clone(), m.clone())),
         _ => None,
     };
+    let submission_listener = match (&settings.submission, &mailer) {
+        (Some(s), Some(m)) => Some((
+            bind(&s.listen, "submission_listen").await?,
+            s.clone(),
+            m.clone(),
+        )),
+        _ => None,
+    };
     let imap_listener = match &settings.imap {
         Some(s) => Some((bind(&s.listen, "imap_listen").await?, s.clone())),
         None => None,
@@ -317,6 +345,10 @@ async fn serve(
         native: local(&native_listener)?,
         http: http_listener.as_ref().map(local).transpose()?,
         smtp: smtp_listener.as_ref().map(|l| local(&l.0)).transpose()?,
+        submission: submission_listener
+            .as_ref()
+            .map(|l| local(&l.0))
+            .transpose()?,
         imap: imap_listener.as_ref().map(|l| local(&l.0)).transpose()?,
         couchdb: couch_listener.as_ref().map(local).transpose()?,
         tls_cert: tls.as_ref().map(|t| t.cert_path.clone()),
@@ -356,7 +388,21 @@ async fn serve(
         tokio::spawn(smtp::serve(
             l,
             tls.as_ref().map(|t| t.config.clone()),
-            m,
+            Door::Inbound(m),
+            s,
+            service.stats().clone(),
+            life.clone(),
+        ))
+    });
+    let submit = submission_listener.map(|(l, s, m)| {
+        let door = Door::Submission {
+            submitter: Arc::new(Submitter::new(service.clone(), m)),
+            plaintext_auth: s.plaintext_auth,
+        };
+        tokio::spawn(smtp::serve(
+            l,
+            tls.as_ref().map(|t| t.config.clone()),
+            door,
             s,
             service.stats().clone(),
             life.clone(),
@@ -391,6 +437,9 @@ async fn serve(
             let _ = c.await;
         }
         if let Some(m) = mail {
+            let _ = m.await;
+        }
+        if let Some(m) = submit {
             let _ = m.await;
         }
         if let Some(m) = mailread {

@@ -80,6 +80,8 @@ pub struct Server {
     pub http: String,
     /// The SMTP address, when `smtp_listen` is on.
     pub smtp: Option<String>,
+    /// The submission address, when `submission_listen` is on.
+    pub submission: Option<String>,
     /// The IMAP address, when `imap_listen` is on.
     pub imap: Option<String>,
     /// The CouchDB door's address, when `couchdb_listen` is on.
@@ -170,6 +172,9 @@ impl Server {
         let (native, http) = (after("on native "), after("http "));
         let smtp = line.contains(", smtp ").then(|| after(", smtp "));
         let imap = line.contains(", imap ").then(|| after(", imap "));
+        let submission = line
+            .contains(", submission ")
+            .then(|| after(", submission "));
         let couchdb = line.contains(", couchdb ").then(|| after(", couchdb "));
         // Keep draining stderr so the server never blocks on a full pipe;
         // what it logs is kept for `log`.
@@ -187,6 +192,7 @@ impl Server {
             native,
             http,
             smtp,
+            submission,
             imap,
             couchdb,
             log,
@@ -266,6 +272,11 @@ impl Server {
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Whether the process has ended (killed from outside, say).
+    pub fn has_exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
     }
 
     /// Sends SIGTERM and waits at most `limit` for the process to exit:
@@ -373,7 +384,8 @@ fn missing_console_tools() -> Vec<&'static str> {
 }
 
 /// The mail clients the IMAP tests drive (`scripts/install-mail-clients.sh`:
-/// `mbsync` from Debian's isync, `imapclient` from PyPI), installed by that
+/// `mbsync` from Debian's isync, `imapclient` and the `aiosmtpd` sink the
+/// outbound tests deliver to, from PyPI), installed by that
 /// script the first time a test finds one missing. A client still missing
 /// afterwards fails the test with the script's output: these tests are
 /// not skipped.
@@ -418,6 +430,7 @@ fn missing_mail_clients() -> Vec<&'static str> {
     [
         ("mbsync", runs("mbsync", &["--version"])),
         ("imapclient", runs("python3", &["-c", "import imapclient"])),
+        ("aiosmtpd", runs("python3", &["-c", "import aiosmtpd"])),
     ]
     .into_iter()
     .filter(|(_, ok)| !ok)

@@ -29,6 +29,8 @@ use super::stats::{Phase, RouterStats};
 use super::workers::{self, FileJobs, Shared};
 use crate::directory::{Directory, Person, Resolved};
 use crate::mailfile::open_mail_file;
+use crate::message::Address;
+use crate::outbound::{enqueue, open_queue, NewEntry, OutboundConfig, QueuedMessage};
 use crate::template::INBOX;
 use crate::{MailError, MailResult};
 use nsf::{Clock, Database, DbPath, Engine, NsfError, Timestamp, Unid};
@@ -68,8 +70,17 @@ pub struct Pass {
 /// The router (see the module docs of `router`).
 pub struct Router {
     config: RouterConfig,
+    outbound: OutboundConfig,
     clock: Arc<dyn Clock>,
     stats: Arc<RouterStats>,
+}
+
+/// Why a remote recipient was not queued.
+enum NotQueued {
+    /// For good (no route, no sender address): the recipient fails.
+    Final(String),
+    /// For now (the queue cannot be written): it waits.
+    Wait(String),
 }
 
 impl Router {
@@ -78,9 +89,17 @@ impl Router {
     pub fn new(config: RouterConfig, clock: Arc<dyn Clock>) -> Router {
         Router {
             config,
+            outbound: OutboundConfig::default(),
             clock,
             stats: Arc::default(),
         }
+    }
+
+    /// This router queueing mail for domains `outbound` does not name as
+    /// local to the outbound queue (`outbound/`), instead of looking the
+    /// recipients up in the directory.
+    pub fn with_outbound(self, outbound: OutboundConfig) -> Router {
+        Router { outbound, ..self }
     }
 
     /// The statistics this router keeps.
@@ -119,10 +138,15 @@ impl Router {
         let mut people: BTreeMap<DbPath, Person> = BTreeMap::new();
         let mut jobs: BTreeMap<DbPath, Vec<Job>> = BTreeMap::new();
         let mut to_fail: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
+        let mut remote: BTreeMap<(usize, String), Vec<usize>> = BTreeMap::new();
         for (w, (_, r)) in work.iter_mut().enumerate() {
             let due: Vec<usize> = r.due(now).collect();
             for i in due {
                 let address = r.deposit.deliveries[i].recipient.clone();
+                if let Some(domain) = self.outbound.remote_domain(address.addr()) {
+                    remote.entry((w, domain)).or_default().push(i);
+                    continue;
+                }
                 match directory.resolve_address(&address) {
                     Ok(Resolved::Person(p)) => {
                         jobs.entry(p.mail_file.clone()).or_default().push(Job {
@@ -206,6 +230,28 @@ impl Router {
                 (Copy::Recipient(i), Filed::Wait(why)) => r.retry(i, why, now),
                 (Copy::Sender, Filed::Done) => r.sender_filed(),
                 (Copy::Sender, Filed::Wait(_)) => r.sender_retry(now),
+            }
+        }
+        // Remote recipients: one queue entry per message and domain,
+        // durable before the box records them (I33, I58).
+        for ((w, domain), indexes) in remote {
+            let (box_db, r) = &mut work[w];
+            match self.queue_remote(engine, views, &directory, box_db, r, &domain, &indexes, now) {
+                Ok(()) => {
+                    for i in indexes {
+                        r.delivered(i);
+                        report.delivered += 1;
+                    }
+                }
+                Err(NotQueued::Final(why)) => to_fail
+                    .entry(w)
+                    .or_default()
+                    .extend(indexes.into_iter().map(|i| (i, why.clone()))),
+                Err(NotQueued::Wait(why)) => {
+                    for i in indexes {
+                        r.retry(i, why.clone(), now);
+                    }
+                }
             }
         }
         t = self.stats.phase(Phase::Deliver, t);
@@ -320,6 +366,66 @@ impl Router {
         }
     }
 
+    /// Queues `indexes` of `r`, all in `domain`, for outbound delivery.
+    /// The envelope sender is the one the message came with (submission),
+    /// else the sender's first alias that is an address; the bytes are
+    /// the message as it came, else rendered from its items.
+    #[allow(clippy::too_many_arguments)]
+    fn queue_remote(
+        &self,
+        engine: &Engine,
+        views: &Views,
+        directory: &Directory<'_>,
+        box_db: &Database,
+        r: &Routing,
+        domain: &str,
+        indexes: &[usize],
+        now: Timestamp,
+    ) -> Result<(), NotQueued> {
+        if self.outbound.route(domain).is_none() {
+            return Err(NotQueued::Final(format!("no route to {domain}")));
+        }
+        let person = sender(directory, r);
+        let envelope_sender = match (&r.inbound_from, &person) {
+            (Some(from), _) => from.clone(),
+            (None, Some(p)) => p
+                .aliases
+                .iter()
+                .find(|a| crate::smtp::Mailbox::parse(a).is_ok())
+                .cloned()
+                .ok_or_else(|| {
+                    NotQueued::Final(format!(
+                        "{} has no address to send from (an alias such as name@domain)",
+                        p.full_name
+                    ))
+                })?,
+            (None, None) => return Err(NotQueued::Final("the sender is unknown".into())),
+        };
+        let header = r.deposit.message.header();
+        let message = match &header.original_mime {
+            Some(name) => QueuedMessage::Attachment { db: box_db, name },
+            None => QueuedMessage::Bytes(
+                rendered(box_db, r).map_err(|e| NotQueued::Wait(format!("reading: {e}")))?,
+            ),
+        };
+        let recipients = indexes
+            .iter()
+            .map(|&i| r.deposit.deliveries[i].recipient.addr().to_string())
+            .collect();
+        let entry = NewEntry {
+            deposit: r.deposit.unid,
+            domain,
+            sender: &envelope_sender,
+            recipients,
+            return_to: person.as_ref().map_or("", |p| p.full_name.as_str()),
+            message_id: header.message_id.as_str(),
+            message,
+        };
+        open_queue(engine, views)
+            .and_then(|q| enqueue(&q, entry, now))
+            .map_err(|e| NotQueued::Wait(format!("outbound queue: {e}")))
+    }
+
     /// Files one NDR for `failures` of `r` in the sender's mail file, or
     /// none if the sender is no longer in the directory.
     fn file_ndr(
@@ -400,10 +506,16 @@ impl Router {
     }
 }
 
-/// The person who sent `r`, by its `From` (None: no longer in the
-/// directory, or the name is now ambiguous).
+/// The person who sent `r`: who submitted it, else by its `From` (None:
+/// no longer in the directory, or the name is now ambiguous).
 fn sender(directory: &Directory<'_>, r: &Routing) -> Option<Person> {
-    let from = r.deposit.message.header().from.as_ref()?;
+    let submitted = r
+        .submitted_by
+        .as_deref()
+        .and_then(|p| Address::parse(p).ok());
+    let from = submitted
+        .as_ref()
+        .or(r.deposit.message.header().from.as_ref())?;
     match directory.resolve_address(from) {
         Ok(Resolved::Person(p)) => Some(p),
         _ => None,
@@ -471,6 +583,22 @@ fn record(work: &[(Arc<Database>, Routing)]) -> Vec<bool> {
         recorded[w] = ok;
     }
     recorded
+}
+
+/// The MIME of a deposit that did not come as MIME (`mime::render`, as
+/// IMAP serves it).
+fn rendered(box_db: &Database, r: &Routing) -> MailResult<Vec<u8>> {
+    let note = box_db.get(r.deposit.unid)?;
+    Ok(crate::mime::render(
+        &note,
+        &r.deposit.unid.to_string(),
+        &mut |name| {
+            let mut reader = box_db.open_attachment(r.deposit.unid, name).ok()?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut bytes).ok()?;
+            Some(bytes)
+        },
+    ))
 }
 
 fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {

@@ -57,6 +57,12 @@ pub(crate) struct Routing {
     pub reasons: Vec<String>,
     /// The names of the message's attachments (copied with it).
     pub attachments: Vec<String>,
+    /// Who submitted it (`SubmittedBy`, RFC 6409 submission): reports
+    /// go to them rather than to its `From`.
+    pub submitted_by: Option<String>,
+    /// The envelope sender it came with (`InboundFrom`: received or
+    /// submitted by SMTP), which an outbound copy keeps.
+    pub inbound_from: Option<String>,
     /// Whether the pass changed anything to write back.
     pub changed: bool,
 }
@@ -114,6 +120,14 @@ impl Routing {
             delay_notice,
             reasons,
             attachments: note.attachments().map(|a| a.name.clone()).collect(),
+            submitted_by: match get(item::SUBMITTED_BY).map(|i| &i.value) {
+                Some(ItemValue::Text(t)) => Some(t.clone()),
+                _ => None,
+            },
+            inbound_from: match get(item::INBOUND_FROM).map(|i| &i.value) {
+                Some(ItemValue::Text(t)) => Some(t.clone()),
+                _ => None,
+            },
             changed: false,
         })
     }

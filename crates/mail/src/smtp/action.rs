@@ -9,6 +9,7 @@
 //!   Action::VerifyRecipient ── Session::recipient_verdict(Verdict)
 //!   Action::Store           ── Session::stored(Ok(DeliveryId) | Err(StoreFailure))
 //!   Action::StartTls        ── Session::tls_started()
+//!   Action::Authenticate    ── Session::authenticated(Ok(Identity) | Err(AuthFailure))
 //! ```
 
 use super::address::{Mailbox, Recipient};
@@ -32,8 +33,60 @@ pub enum Action {
     /// handshake on the connection and call
     /// [`super::Session::tls_started`].
     StartTls,
+    /// Check these credentials (submission's `AUTH`), then call
+    /// [`super::Session::authenticated`]; the session reads no further
+    /// input until then.
+    Authenticate(Credentials),
     /// Flush what was written and close the connection.
     Close,
+}
+
+/// A user name and password from `AUTH PLAIN` or `AUTH LOGIN`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl fmt::Debug for Credentials {
+    /// The password never reaches a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who signed in, as the driver answers [`Action::Authenticate`]: the
+/// server user, the directory person they send as, and the envelope
+/// senders (`MAIL FROM`) that person may use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub user: String,
+    pub person: String,
+    pub addresses: Vec<String>,
+}
+
+impl Identity {
+    /// Whether `sender` is one of this person's addresses (compared
+    /// without regard to case: the directory's names are).
+    pub fn may_send_as(&self, sender: &Mailbox) -> bool {
+        let sender = sender.to_string();
+        self.addresses
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(&sender))
+    }
+}
+
+/// Why [`Action::Authenticate`] signed nobody in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// A wrong user name or password (one answer for both): 535.
+    BadCredentials,
+    /// The user is no person in the directory, so has no address: 535.
+    NoSender,
+    /// The user store cannot be read now: 454, try again later.
+    Unavailable,
 }
 
 /// A complete message and its envelope, ready to store.
@@ -62,6 +115,8 @@ pub struct Envelope {
     pub body: BodyType,
     /// `SIZE=` from MAIL, if given.
     pub declared_size: Option<u64>,
+    /// Who signed in with `AUTH` (submission), if anyone.
+    pub authenticated: Option<Identity>,
 }
 
 /// The driver's answer to [`Action::VerifyRecipient`].
@@ -136,6 +191,10 @@ pub enum Waiting {
     StoreResult,
     /// The driver's TLS handshake.
     TlsHandshake,
+    /// The next line of an `AUTH` exchange (a base64 response).
+    AuthResponse,
+    /// The driver's check of `AUTH` credentials (no socket reads).
+    AuthResult,
     /// Nothing: the session is closed.
     Closed,
 }

@@ -37,6 +37,12 @@ pub(crate) enum Command {
     Vrfy,
     Expn,
     Help,
+    /// `AUTH mechanism [initial-response]` (RFC 4954 §4); the mechanism
+    /// in capitals, the response as sent (base64, or `=` for empty).
+    Auth {
+        mechanism: String,
+        initial: Option<String>,
+    },
 }
 
 /// Why a line is not a command the session can act on.
@@ -84,8 +90,26 @@ pub(crate) fn parse(line: &[u8]) -> Result<Command, CommandError> {
         "EXPN" => Ok(Command::Expn),
         "VRFY" if arg.is_empty() => Err(CommandError::Syntax("VRFY needs an argument")),
         "VRFY" => Ok(Command::Vrfy),
+        "AUTH" => parse_auth(arg),
         _ => Err(CommandError::Unrecognized),
     }
+}
+
+fn parse_auth(arg: &str) -> Result<Command, CommandError> {
+    let mut words = arg.split(' ').filter(|w| !w.is_empty());
+    let Some(mechanism) = words.next() else {
+        return Err(CommandError::Syntax("AUTH needs a mechanism"));
+    };
+    let initial = words.next().map(str::to_string);
+    if words.next().is_some() {
+        return Err(CommandError::Syntax(
+            "AUTH takes a mechanism and one response",
+        ));
+    }
+    Ok(Command::Auth {
+        mechanism: mechanism.to_ascii_uppercase(),
+        initial,
+    })
 }
 
 fn no_argument(arg: &str, command: Command) -> Result<Command, CommandError> {
@@ -279,6 +303,26 @@ mod tests {
             assert!(matches!(err(line), CommandError::Syntax(_)), "{line:?}");
         }
         assert!(matches!(err(b"VRFY"), CommandError::Syntax(_)));
+    }
+
+    #[test]
+    fn auth_takes_a_mechanism_and_maybe_a_response() {
+        assert_eq!(
+            ok("auth plain AGEAYg=="),
+            Command::Auth {
+                mechanism: "PLAIN".into(),
+                initial: Some("AGEAYg==".into())
+            }
+        );
+        assert_eq!(
+            ok("AUTH Login"),
+            Command::Auth {
+                mechanism: "LOGIN".into(),
+                initial: None
+            }
+        );
+        assert!(matches!(err(b"AUTH"), CommandError::Syntax(_)));
+        assert!(matches!(err(b"AUTH PLAIN a b"), CommandError::Syntax(_)));
     }
 
     #[test]

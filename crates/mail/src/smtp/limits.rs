@@ -35,6 +35,22 @@ pub struct SessionLimits {
     /// Whether STARTTLS is advertised and accepted (the driver has a
     /// certificate to offer).
     pub starttls: bool,
+    /// Whether `AUTH` is offered and required before `MAIL` (message
+    /// submission, RFC 6409) or not offered at all (inbound).
+    pub auth: AuthPolicy,
+}
+
+/// Whether a session signs its clients in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AuthPolicy {
+    /// Inbound (port 25): no `AUTH`; mail comes for local people.
+    #[default]
+    Off,
+    /// Submission (RFC 6409): `AUTH PLAIN` and `AUTH LOGIN`, required
+    /// before `MAIL`. Both send the password in the clear, so they are
+    /// offered only over TLS unless `cleartext` (a loopback connection,
+    /// or the setting that allows it).
+    Required { cleartext: bool },
 }
 
 impl Default for SessionLimits {
@@ -45,6 +61,7 @@ impl Default for SessionLimits {
             max_line_length: 1000,
             max_bad_commands: 10,
             starttls: false,
+            auth: AuthPolicy::Off,
         }
     }
 }

@@ -35,6 +35,11 @@ impl Reply {
         }
     }
 
+    #[cfg(test)]
+    pub(crate) fn code(&self) -> u16 {
+        self.code
+    }
+
     /// Whether this reply counts against `max_bad_commands`: the client
     /// sent something it should not have.
     pub(crate) fn is_bad_command(&self) -> bool {
@@ -77,6 +82,24 @@ pub(crate) mod text {
     pub(crate) const BARE_LF_DATA: &str =
         "Bare CR or LF in message; lines must end with CRLF (RFC 5321 2.3.8)";
     pub(crate) const REFUSED: &str = "Transaction failed: message refused";
+    pub(crate) const AUTH_REQUIRED: &str = "5.7.0 Authentication required";
+    pub(crate) const AUTH_OK: &str = "2.7.0 Authentication successful";
+    pub(crate) const AUTH_FAILED: &str = "5.7.8 Authentication credentials invalid";
+    pub(crate) const AUTH_NO_SENDER: &str =
+        "5.7.8 This user is no person in the directory, so sends no mail";
+    pub(crate) const AUTH_UNAVAILABLE: &str = "4.7.0 Temporary authentication failure";
+    pub(crate) const AUTH_TOO_MANY: &str = "4.7.0 Too many failed sign-ins, closing connection";
+    pub(crate) const AUTH_NEEDS_TLS: &str =
+        "5.7.11 Encryption required for requested authentication mechanism";
+    pub(crate) const AUTH_ALREADY: &str = "5.5.1 Already authenticated";
+    pub(crate) const UNKNOWN_MECHANISM: &str = "5.5.4 Unrecognized authentication type";
+    pub(crate) const AUTH_CANCELLED: &str = "5.0.0 Authentication cancelled";
+    pub(crate) const AUTH_NOT_BASE64: &str = "5.5.2 Cannot decode the response (base64)";
+    pub(crate) const AUTH_NOT_UTF8: &str = "5.5.2 User names and passwords must be UTF-8";
+    pub(crate) const AUTH_PLAIN_FORM: &str = "5.5.2 PLAIN wants authzid NUL user NUL password";
+    pub(crate) const AUTH_AS_ANOTHER: &str = "5.7.8 Submitting as another user is not allowed";
+    pub(crate) const NOT_YOUR_ADDRESS: &str =
+        "5.7.1 Sender address is not one of the signed-in user's addresses";
     pub(crate) const UNKNOWN_PARAMETER: &str =
         "MAIL FROM/RCPT TO parameters not recognized or not implemented";
 }

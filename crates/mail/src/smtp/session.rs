@@ -7,6 +7,7 @@
 //!                          │  └────────────────────┘  └─ RCPT ⇄ AwaitingVerdict ▼
 //!                          └─────── 250 / 451 / 452 / 552 / 554 ◀─────── AwaitingStore
 //!   STARTTLS (no transaction) ─▶ 220 ─▶ AwaitingTls ─▶ tls_started ─▶ fresh
+//!   AUTH (submission) ─▶ [334 ⇄ Auth] ─▶ AwaitingAuth ─▶ 235 signed in | 535 | 454
 //!   QUIT, too many errors, timeout ─▶ Closed
 //! ```
 //!
@@ -28,15 +29,25 @@
 //! 5321 §2.3.8 read strictly, and it leaves no room for a line end this
 //! server and another would read differently.
 //!
+//! Submission (`AuthPolicy::Required`, RFC 6409) is the same machine
+//! with a sign-in in front: `MAIL`, `RCPT` and `DATA` get 530 until
+//! `AUTH` succeeded, and `MAIL FROM` must name one of the signed-in
+//! person's addresses (553 otherwise). `AUTH` is offered only over TLS
+//! unless the policy allows cleartext; the third refused sign-in ends
+//! the session.
+//!
 //! Nothing here keeps time: [`Session::waiting_for`] says what the
 //! session waits for, and the driver calls [`Session::timed_out`] when
 //! its own limit passes.
 
-use super::action::{Action, Delivery, DeliveryId, Envelope, StoreFailure, Verdict, Waiting};
+use super::action::{
+    Action, AuthFailure, Delivery, DeliveryId, Envelope, Identity, StoreFailure, Verdict, Waiting,
+};
 use super::address::{Mailbox, Recipient};
+use super::auth::{self, Exchange};
 use super::command::{self, BodyType, Command, CommandError};
 use super::data::{DataEnd, DataReceiver};
-use super::limits::SessionLimits;
+use super::limits::{AuthPolicy, SessionLimits};
 use super::reply::{text, Reply};
 use crate::{MailError, MailResult};
 use std::collections::VecDeque;
@@ -53,6 +64,10 @@ enum Mode {
     AwaitingStore,
     /// Said 220 to STARTTLS; the driver runs the handshake.
     AwaitingTls,
+    /// Said 334 to AUTH: the next line is the client's response.
+    Auth(Exchange),
+    /// Asked the driver to check credentials.
+    AwaitingAuth,
     /// After QUIT, 421, or a timeout. Input is ignored.
     Closed,
 }
@@ -87,8 +102,16 @@ pub struct Session {
     /// Skipping the rest of a command line already answered as too long.
     skipping_long_line: bool,
     bad_commands: u32,
+    /// Who signed in with AUTH (submission); forgotten at STARTTLS.
+    identity: Option<Identity>,
+    /// Sign-ins refused so far; the third ends the session.
+    auth_failures: u32,
     actions: VecDeque<Action>,
 }
+
+/// Refused sign-ins after which a session is closed (each costs the
+/// server an argon2 hash, and the driver answers each after a pause).
+const MAX_AUTH_FAILURES: u32 = 3;
 
 impl Session {
     /// A session for a newly accepted connection; the 220 greeting is
@@ -112,6 +135,8 @@ impl Session {
             pending: Vec::new(),
             skipping_long_line: false,
             bad_commands: 0,
+            identity: None,
+            auth_failures: 0,
             actions: VecDeque::new(),
         };
         session.reply(Reply::new(220, format!("{server_name} ESMTP Folio ready")));
@@ -143,6 +168,8 @@ impl Session {
             Mode::AwaitingVerdict(_) => Waiting::RecipientVerdict,
             Mode::AwaitingStore => Waiting::StoreResult,
             Mode::AwaitingTls => Waiting::TlsHandshake,
+            Mode::Auth(_) => Waiting::AuthResponse,
+            Mode::AwaitingAuth => Waiting::AuthResult,
             Mode::Closed => Waiting::Closed,
         }
     }
@@ -193,6 +220,43 @@ impl Session {
         Ok(())
     }
 
+    /// The driver's answer to [`Action::Authenticate`]. Processing of
+    /// buffered input resumes.
+    pub fn authenticated(&mut self, result: Result<Identity, AuthFailure>) -> MailResult<()> {
+        if !matches!(self.mode, Mode::AwaitingAuth) {
+            return self.not_waiting("an authentication result");
+        }
+        self.mode = Mode::Command;
+        match result {
+            Ok(identity) => {
+                self.identity = Some(identity);
+                self.reply(Reply::new(235, text::AUTH_OK));
+            }
+            Err(AuthFailure::Unavailable) => self.reply(Reply::new(454, text::AUTH_UNAVAILABLE)),
+            Err(failure) => {
+                let why = match failure {
+                    AuthFailure::NoSender => text::AUTH_NO_SENDER,
+                    _ => text::AUTH_FAILED,
+                };
+                self.reply(Reply::new(535, why));
+                self.auth_failures += 1;
+                if self.auth_failures >= MAX_AUTH_FAILURES {
+                    self.reply(Reply::new(421, text::AUTH_TOO_MANY));
+                    self.close();
+                    return Ok(());
+                }
+            }
+        }
+        self.run();
+        Ok(())
+    }
+
+    /// Sign-ins refused so far in this session (the driver pauses before
+    /// answering the next, longer each time).
+    pub fn auth_failures(&self) -> u32 {
+        self.auth_failures
+    }
+
     /// The driver finished the TLS handshake after [`Action::StartTls`].
     /// The session forgets the greeting and any transaction (RFC 3207
     /// §4.2). Bytes that reached the session after the STARTTLS line were
@@ -217,6 +281,7 @@ impl Session {
         self.tls = true;
         self.hello = None;
         self.transaction = None;
+        self.identity = None;
         Ok(())
     }
 
@@ -245,7 +310,7 @@ impl Session {
         while used < input.len() {
             let rest = &input[used..];
             let step = match &mut self.mode {
-                Mode::Command => self.command_input(rest),
+                Mode::Command | Mode::Auth(_) => self.command_input(rest),
                 Mode::Data(receiver) => {
                     let (step, end) = receiver.feed(rest);
                     if let Some(end) = end {
@@ -257,7 +322,10 @@ impl Session {
                     used = input.len();
                     break;
                 }
-                Mode::AwaitingVerdict(_) | Mode::AwaitingStore | Mode::AwaitingTls => break,
+                Mode::AwaitingVerdict(_)
+                | Mode::AwaitingStore
+                | Mode::AwaitingTls
+                | Mode::AwaitingAuth => break,
             };
             if step == 0 {
                 // An incomplete command line: wait for more input.
@@ -291,6 +359,7 @@ impl Session {
             }
             Some(at) => {
                 match input[..at].strip_suffix(b"\r") {
+                    Some(line) if matches!(self.mode, Mode::Auth(_)) => self.auth_response(line),
                     Some(line) => self.command(line),
                     None => self.reply(Reply::new(500, text::BARE_LF_COMMAND)),
                 }
@@ -340,6 +409,49 @@ impl Session {
             Command::Vrfy => self.reply(Reply::new(252, text::CANNOT_VRFY)),
             Command::Expn => self.reply(Reply::new(502, text::NOT_IMPLEMENTED)),
             Command::Help => self.reply(Reply::new(214, text::HELP)),
+            Command::Auth { mechanism, initial } => self.auth(&mechanism, initial.as_deref()),
+        }
+    }
+
+    /// AUTH (RFC 4954 §4): submission only, once, after EHLO, outside a
+    /// transaction, and over TLS unless the policy allows cleartext.
+    fn auth(&mut self, mechanism: &str, initial: Option<&str>) {
+        let AuthPolicy::Required { cleartext } = self.limits.auth else {
+            return self.reply(Reply::new(500, text::UNRECOGNIZED));
+        };
+        if self.hello.is_none() {
+            return self.reply(Reply::new(503, text::NEED_HELLO));
+        }
+        if self.identity.is_some() {
+            return self.reply(Reply::new(503, text::AUTH_ALREADY));
+        }
+        if self.transaction.is_some() {
+            return self.reply(Reply::new(503, text::IN_TRANSACTION));
+        }
+        if !(self.tls || cleartext) {
+            return self.reply(Reply::new(538, text::AUTH_NEEDS_TLS));
+        }
+        self.auth_step(auth::start(mechanism, initial));
+    }
+
+    fn auth_response(&mut self, line: &[u8]) {
+        let Mode::Auth(exchange) = std::mem::replace(&mut self.mode, Mode::Command) else {
+            return;
+        };
+        self.auth_step(auth::respond(exchange, line));
+    }
+
+    fn auth_step(&mut self, next: auth::Next) {
+        match next {
+            auth::Next::Ask(exchange, challenge) => {
+                self.reply(Reply::new(334, challenge));
+                self.mode = Mode::Auth(exchange);
+            }
+            auth::Next::Check(credentials) => {
+                self.mode = Mode::AwaitingAuth;
+                self.actions.push_back(Action::Authenticate(credentials));
+            }
+            auth::Next::Refuse(reply) => self.reply(reply),
         }
     }
 
@@ -361,6 +473,11 @@ impl Session {
         if self.limits.starttls && !self.tls {
             lines.push("STARTTLS".to_string());
         }
+        if let AuthPolicy::Required { cleartext } = self.limits.auth {
+            if (self.tls || cleartext) && self.identity.is_none() {
+                lines.push("AUTH PLAIN LOGIN".to_string());
+            }
+        }
         self.reply(Reply::multiline(250, lines));
     }
 
@@ -370,6 +487,15 @@ impl Session {
         }
         if self.transaction.is_some() {
             return self.reply(Reply::new(503, text::NESTED_MAIL));
+        }
+        if self.needs_auth() {
+            return self.reply(Reply::new(530, text::AUTH_REQUIRED));
+        }
+        if let Some(identity) = &self.identity {
+            // RFC 6409 §6.1: the envelope sender is the signed-in user's.
+            if !sender.as_ref().is_some_and(|s| identity.may_send_as(s)) {
+                return self.reply(Reply::new(553, text::NOT_YOUR_ADDRESS));
+            }
         }
         if size.is_some_and(|size| size > self.limits.max_message_size) {
             return self.reply(Reply::new(552, text::MESSAGE_TOO_BIG));
@@ -383,7 +509,16 @@ impl Session {
         self.reply(Reply::new(250, text::SENDER_OK));
     }
 
+    /// Submission before a sign-in: 530 to anything that would start
+    /// or carry a transaction.
+    fn needs_auth(&self) -> bool {
+        matches!(self.limits.auth, AuthPolicy::Required { .. }) && self.identity.is_none()
+    }
+
     fn rcpt(&mut self, recipient: Recipient) {
+        if self.needs_auth() {
+            return self.reply(Reply::new(530, text::AUTH_REQUIRED));
+        }
         let Some(transaction) = &self.transaction else {
             return self.reply(Reply::new(503, text::NEED_MAIL));
         };
@@ -395,6 +530,9 @@ impl Session {
     }
 
     fn data(&mut self) {
+        if self.needs_auth() {
+            return self.reply(Reply::new(530, text::AUTH_REQUIRED));
+        }
         let Some(transaction) = &self.transaction else {
             return self.reply(Reply::new(503, text::NEED_MAIL));
         };
@@ -427,6 +565,7 @@ impl Session {
                     recipients: transaction.recipients,
                     body: transaction.body,
                     declared_size: transaction.declared_size,
+                    authenticated: self.identity.clone(),
                 };
                 self.mode = Mode::AwaitingStore;
                 self.actions

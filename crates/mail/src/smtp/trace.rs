@@ -9,7 +9,8 @@
 //! ```
 //!
 //! `with` is the protocol as RFC 3848 names it: `SMTP` after HELO,
-//! `ESMTP` after EHLO, `ESMTPS` over TLS. `for` names the recipient only
+//! `ESMTP` after EHLO, `ESMTPS` over TLS, `ESMTPA`/`ESMTPSA` once
+//! signed in (submission). `for` names the recipient only
 //! when there is one (RFC 5321 §4.4: naming several would show each the
 //! others, Bcc ones too). The line is one line: the client's domain is
 //! checked printable when given (`command.rs`), and anything else that is
@@ -32,10 +33,16 @@ pub fn received_line(
     server_name: &str,
     at: chrono::DateTime<chrono::Utc>,
 ) -> String {
-    let with = match (envelope.esmtp, envelope.tls) {
-        (_, true) => "ESMTPS",
-        (true, false) => "ESMTP",
-        (false, false) => "SMTP",
+    let with = match (
+        envelope.esmtp,
+        envelope.tls,
+        envelope.authenticated.is_some(),
+    ) {
+        (_, true, true) => "ESMTPSA",
+        (_, false, true) => "ESMTPA",
+        (_, true, false) => "ESMTPS",
+        (true, false, false) => "ESMTP",
+        (false, false, false) => "SMTP",
     };
     let peer = match peer {
         IpAddr::V4(a) => format!("[{a}]"),
@@ -78,6 +85,7 @@ mod tests {
                 .collect(),
             body: BodyType::SevenBit,
             declared_size: None,
+            authenticated: None,
         }
     }
 

@@ -5,7 +5,8 @@
 //! vector (or fails as told), and keeps the transcript of replies.
 
 use mail::smtp::{
-    Action, Delivery, DeliveryId, Recipient, Session, SessionLimits, StoreFailure, Verdict,
+    Action, AuthFailure, AuthPolicy, Credentials, Delivery, DeliveryId, Identity, Recipient,
+    Session, SessionLimits, StoreFailure, Verdict,
 };
 
 /// The directory: local users at example.com (those of the RFC examples
@@ -58,6 +59,22 @@ pub fn limits() -> SessionLimits {
         max_line_length: 512,
         max_bad_commands: 5,
         starttls: true,
+        auth: AuthPolicy::Off,
+    }
+}
+
+/// The user store of submission: `alice` with password `pw` is the
+/// person Alice, who owns `alice@example.com`; `broken` cannot be
+/// checked now; anyone else is refused.
+pub fn sign_in(c: &Credentials) -> Result<Identity, AuthFailure> {
+    match (c.user.as_str(), c.password.as_str()) {
+        ("alice", "pw") => Ok(Identity {
+            user: "alice".into(),
+            person: "Alice".into(),
+            addresses: vec!["alice@example.com".into()],
+        }),
+        ("broken", _) => Err(AuthFailure::Unavailable),
+        _ => Err(AuthFailure::BadCredentials),
     }
 }
 
@@ -128,6 +145,9 @@ impl Driver {
                 Action::StartTls => {
                     self.handshakes += 1;
                     self.session.tls_started().unwrap();
+                }
+                Action::Authenticate(credentials) => {
+                    self.session.authenticated(sign_in(&credentials)).unwrap();
                 }
                 Action::Close => self.closed = true,
             }

@@ -5,3 +5,4 @@ mod conversations;
 mod driver;
 mod properties;
 mod states;
+mod submission;

@@ -18,6 +18,7 @@ fn test_limits() -> SessionLimits {
         // STARTTLS is left out: where the clear text ends depends on when
         // the handshake happens, which is the one thing a split changes.
         starttls: false,
+        ..SessionLimits::default()
     }
 }
 

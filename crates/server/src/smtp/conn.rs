@@ -7,6 +7,9 @@
 //!                         │                    not take fails after `stall_timeout`)
 //!                         ├ VerifyRecipient ─▶ blocking pool: Mailer::verify ─▶ recipient_verdict
 //!                         ├ Store           ─▶ blocking pool: Mailer::store   ─▶ stored
+//!                         ├ Authenticate    ─▶ blocking pool: Submitter::authenticate,
+//!                         │                    after a pause growing with the refusals
+//!                         │                    so far ─▶ authenticated
 //!                         ├ StartTls        ─▶ handshake (command timeout) ─▶ tls_started,
 //!                         │                    then the same loop over TLS
 //!                         └ Close           ─▶ flush, close
@@ -29,12 +32,12 @@
 //! completes, and the client, which got no `250`, sends the message
 //! again: a duplicate rather than a loss, RFC 5321 §6.1's choice.)
 
-use super::mailer::Mailer;
+use super::door::Door;
 use super::settings::SmtpSettings;
 use crate::guard::{Guarded, OwnReads};
 use crate::listener::Lifecycle;
 use crate::stats::Stats;
-use mail::smtp::{Action, Session, SessionLimits, StoreFailure, Verdict, Waiting};
+use mail::smtp::{Action, AuthFailure, Session, SessionLimits, StoreFailure, Verdict, Waiting};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,7 +52,7 @@ const READ_BUFFER: usize = 16 << 10;
 pub(crate) struct ConnContext {
     pub(crate) settings: Arc<SmtpSettings>,
     pub(crate) server_name: Arc<str>,
-    pub(crate) mailer: Arc<Mailer>,
+    pub(crate) door: Door,
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     pub(crate) stats: Arc<Stats>,
     pub(crate) life: watch::Receiver<Lifecycle>,
@@ -71,6 +74,7 @@ pub(crate) async fn serve(socket: TcpStream, peer: SocketAddr, mut cx: ConnConte
         max_message_size: cx.settings.max_message_size,
         max_recipients: cx.settings.max_recipients,
         starttls: cx.tls.is_some(),
+        auth: cx.door.auth_policy(peer.ip().is_loopback()),
         ..SessionLimits::default()
     };
     let mut session = match Session::new(&cx.server_name, limits) {
@@ -125,8 +129,8 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
             match action {
                 Action::Write(bytes) => stream.write_all(&bytes).await?,
                 Action::VerifyRecipient(recipient) => {
-                    let mailer = cx.mailer.clone();
-                    let verdict = tokio::task::spawn_blocking(move || mailer.verify(&recipient))
+                    let door = cx.door.clone();
+                    let verdict = tokio::task::spawn_blocking(move || door.verify(&recipient))
                         .await
                         .unwrap_or(Verdict::TryLater);
                     session
@@ -144,11 +148,24 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                         chrono::Utc::now(),
                     );
                     delivery.data.splice(0..0, line.into_bytes());
-                    let mailer = cx.mailer.clone();
-                    let stored = tokio::task::spawn_blocking(move || mailer.store(&delivery))
+                    let door = cx.door.clone();
+                    let stored = tokio::task::spawn_blocking(move || door.store(&delivery))
                         .await
                         .unwrap_or(Err(StoreFailure::Transient));
                     session.stored(stored).map_err(io::Error::other)?;
+                }
+                Action::Authenticate(credentials) => {
+                    stream.flush().await?;
+                    // Each refusal so far costs the next attempt a second
+                    // more (at most 5), as IMAP's LOGIN does.
+                    let pause = u64::from(session.auth_failures().min(5));
+                    tokio::time::sleep(std::time::Duration::from_secs(pause)).await;
+                    let door = cx.door.clone();
+                    let result =
+                        tokio::task::spawn_blocking(move || door.authenticate(&credentials))
+                            .await
+                            .unwrap_or(Err(AuthFailure::Unavailable));
+                    session.authenticated(result).map_err(io::Error::other)?;
                 }
                 Action::StartTls => {
                     stream.flush().await?;
@@ -163,7 +180,7 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
         }
         stream.flush().await?;
         let timeout = match session.waiting_for() {
-            Waiting::Command => cx.settings.command_timeout,
+            Waiting::Command | Waiting::AuthResponse => cx.settings.command_timeout,
             Waiting::MessageData => cx.settings.data_timeout,
             // Only the driver answers these, and it just did.
             _ => return Ok(Next::Closed),

@@ -9,7 +9,7 @@
 //! offer the HTTP listener makes: SMTP names no ALPN protocol.
 
 use super::conn::{self, ConnContext};
-use super::mailer::Mailer;
+use super::door::Door;
 use super::settings::SmtpSettings;
 use crate::listener::{serve_admitted, Gate, Lifecycle};
 use crate::stats::Stats;
@@ -18,12 +18,13 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-/// Accepts SMTP connections until the lifecycle leaves `Serving`, then
-/// lets them finish, or drops them once it reaches `Cut`.
+/// Accepts SMTP connections (inbound or submission, as `door` says)
+/// until the lifecycle leaves `Serving`, then lets them finish, or drops
+/// them once it reaches `Cut`.
 pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
-    mailer: Arc<Mailer>,
+    door: Door,
     settings: SmtpSettings,
     stats: Arc<Stats>,
     life: watch::Receiver<Lifecycle>,
@@ -33,13 +34,14 @@ pub(crate) async fn serve(
     let gate = Gate::new(settings.max_connections, Bytes::from(refusal));
     let tls = tls.map(|config| crate::tls::starttls_acceptor(&config));
     let settings = Arc::new(settings);
+    let name = door.name();
     let refused = stats.clone();
     let watching = life.clone();
     let conns = move |socket, peer| {
         let cx = ConnContext {
             settings: settings.clone(),
             server_name: server_name.clone(),
-            mailer: mailer.clone(),
+            door: door.clone(),
             tls: tls.clone(),
             stats: stats.clone(),
             life: watching.clone(),
@@ -49,7 +51,7 @@ pub(crate) async fn serve(
     };
     serve_admitted(
         listener,
-        "SMTP",
+        name,
         gate,
         move || refused.connection_refused(),
         life,

@@ -11,9 +11,11 @@
 //!                  ─▶ Ok(id) only once durable (I2, I28) │ StoreFailure
 //! ```
 //!
-//! This server relays nothing: every recipient is a local lookup,
-//! whatever its domain, and one nobody answers to is refused at RCPT
-//! (`550`). A name two people answer to (two replicas each accepted it)
+//! Inbound relays nothing: with no `mail.domains` every recipient is a
+//! local lookup, whatever its domain; with them, an address in another
+//! domain is refused at RCPT (`550`), as is one nobody answers to. (A
+//! signed-in submission may name other domains that a route reaches:
+//! the router queues those for outbound delivery.) A name two people answer to (two replicas each accepted it)
 //! gets `450`: the sender retries while an administrator fixes the
 //! directory, and no mail goes to a guess. The recipients are resolved
 //! again when the message is stored, and deposited under the full name
@@ -21,6 +23,7 @@
 //! copy; one who was removed in between keeps the address given, and the
 //! router reports it undeliverable.
 
+use mail::outbound::OutboundConfig;
 use mail::smtp::{Delivery, DeliveryId, Recipient, StoreFailure, Verdict};
 use mail::{Address, Directory, MailConfig, MailError, Resolved};
 use nsf::Engine;
@@ -32,15 +35,49 @@ pub(crate) struct Mailer {
     engine: Arc<Engine>,
     views: Arc<Views>,
     config: MailConfig,
+    outbound: OutboundConfig,
 }
 
 impl Mailer {
-    pub(crate) fn new(engine: Arc<Engine>, views: Arc<Views>, config: MailConfig) -> Mailer {
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        views: Arc<Views>,
+        config: MailConfig,
+        outbound: OutboundConfig,
+    ) -> Mailer {
         Mailer {
             engine,
             views,
             config,
+            outbound,
         }
+    }
+
+    pub(crate) fn outbound(&self) -> &OutboundConfig {
+        &self.outbound
+    }
+
+    /// Whether `recipient` may be given at RCPT: a local person, or, when
+    /// `relay` (a signed-in submission), an address in another domain
+    /// that a route reaches. Inbound, another domain is `550` (no relay).
+    pub(crate) fn verify_rcpt(&self, recipient: &Recipient, relay: bool) -> Verdict {
+        match self.outbound.remote_domain(&recipient.to_string()) {
+            Some(domain) if relay && self.outbound.route(&domain).is_some() => Verdict::Accept,
+            Some(_) => Verdict::NoRelay,
+            None => self.verify(recipient),
+        }
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(crate) fn views(&self) -> &Views {
+        &self.views
+    }
+
+    pub(crate) fn config(&self) -> &MailConfig {
+        &self.config
     }
 
     /// Whether `recipient` is a local person (blocking).
@@ -91,14 +128,20 @@ impl Mailer {
 
     /// Each envelope recipient as the full name of the person it names
     /// now, else as given.
-    fn recipients(&self, delivery: &Delivery) -> Result<Vec<Address>, MailError> {
+    pub(crate) fn recipients(&self, delivery: &Delivery) -> Result<Vec<Address>, MailError> {
         delivery
             .envelope
             .recipients
             .iter()
-            .map(|r| match self.resolve(r)? {
-                Resolved::Person(p) => Address::parse(&p.full_name),
-                _ => Address::parse(&r.to_string()),
+            .map(|r| {
+                // A remote address stays as given: the router queues it.
+                if self.outbound.remote_domain(&r.to_string()).is_some() {
+                    return Address::parse(&r.to_string());
+                }
+                match self.resolve(r)? {
+                    Resolved::Person(p) => Address::parse(&p.full_name),
+                    _ => Address::parse(&r.to_string()),
+                }
             })
             .collect()
     }
@@ -132,7 +175,7 @@ fn candidates(recipient: &Recipient) -> Vec<String> {
 /// The reply class of a deposit's failure (design §10): the engine's own
 /// failures are for retrying (`451`, `452` when the disk is full), the
 /// message's are final.
-fn failure(e: &MailError) -> StoreFailure {
+pub(crate) fn failure(e: &MailError) -> StoreFailure {
     match e {
         MailError::Nsf(nsf::NsfError::LogFull) => StoreFailure::InsufficientStorage,
         MailError::Nsf(nsf) if is_no_space(&nsf.to_string()) => StoreFailure::InsufficientStorage,

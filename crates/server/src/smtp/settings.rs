@@ -1,13 +1,15 @@
-//! What the SMTP listener is set to (`smtp_listen` and `[smtp]` in
-//! `folio.toml`), with the defaults RFC 5321 §4.5.3 asks of a server.
+//! What the SMTP listeners are set to (`smtp_listen` and `[smtp]`,
+//! `submission_listen` and `[submission]` in `folio.toml`), with the
+//! defaults RFC 5321 §4.5.3 asks of a server. The submission listener
+//! takes the `[smtp]` limits too, and adds its own sign-in rule.
 
 use mail::MailConfig;
 use std::time::Duration;
 
-/// Settings of the SMTP listener.
+/// Settings of an SMTP listener (inbound or submission).
 #[derive(Clone, Debug)]
 pub struct SmtpSettings {
-    /// The address to listen on (`smtp_listen`).
+    /// The address to listen on (`smtp_listen`, `submission_listen`).
     pub listen: String,
     /// Connections served at once; more are answered `421` and closed.
     pub max_connections: usize,
@@ -30,6 +32,10 @@ pub struct SmtpSettings {
     /// Where messages are deposited (`[mail]`: the boxes, the largest
     /// message).
     pub mail: MailConfig,
+    /// Submission only: passwords accepted without TLS on a connection
+    /// that is not loopback (`submission.plaintext_auth`; off: `AUTH`
+    /// is offered only after STARTTLS there).
+    pub plaintext_auth: bool,
 }
 
 impl Default for SmtpSettings {
@@ -44,6 +50,7 @@ impl Default for SmtpSettings {
             stall_timeout: Duration::from_secs(60),
             server_name: None,
             mail: MailConfig::default(),
+            plaintext_auth: false,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! The output is a pure function of the document (the date is
 //! `PostedDate` or the creation time, the boundary comes from the UNID),
 //! so RFC822.SIZE and every FETCH of the same version agree byte for
-//! byte. Mail that came by SMTP is never rendered: its original bytes
+//! byte, and a message the outbound queue sends is what IMAP serves. Mail that came by SMTP is never rendered: its original bytes
 //! are served (`mailfile.rs`).
 
 use base64::Engine as _;
@@ -13,7 +13,7 @@ use nsf::{ItemValue, Note, Timestamp};
 
 /// The message for `note`; `attachment` reads an attachment's content
 /// by name.
-pub(crate) fn render(
+pub fn render(
     note: &Note,
     unid: &str,
     attachment: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
