@@ -1130,20 +1130,19 @@ fn close_idle(s: &Shared, target: usize) -> usize {
     }
 }
 
-/// Logged: the close hooks commit without waiting (the views layer's
-/// clean marks, I14), so the whole batch shares one wait for the log and
-/// one flush. Closed one by one, each close waited for a log fsync of
-/// its own (shared by at most [`CLOSERS`]): measured at 5,000 mail users
-/// against a limit of 1,000 (docs/benchmarks.md), those 74,884 waits for
-/// the log (209 s in all) became 1,726 (8 s), and the router delivered
-/// 93% of the mail offered instead of 73%.
+/// Closes the instances of `keys` that are open and idle: hooks, writes,
+/// release (I19). The caller holds `closing`. Returns how many closed.
+///
+/// Logged, `close_idle` hands it a whole batch: the close hooks commit
+/// without waiting (the views layer's clean marks, I14), so the batch
+/// shares one wait for the log and one flush. Closed one by one, each
+/// close waited for a log fsync of its own (shared by at most
+/// [`CLOSERS`]): measured at 5,000 mail users against a limit of 1,000
+/// (docs/benchmarks.md), those 74,884 waits for the log (209 s in all)
+/// became 1,726 (8 s), and the router delivered 93% of the mail offered
+/// instead of 73%.
 fn close_batch(s: &Shared, keys: &[DbPath]) -> usize {
-    let victims: Vec<Victim> = {
-        let mut dbs = s.dbs.lock();
-        keys.iter()
-            .filter_map(|key| dbs.take_if_idle(key))
-            .collect()
-    };
+    let victims = take_idle(s, keys);
     for victim in &victims {
         victim.db.run_close_hooks();
     }
@@ -1175,15 +1174,10 @@ fn close_each(s: &Shared, keys: &[DbPath]) -> usize {
 /// Instances the background closer closes side by side.
 const CLOSERS: usize = 8;
 
-/// Closes the instance of `key` if it is open and idle: hooks, writes,
-/// release (I19). The caller holds `closing`. Returns whether it closed.
+/// Closes the instance of `key` if it is open and idle (a batch of one).
+/// The caller holds `closing`. Returns whether it closed.
 fn close_one(s: &Shared, key: &DbPath) -> bool {
-    let Some(victim) = s.dbs.lock().take_if_idle(key) else {
-        return false;
-    };
-    victim.db.run_close_hooks();
-    write_out(s, std::slice::from_ref(&victim));
-    release_victims(s, vec![victim]) == 1
+    close_batch(s, std::slice::from_ref(key)) == 1
 }
 
 /// Drops the victims nobody took up meanwhile and whose frames are all
@@ -1302,6 +1296,12 @@ fn take_quiet(s: &Shared, target: usize) -> Vec<Victim> {
         .into_iter()
         .map(|(key, _)| key)
         .collect();
+    take_idle(s, &keys)
+}
+
+/// Marks `Closing` each of `keys` that is open and idle, and hands those
+/// instances over (`OpenDbs::take_if_idle`, under one lock).
+fn take_idle(s: &Shared, keys: &[DbPath]) -> Vec<Victim> {
     let mut dbs = s.dbs.lock();
     keys.iter()
         .filter_map(|key| dbs.take_if_idle(key))
