@@ -677,7 +677,19 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
         crate::peerrepl::config::entries(&file.replication, &|v| std::env::var(v).ok())
             .map_err(FolioError::Settings)?;
     let purge_interval = file.purge_interval().map_err(FolioError::Settings)?;
-    let dd = datadir::open(data_dir, datadir::settings_of(&file, data_dir)?)?;
+    let (mut engine_cfg, view_cfg) = datadir::settings_of(&file, data_dir)?;
+    if file.max_open_databases.is_none() {
+        // No limit set: the largest whose ceiling fits the descriptors
+        // the listeners leave (design.md I19).
+        let descriptors = server::engine_descriptors(&settings)?;
+        engine_cfg.max_open_databases = nsf::EngineConfig::open_databases_within(descriptors);
+        tracing::info!(
+            "max_open_databases {} (sized from the {descriptors} descriptors the listeners \
+             leave to the engine; set max_open_databases to choose)",
+            engine_cfg.max_open_databases
+        );
+    }
+    let dd = datadir::open(data_dir, (engine_cfg, view_cfg))?;
     let (engine, views, lock) = dd.into_parts();
     let databases = engine.list_databases()?.len();
     let logged = engine.is_logged();

@@ -599,7 +599,9 @@ fn cpu_ticks(pid: u32) -> u64 {
 /// descriptor limit rather than refused.
 #[test]
 fn out_of_descriptors_the_listener_waits_and_recovers() {
-    let tmp = data_dir("");
+    // A cache limit above what the descriptors hold, so that databases
+    // kept open take them all (unset, the limit would fit under them).
+    let tmp = data_dir("max_open_databases = 1000\n");
     // 400 descriptors: 256 kept for files, 128 for refusals, 16 for
     // connections (10 native, 5 HTTP once fitted).
     let srv = Server::start_with_descriptor_limit(tmp.path(), 400);
@@ -666,4 +668,33 @@ impl Read for StalledReader {
         let _ = self.0.recv();
         Err(std::io::Error::other("the test ended the upload"))
     }
+}
+
+/// With no `max_open_databases` set, the server sizes its cache from the
+/// descriptors its listeners leave: four times the limit (the cache's
+/// ceiling, I19) plus the engine's other files fit beside the connection
+/// limits, and one more would not. A limit that is set is kept as it is.
+#[test]
+fn an_unset_cache_limit_is_sized_from_the_descriptors() {
+    let limit_of = |srv: &Server| stat(&srv.admin(), "db.open_limit") as u64;
+    for descriptors in [8_000u64, 3_400] {
+        let tmp = data_dir("");
+        let srv = Server::start_with_descriptor_limit(tmp.path(), descriptors);
+        let limit = limit_of(&srv);
+        // The default listeners at their limits (2,000 native, 1,000
+        // HTTP, lowered in proportion where they do not fit beside a
+        // quarter kept for files) and a queue of refusals each.
+        let room = descriptors - (descriptors / 4).max(256) - 2 * 64;
+        // (Scaled connection limits round down: at most one more left.)
+        let connections = 3_000u64.min(room) + 2 * 64;
+        let engine = descriptors - connections;
+        let ceiling = |n: u64| n * nsf::CACHE_CEILING as u64 + nsf::ENGINE_FILES_RESERVE;
+        assert!(ceiling(limit) <= engine, "{descriptors}: limit {limit}");
+        assert!(ceiling(limit + 1) > engine, "{descriptors}: limit {limit}");
+        assert!(srv.stop().success());
+    }
+    let tmp = data_dir("max_open_databases = 300\n");
+    let srv = Server::start_with_descriptor_limit(tmp.path(), 8_000);
+    assert_eq!(limit_of(&srv), 300);
+    assert!(srv.stop().success());
 }

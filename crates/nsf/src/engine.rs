@@ -129,7 +129,34 @@ pub struct EngineConfig {
     pub attachment_compression_level: crate::CompressionLevel,
 }
 
+/// I19's ceiling as a multiple of `max_open_databases`: the cache never
+/// holds more idle instances than this many times its limit.
+pub const CACHE_CEILING: usize = 4;
+
+/// Descriptors kept beside the open-database cache when its limit is sized
+/// from a descriptor budget: log extents, the catalog, attachment objects
+/// being read or written, sort runs and the data directory.
+pub const ENGINE_FILES_RESERVE: u64 = 512;
+
+/// The bounds of a limit sized from descriptors: below the floor the
+/// cache would churn on any real working set; above the ceiling an
+/// instance's own memory (about 55 KB besides its pool pages,
+/// docs/benchmarks.md "dbs") would reach half a gigabyte.
+pub const SIZED_OPEN_DATABASES: std::ops::RangeInclusive<usize> = 64..=10_000;
+
 impl EngineConfig {
+    /// The largest `max_open_databases` whose I19 ceiling, one descriptor
+    /// per open instance (its data file), fits in `descriptors` beside
+    /// `ENGINE_FILES_RESERVE`, within `SIZED_OPEN_DATABASES`. The server
+    /// sizes the cache this way when no limit is set: the process's
+    /// descriptors are what bounds it, and a limit far below them only
+    /// makes the cache churn.
+    pub fn open_databases_within(descriptors: u64) -> usize {
+        let fit = descriptors.saturating_sub(ENGINE_FILES_RESERVE) / CACHE_CEILING as u64;
+        let fit = usize::try_from(fit).unwrap_or(usize::MAX);
+        fit.clamp(*SIZED_OPEN_DATABASES.start(), *SIZED_OPEN_DATABASES.end())
+    }
+
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         EngineConfig {
             data_dir: data_dir.into(),
@@ -1060,7 +1087,7 @@ fn closer_loop(s: &Shared) {
 /// I19's ceiling: past it, an open closes idle instances itself even when
 /// that means writing them (back-pressure on a closer that fell behind).
 fn ceiling(limit: usize) -> usize {
-    limit.saturating_mul(4)
+    limit.saturating_mul(CACHE_CEILING)
 }
 
 /// The size of the closer's batches: 1/16 of the limit, so that passes

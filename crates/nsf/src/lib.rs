@@ -52,7 +52,10 @@ pub use db::{AttachmentUsage, StoreRefCheck};
 pub use db::{CheckReport, CloseHook, Database, DbInfo, ForeignTxn, StagedNote};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use describe::{describe_db, describe_db_page, DbDump, DbPageDump, NotesSummary};
-pub use engine::{CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats};
+pub use engine::{
+    CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats, CACHE_CEILING,
+    ENGINE_FILES_RESERVE, SIZED_OPEN_DATABASES,
+};
 pub use error::{NsfError, NsfResult};
 pub use fixup::{BadPage, FixupReport, LostAttachment, LostNote};
 pub use foreign::{ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome};

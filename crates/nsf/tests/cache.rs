@@ -548,3 +548,31 @@ fn held_instances_past_twice_the_limit_are_trimmed_once_released() {
     }
     engine.close().unwrap();
 }
+
+/// With no limit set, the server sizes the cache from the descriptors its
+/// listeners leave: the largest limit whose ceiling fits beside the
+/// engine's reserve, within the sized bounds.
+#[test]
+fn a_limit_sized_from_descriptors_keeps_its_ceiling_within_them() {
+    let reserve = nsf::ENGINE_FILES_RESERVE;
+    for descriptors in [0, 300, 1_024, 5_000, 16_872, 20_000, 1 << 20, u64::MAX] {
+        let limit = EngineConfig::open_databases_within(descriptors);
+        assert!(
+            nsf::SIZED_OPEN_DATABASES.contains(&limit),
+            "{descriptors}: {limit}"
+        );
+        let ceiling = (limit * nsf::CACHE_CEILING) as u64;
+        if limit > *nsf::SIZED_OPEN_DATABASES.start() {
+            assert!(ceiling + reserve <= descriptors, "{descriptors}: {limit}");
+        }
+        if limit < *nsf::SIZED_OPEN_DATABASES.end() {
+            // One more would not fit.
+            assert!(
+                ceiling + nsf::CACHE_CEILING as u64 + reserve > descriptors,
+                "{descriptors}: {limit}"
+            );
+        }
+    }
+    // This machine's kind: a hard limit of 20,000, the default listeners.
+    assert_eq!(EngineConfig::open_databases_within(16_872), 4_090);
+}

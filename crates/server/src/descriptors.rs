@@ -22,9 +22,15 @@
 //! that serves fewer clients is more use than one that does not start,
 //! and the warning says how to get the configured figures back. Only a
 //! limit too small to serve at all is an error.
+//!
+//! What the listeners leave is the engine's (`engine_descriptors`): with
+//! no `max_open_databases` set, `folio serve` sizes the open-database
+//! cache to it (`nsf::EngineConfig::open_databases_within`), so a hard
+//! limit of 20,000 holds about 4,000 open databases at rest instead of a
+//! fixed 1,000 that makes the cache churn under a few thousand users.
 
 use crate::listener::REFUSING;
-use crate::{ServerError, ServerResult};
+use crate::{ServerError, ServerResult, ServerSettings};
 
 /// Descriptors kept for the engine whatever the limit.
 pub(crate) const MIN_RESERVE: u64 = 256;
@@ -133,6 +139,100 @@ pub(crate) fn fit(soft: u64, native: usize, http: Option<usize>) -> ServerResult
         reserve,
         lowered: true,
     })
+}
+
+/// Raises the process's descriptor limit and lowers the connection limits
+/// if they would not leave the engine its reserve (`descriptors.rs`). The
+/// SMTP listener's connections (and its refusals) are set aside first,
+/// lowered to an eighth of the limit if they would take more. Returns
+/// the descriptors left for the engine: what no connection or refusal
+/// can take. `report` logs the figures and every lowering (the server's
+/// own fit at start-up); without it the fit is only computed.
+pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> ServerResult<u64> {
+    let mut limit = raise_limit()?;
+    for (smtp, key) in [
+        (&mut settings.smtp, "smtp.max_connections"),
+        (&mut settings.submission, "submission.max_connections"),
+    ] {
+        let Some(smtp) = smtp else { continue };
+        let share = (limit.soft / 8).saturating_sub(REFUSING as u64);
+        if smtp.max_connections as u64 > share {
+            if report {
+                tracing::warn!(
+                    "the descriptor limit of {} leaves room for {} SMTP connections, not \
+                 {key} = {}",
+                    limit.soft,
+                    share.max(1),
+                    smtp.max_connections
+                );
+            }
+            smtp.max_connections = share.max(1) as usize;
+        }
+        let taken = smtp.max_connections as u64 + REFUSING as u64 + 1;
+        limit.soft = limit.soft.saturating_sub(taken);
+    }
+    if let Some(imap) = &mut settings.imap {
+        let share = (limit.soft / 4).saturating_sub(REFUSING as u64);
+        if imap.max_connections as u64 > share {
+            if report {
+                tracing::warn!(
+                    "the descriptor limit of {} leaves room for {} IMAP sessions, not \
+                 imap.max_connections = {}",
+                    limit.soft,
+                    share.max(1),
+                    imap.max_connections
+                );
+            }
+            imap.max_connections = share.max(1) as usize;
+        }
+        let taken = imap.max_connections as u64 + REFUSING as u64 + 1;
+        limit.soft = limit.soft.saturating_sub(taken);
+    }
+    // The CouchDB listener serves with the HTTP settings: its
+    // connections count as a second HTTP listener's.
+    let http_doors = usize::from(settings.http_listen.is_some())
+        + usize::from(settings.couchdb_listen.is_some());
+    let http = (http_doors > 0).then(|| settings.http.max_connections * http_doors);
+    let fit = fit(limit.soft, settings.native.max_connections, http)?;
+    if report {
+        tracing::info!(
+            "descriptor limit {} (was {}, hard limit {}); {} kept for database and log files",
+            limit.soft,
+            limit.before,
+            limit.hard,
+            fit.reserve
+        );
+    }
+    if report && fit.lowered {
+        tracing::warn!(
+            "the descriptor limit of {} cannot hold max_connections = {} and \
+             http_max_connections = {} next to the {} descriptors kept for database and log \
+             files: serving at most {} native and {} HTTP connections; raise the hard limit \
+             (ulimit -Hn, LimitNOFILE) to get the configured figures",
+            limit.soft,
+            settings.native.max_connections,
+            http.unwrap_or(0),
+            fit.reserve,
+            fit.native,
+            fit.http.unwrap_or(0),
+        );
+    }
+    settings.native.max_connections = fit.native;
+    if let Some(n) = fit.http {
+        settings.http.max_connections = (n / http_doors.max(1)).max(1);
+    }
+    let connections = fit.native as u64
+        + fit.http.unwrap_or(0) as u64
+        + (1 + http_doors as u64) * REFUSING as u64;
+    Ok(limit.soft.saturating_sub(connections))
+}
+
+/// The descriptors the engine may use beside every listener's connections
+/// at their limits, once the server has fitted `settings` under the
+/// process's limit (raised to the hard one here, as `run` does): what
+/// sizes the open-database cache when no `max_open_databases` is set.
+pub fn engine_descriptors(settings: &ServerSettings) -> ServerResult<u64> {
+    fit_settings(&mut settings.clone(), false)
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub mod tasks;
 pub mod tls;
 mod upload;
 
+pub use descriptors::engine_descriptors;
 pub use error::{Busy, ServerError, ServerResult};
 pub use host::Host;
 pub use listener::Lifecycle;

@@ -157,7 +157,7 @@ fn serve_host(
     on_bound: impl FnOnce(&Bound),
     stop: Option<watch::Receiver<bool>>,
 ) -> ServerResult<()> {
-    fit_descriptors(&mut settings)?;
+    crate::descriptors::fit_settings(&mut settings, true)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.io_threads.max(1))
         .max_blocking_threads(settings.worker_threads.max(1))
@@ -191,80 +191,6 @@ fn serve_host(
     ));
     runtime.shutdown_timeout(JOBS_AFTER_CUT);
     result
-}
-
-/// Raises the process's descriptor limit and lowers the connection limits
-/// if they would not leave the engine its reserve (`descriptors.rs`). The
-/// SMTP listener's connections (and its refusals) are set aside first,
-/// lowered to an eighth of the limit if they would take more.
-fn fit_descriptors(settings: &mut ServerSettings) -> ServerResult<()> {
-    let mut limit = crate::descriptors::raise_limit()?;
-    for (smtp, key) in [
-        (&mut settings.smtp, "smtp.max_connections"),
-        (&mut settings.submission, "submission.max_connections"),
-    ] {
-        let Some(smtp) = smtp else { continue };
-        let share = (limit.soft / 8).saturating_sub(crate::listener::REFUSING as u64);
-        if smtp.max_connections as u64 > share {
-            tracing::warn!(
-                "the descriptor limit of {} leaves room for {} SMTP connections, not \
-                 {key} = {}",
-                limit.soft,
-                share.max(1),
-                smtp.max_connections
-            );
-            smtp.max_connections = share.max(1) as usize;
-        }
-        let taken = smtp.max_connections as u64 + crate::listener::REFUSING as u64 + 1;
-        limit.soft = limit.soft.saturating_sub(taken);
-    }
-    if let Some(imap) = &mut settings.imap {
-        let share = (limit.soft / 4).saturating_sub(crate::listener::REFUSING as u64);
-        if imap.max_connections as u64 > share {
-            tracing::warn!(
-                "the descriptor limit of {} leaves room for {} IMAP sessions, not \
-                 imap.max_connections = {}",
-                limit.soft,
-                share.max(1),
-                imap.max_connections
-            );
-            imap.max_connections = share.max(1) as usize;
-        }
-        let taken = imap.max_connections as u64 + crate::listener::REFUSING as u64 + 1;
-        limit.soft = limit.soft.saturating_sub(taken);
-    }
-    // The CouchDB listener serves with the HTTP settings: its
-    // connections count as a second HTTP listener's.
-    let http_doors = usize::from(settings.http_listen.is_some())
-        + usize::from(settings.couchdb_listen.is_some());
-    let http = (http_doors > 0).then(|| settings.http.max_connections * http_doors);
-    let fit = crate::descriptors::fit(limit.soft, settings.native.max_connections, http)?;
-    tracing::info!(
-        "descriptor limit {} (was {}, hard limit {}); {} kept for database and log files",
-        limit.soft,
-        limit.before,
-        limit.hard,
-        fit.reserve
-    );
-    if fit.lowered {
-        tracing::warn!(
-            "the descriptor limit of {} cannot hold max_connections = {} and \
-             http_max_connections = {} next to the {} descriptors kept for database and log \
-             files: serving at most {} native and {} HTTP connections; raise the hard limit \
-             (ulimit -Hn, LimitNOFILE) to get the configured figures",
-            limit.soft,
-            settings.native.max_connections,
-            http.unwrap_or(0),
-            fit.reserve,
-            fit.native,
-            fit.http.unwrap_or(0),
-        );
-    }
-    settings.native.max_connections = fit.native;
-    if let Some(n) = fit.http {
-        settings.http.max_connections = (n / http_doors.max(1)).max(1);
-    }
-    Ok(())
 }
 
 /// Connections the kernel queues for a listener before the server

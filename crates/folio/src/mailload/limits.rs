@@ -28,7 +28,7 @@
 pub const RESERVE: u64 = 512;
 
 /// The open-database cache's ceiling as a multiple of its limit (I19).
-pub const CEILING: u64 = 4;
+pub const CEILING: u64 = nsf::CACHE_CEILING as u64;
 
 /// The descriptors a server needs with this cache limit, mail boxes and
 /// connections; the number of users does not count (I54).
