@@ -1379,7 +1379,12 @@ fn durable_end(s: &Shared) -> Option<Lsn> {
 /// checkpoint's one sync of the file system, while the pool's ledger holds
 /// the redo LSN behind them (I8, I19); unlogged, each file is synced.
 fn flush_files_upto(s: &Shared, upto: Lsn, files: &[(FileId, u32)]) {
-    let report = s.pool.flush_sized(upto, files, sync_mode(s));
+    log_failures(&s.pool.flush_sized(upto, files, sync_mode(s)));
+}
+
+/// Names every database a flush pass failed to write (I11: each now
+/// refuses writes until reopened).
+fn log_failures(report: &storage::pool::FlushReport) {
     for (_, name, err) in &report.failures {
         tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
     }
@@ -1409,9 +1414,7 @@ fn sync_mode(s: &Shared) -> SyncMode {
 fn checkpoint_locked(s: &Shared) -> NsfResult<Option<Lsn>> {
     let upto = s.log.as_ref().map_or(Lsn(u64::MAX), |l| l.durable_lsn());
     let report = s.pool.flush_all(upto, sync_mode(s));
-    for (_, name, err) in &report.failures {
-        tracing::error!(db = %name, error = %err, "database write failed; the database refuses writes until reopened");
-    }
+    log_failures(&report);
     let Some(log) = &s.log else { return Ok(None) };
     // I8: what this pass and the closer wrote is durable before the redo
     // LSN is read. A failed sync cannot name the database it lost: the
