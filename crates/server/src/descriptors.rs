@@ -155,38 +155,25 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
         (&mut settings.submission, "submission.max_connections"),
     ] {
         let Some(smtp) = smtp else { continue };
-        let share = (limit.soft / 8).saturating_sub(REFUSING as u64);
-        if smtp.max_connections as u64 > share {
-            if report {
-                tracing::warn!(
-                    "the descriptor limit of {} leaves room for {} SMTP connections, not \
-                 {key} = {}",
-                    limit.soft,
-                    share.max(1),
-                    smtp.max_connections
-                );
-            }
-            smtp.max_connections = share.max(1) as usize;
-        }
-        let taken = smtp.max_connections as u64 + REFUSING as u64 + 1;
-        limit.soft = limit.soft.saturating_sub(taken);
+        set_aside(
+            &mut limit.soft,
+            &mut smtp.max_connections,
+            8,
+            "SMTP connections",
+            key,
+            report,
+        );
     }
     if let Some(imap) = &mut settings.imap {
-        let share = (limit.soft / 4).saturating_sub(REFUSING as u64);
-        if imap.max_connections as u64 > share {
-            if report {
-                tracing::warn!(
-                    "the descriptor limit of {} leaves room for {} IMAP sessions, not \
-                 imap.max_connections = {}",
-                    limit.soft,
-                    share.max(1),
-                    imap.max_connections
-                );
-            }
-            imap.max_connections = share.max(1) as usize;
-        }
-        let taken = imap.max_connections as u64 + REFUSING as u64 + 1;
-        limit.soft = limit.soft.saturating_sub(taken);
+        let key = "imap.max_connections";
+        set_aside(
+            &mut limit.soft,
+            &mut imap.max_connections,
+            4,
+            "IMAP sessions",
+            key,
+            report,
+        );
     }
     // The CouchDB listener serves with the HTTP settings: its
     // connections count as a second HTTP listener's.
@@ -225,6 +212,31 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
         + fit.http.unwrap_or(0) as u64
         + (1 + http_doors as u64) * REFUSING as u64;
     Ok(limit.soft.saturating_sub(connections))
+}
+
+/// Sets a mail listener's connections (and its refusals) aside from the
+/// soft limit `soft`, lowering `max_connections` to a `share_of`-th of it
+/// if it would take more.
+fn set_aside(
+    soft: &mut u64,
+    max_connections: &mut usize,
+    share_of: u64,
+    what: &str,
+    key: &str,
+    report: bool,
+) {
+    let share = (*soft / share_of).saturating_sub(REFUSING as u64);
+    if *max_connections as u64 > share {
+        if report {
+            tracing::warn!(
+                "the descriptor limit of {soft} leaves room for {} {what}, not {key} = \
+                 {max_connections}",
+                share.max(1),
+            );
+        }
+        *max_connections = share.max(1) as usize;
+    }
+    *soft = soft.saturating_sub(*max_connections as u64 + REFUSING as u64 + 1);
 }
 
 /// The descriptors the engine may use beside every listener's connections
