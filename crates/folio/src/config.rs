@@ -199,6 +199,10 @@ pub struct MailSection {
     /// Seconds before the second outbound attempt (the router's first
     /// wait, 60, unless set).
     pub outbound_first_retry_secs: Option<f64>,
+    /// Seconds a message for another domain may wait before its sender
+    /// is told it is delayed (RFC 3464 `Action: delayed`; 4 hours unless
+    /// set).
+    pub outbound_delay_notice_secs: Option<f64>,
     /// `[[mail.route]]`: per-domain static routes.
     #[serde(default)]
     pub route: Vec<RouteSection>,
@@ -498,11 +502,18 @@ impl FileConfig {
             routes,
         )
         .map_err(|e| e.to_string())?;
-        match timeout(
+        let c = match timeout(
             "mail.outbound_first_retry_secs",
             m.outbound_first_retry_secs,
         )? {
-            Some(t) => Ok(c.with_first_retry(t)),
+            Some(t) => c.with_first_retry(t),
+            None => c,
+        };
+        match timeout(
+            "mail.outbound_delay_notice_secs",
+            m.outbound_delay_notice_secs,
+        )? {
+            Some(t) => Ok(c.with_delay_notice(t)),
             None => Ok(c),
         }
     }
