@@ -516,7 +516,7 @@ with urllib.request.urlopen(req) as r:
     assert_eq!(sent["status"], 201, "{sent}");
     let id = sent["body"]["message_id"].as_str().unwrap().to_string();
     wait_for(&sink, Duration::from_secs(60), |s| {
-        s.accepted().iter().any(|a| *a == id)
+        s.accepted().contains(&id)
     });
     let events = sink.events();
     let kept: Vec<&Value> = events.iter().filter(|e| e["event"] == "accepted").collect();
