@@ -739,12 +739,20 @@ fn serve(args: &Args, sa: &ServeArgs) -> FolioResult<()> {
                 Some(a) => format!(", submission {a}"),
                 None => String::new(),
             };
+            let imaps = match b.imaps {
+                Some(a) => format!(", imaps {a}"),
+                None => String::new(),
+            };
+            let submissions = match b.submissions {
+                Some(a) => format!(", submissions {a}"),
+                None => String::new(),
+            };
             let couchdb = match b.couchdb {
                 Some(a) => format!(", couchdb {a}"),
                 None => String::new(),
             };
             eprintln!(
-                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{submission}{imap}{couchdb}{tls}; Ctrl-C to stop",
+                "folio: serving data directory {data} ({databases} databases, log {}) on native {}, http {http}{smtp}{submission}{submissions}{imap}{imaps}{couchdb}{tls}; Ctrl-C to stop",
                 if logged { "on" } else { "off" },
                 b.native,
             );

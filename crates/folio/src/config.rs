@@ -67,6 +67,12 @@ pub struct FileConfig {
     pub submission_listen: Option<String>,
     /// IMAP (reading mail) address, or "off" (the default).
     pub imap_listen: Option<String>,
+    /// IMAP with implicit TLS (RFC 8314, port 993 style), or "off" (the
+    /// default); the `[imap]` settings apply.
+    pub imaps_listen: Option<String>,
+    /// Submission with implicit TLS (RFC 8314, port 465 style), or "off"
+    /// (the default); the `[submission]` settings apply.
+    pub submissions_listen: Option<String>,
     /// CouchDB replication protocol address, or "off" (the default).
     pub couchdb_listen: Option<String>,
     /// Network compression offered, most preferred first.
@@ -193,6 +199,10 @@ pub struct MailSection {
     /// Seconds before the second outbound attempt (the router's first
     /// wait, 60, unless set).
     pub outbound_first_retry_secs: Option<f64>,
+    /// Seconds a message for another domain may wait before its sender
+    /// is told it is delayed (RFC 3464 `Action: delayed`; 4 hours unless
+    /// set).
+    pub outbound_delay_notice_secs: Option<f64>,
     /// `[[mail.route]]`: per-domain static routes.
     #[serde(default)]
     pub route: Vec<RouteSection>,
@@ -492,11 +502,18 @@ impl FileConfig {
             routes,
         )
         .map_err(|e| e.to_string())?;
-        match timeout(
+        let c = match timeout(
             "mail.outbound_first_retry_secs",
             m.outbound_first_retry_secs,
         )? {
-            Some(t) => Ok(c.with_first_retry(t)),
+            Some(t) => c.with_first_retry(t),
+            None => c,
+        };
+        match timeout(
+            "mail.outbound_delay_notice_secs",
+            m.outbound_delay_notice_secs,
+        )? {
+            Some(t) => Ok(c.with_delay_notice(t)),
             None => Ok(c),
         }
     }
@@ -604,7 +621,23 @@ impl FileConfig {
         s.smtp = self.smtp_settings(s.native.stall_timeout)?;
         s.submission = self.submission_settings(s.native.stall_timeout)?;
         s.outbound = self.outbound_config()?;
-        s.imap = self.imap_settings(s.native.stall_timeout)?;
+        s.imap = self.imap_settings("imap_listen", &self.imap_listen, s.native.stall_timeout)?;
+        s.imaps = self
+            .imap_settings("imaps_listen", &self.imaps_listen, s.native.stall_timeout)?
+            .map(|i| server::imap::ImapSettings {
+                implicit_tls: true,
+                ..i
+            });
+        s.submissions = self
+            .submission_settings_on(
+                "submissions_listen",
+                &self.submissions_listen,
+                s.native.stall_timeout,
+            )?
+            .map(|i| server::smtp::SmtpSettings {
+                implicit_tls: true,
+                ..i
+            });
         let rel = |p: &PathBuf| {
             if p.is_absolute() {
                 p.clone()
@@ -678,9 +711,20 @@ impl FileConfig {
         &self,
         stall_timeout: Duration,
     ) -> Result<Option<server::smtp::SmtpSettings>, String> {
-        let listen = match self.submission_listen.as_deref() {
+        self.submission_settings_on("submission_listen", &self.submission_listen, stall_timeout)
+    }
+
+    /// The submission settings for a listener on the address `key` names
+    /// (`submission_listen` or `submissions_listen`).
+    fn submission_settings_on(
+        &self,
+        key: &str,
+        address: &Option<String>,
+        stall_timeout: Duration,
+    ) -> Result<Option<server::smtp::SmtpSettings>, String> {
+        let listen = match address.as_deref() {
             None | Some("off") => return Ok(None),
-            Some(a) => socket_addr("submission_listen", a)?,
+            Some(a) => socket_addr(key, a)?,
         };
         let mut s = self.smtp_limits(listen, stall_timeout)?;
         let c = &self.submission;
@@ -760,15 +804,17 @@ impl FileConfig {
         Ok(s)
     }
 
-    /// The IMAP listener's settings, validated: `None` unless
-    /// `imap_listen` names an address.
+    /// An IMAP listener's settings, validated: `None` unless the setting
+    /// `key` (`imap_listen` or `imaps_listen`) names an address.
     fn imap_settings(
         &self,
+        key: &str,
+        address: &Option<String>,
         stall_timeout: Duration,
     ) -> Result<Option<server::imap::ImapSettings>, String> {
-        let listen = match self.imap_listen.as_deref() {
+        let listen = match address.as_deref() {
             None | Some("off") => return Ok(None),
-            Some(a) => socket_addr("imap_listen", a)?,
+            Some(a) => socket_addr(key, a)?,
         };
         let c = &self.imap;
         let mut s = server::imap::ImapSettings {
@@ -1313,6 +1359,38 @@ mod tests {
         let s = c.server_settings(d).unwrap().imap.unwrap();
         assert_eq!(s.listen, "127.0.0.1:1143");
         assert!(!s.plaintext_login, "off by default");
+        assert!(!s.implicit_tls);
+        // The implicit-TLS twins: their own addresses, the same sections.
+        let c = parse(
+            "imaps_listen = \"127.0.0.1:1993\"\nsubmissions_listen = \"127.0.0.1:1465\"\n\
+             [imap]\nmax_connections = 9\n[submission]\nmax_connections = 8",
+        )
+        .unwrap();
+        let all = c.server_settings(d).unwrap();
+        assert!(all.imap.is_none() && all.submission.is_none());
+        let imaps = all.imaps.unwrap();
+        assert_eq!(
+            (
+                imaps.listen.as_str(),
+                imaps.max_connections,
+                imaps.implicit_tls
+            ),
+            ("127.0.0.1:1993", 9, true)
+        );
+        let subs = all.submissions.unwrap();
+        assert_eq!(
+            (
+                subs.listen.as_str(),
+                subs.max_connections,
+                subs.implicit_tls
+            ),
+            ("127.0.0.1:1465", 8, true)
+        );
+        let e = parse("imaps_listen = \"nowhere\"")
+            .unwrap()
+            .server_settings(d)
+            .unwrap_err();
+        assert!(e.contains("imaps_listen"), "{e}");
         let on = "imap_listen = \"127.0.0.1:1143\"\n";
         for (text, key) in [
             ("[imap]\nmax_connections = 0", "imap.max_connections"),

@@ -591,6 +591,7 @@ print(json.dumps(out))
             "IMAP4REV1",
             "MOVE",
             "NAMESPACE",
+            "QRESYNC",
             "SPECIAL-USE",
             "UIDPLUS",
             "UNSELECT"

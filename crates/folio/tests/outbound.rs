@@ -17,9 +17,12 @@ use std::time::{Duration, Instant};
 
 /// The sink: an aiosmtpd server on an ephemeral loopback port (printed
 /// first). Every event goes to the log file as a JSON line, fsynced.
-/// Recipients at `bad.example` are refused (550 5.1.1); a message for
+/// Recipients at `bad.example` are refused (550 5.1.1), at
+/// `later.example` always put off (451 4.3.0 at RCPT); a message for
 /// `slow.example` is refused once (451) and then taken. Until the
-/// `armed` file exists every MAIL gets 451. `plan` kills the server
+/// `armed` file exists every MAIL gets 451 (logged `refused`). Each
+/// connection is numbered at its first MAIL, and every kept message
+/// says on which it came. `plan` kills the server
 /// (pid in the pid file): at the n-th MAIL (`kill_mail`), or at the
 /// n-th DATA (`kill_data`): `pre` before the sink keeps the message,
 /// `post` after it kept it but before its 250 (the peer has it, the
@@ -28,7 +31,7 @@ const SINK: &str = r#"
 import asyncio, email, json, os, signal, sys
 from aiosmtpd.smtp import SMTP
 log_path, pid_path, armed_path, plan = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-state = {"datas": 0, "mails": 0, "tempfailed": set()}
+state = {"datas": 0, "mails": 0, "tempfailed": set(), "conns": 0}
 def note(record):
     with open(log_path, "a") as f:
         f.write(json.dumps(record) + "\n")
@@ -42,7 +45,11 @@ def kill():
 class Handler:
     async def handle_MAIL(self, server, session, envelope, address, options):
         if not os.path.exists(armed_path):
+            note({"event": "refused"})
             return "451 4.3.2 sink not ready"
+        if not hasattr(session, "conn_no"):
+            state["conns"] += 1
+            session.conn_no = state["conns"]
         state["mails"] += 1
         if plan.get("kill_mail") == state["mails"]:
             note({"event": "kill", "at": "mail"})
@@ -53,6 +60,9 @@ class Handler:
     async def handle_RCPT(self, server, session, envelope, address, options):
         if address.rsplit("@", 1)[-1].lower() == "bad.example":
             return "550 5.1.1 <%s>: no such user here" % address
+        if address.rsplit("@", 1)[-1].lower() == "later.example":
+            note({"event": "later"})
+            return "451 4.3.0 <%s>: mailbox busy, try later" % address
         envelope.rcpt_tos.append(address)
         return "250 OK"
     async def handle_DATA(self, server, session, envelope):
@@ -70,6 +80,7 @@ class Handler:
             kill()
             return "451 4.3.0 not kept"
         note({"event": "accepted", "id": mid, "from": envelope.mail_from,
+              "conn": session.conn_no, "subject": msg.get("Subject", ""),
               "to": envelope.rcpt_tos, "data": envelope.original_content.decode("utf-8", "replace")})
         if how == "post":
             note({"event": "kill", "at": "post", "id": mid})
@@ -443,4 +454,195 @@ fn kill_9_during_delivery_sends_each_message_once_outside_the_window() {
     );
     assert_eq!(s["outbound.attempts"], 0, "nothing was due: {s}");
     assert!(server.stop().success());
+}
+
+/// Alice's Inbox over IMAP: every message's bytes, once it holds at least
+/// `want` (or after 60 s, whatever it holds).
+fn alice_inbox(server: &Server, want: usize) -> Vec<String> {
+    let imap = server.imap.clone().unwrap();
+    let got = common::python(
+        r#"
+import imaplib, json, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+want = int(sys.argv[2])
+deadline = time.time() + 60
+while True:
+    m = imaplib.IMAP4(host, int(port))
+    m.login("alice", "alice-password")
+    m.select("INBOX")
+    _, data = m.uid("SEARCH", None, "ALL")
+    uids = data[0].split()
+    if len(uids) >= want or time.time() > deadline:
+        break
+    m.logout()
+    time.sleep(0.2)
+out = []
+for uid in uids:
+    _, parts = m.uid("FETCH", uid, "(BODY.PEEK[])")
+    out.append(parts[0][1].decode("utf-8", "replace"))
+m.logout()
+print(json.dumps(out))
+"#,
+        &[&imap, &want.to_string()],
+    );
+    got.as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Mail sent through Folio's own HTTP API (`POST /mail/send`, Python's
+/// urllib) to another domain reaches the outside world as well-formed
+/// MIME, from the sender's address.
+#[test]
+fn mail_sent_over_http_reaches_the_sink() {
+    let sink = Sink::start("{}", true);
+    let tmp = mail_dir(&sink, &["ok.example"], "");
+    let server = Server::start(tmp.path());
+    let sent = common::python(
+        r#"
+import base64, json, sys, urllib.request
+body = json.dumps({"to": "Carl <carl@ok.example>, bob", "subject": "From the API",
+                   "body": "Hello **Carl**.\n\nA second paragraph."}).encode()
+req = urllib.request.Request(sys.argv[1] + "/mail/send", data=body, method="POST",
+                             headers={"Content-Type": "application/json",
+                                      "Authorization": "Basic " + base64.b64encode(b"alice:alice-password").decode()})
+with urllib.request.urlopen(req) as r:
+    print(json.dumps({"status": r.status, "body": json.loads(r.read())}))
+"#,
+        &[&format!("http://{}", server.http)],
+    );
+    assert_eq!(sent["status"], 201, "{sent}");
+    let id = sent["body"]["message_id"].as_str().unwrap().to_string();
+    wait_for(&sink, Duration::from_secs(60), |s| {
+        s.accepted().contains(&id)
+    });
+    let events = sink.events();
+    let kept: Vec<&Value> = events.iter().filter(|e| e["event"] == "accepted").collect();
+    assert_eq!(kept.len(), 1, "once: {events:#?}");
+    let e = kept[0];
+    assert_eq!(e["from"], "alice@example.com", "the sender's address");
+    assert_eq!(e["to"], json(r#"["carl@ok.example"]"#), "bob is local");
+    assert_eq!(e["subject"], "From the API");
+    // Python's email parser reads it as one text message with the body.
+    let parsed = common::python(
+        r#"
+import email, json, sys
+from email import policy
+m = email.message_from_string(sys.argv[1], policy=policy.default)
+print(json.dumps({"defects": len(m.defects), "type": m.get_content_type(),
+                  "from": m["From"], "to": m["To"],
+                  "text": m.get_body(preferencelist=("plain",)).get_content()}))
+"#,
+        &[e["data"].as_str().unwrap()],
+    );
+    assert_eq!(parsed["defects"], 0, "{parsed}");
+    assert!(
+        parsed["from"]
+            .as_str()
+            .unwrap()
+            .contains("alice@example.com"),
+        "{parsed}"
+    );
+    assert!(
+        parsed["text"].as_str().unwrap().contains("Hello **Carl**."),
+        "{parsed}"
+    );
+    assert!(server.stop().success());
+}
+
+/// Entries due together for one host go over one connection (RSET
+/// between them), and a message still waiting after
+/// `mail.outbound_delay_notice_secs` gets its sender one RFC 3464
+/// `Action: delayed` notice, however often it is tried again.
+#[test]
+fn one_connection_per_pass_and_one_delay_notice() {
+    const N: usize = 6;
+    let sink = Sink::start("{}", false);
+    let tmp = mail_dir(&sink, &["ok.example", "later.example"], "");
+    let d = tmp.path();
+    let server = Server::start(d);
+    let mut messages: Vec<Value> = (0..N)
+        .map(|i| {
+            serde_json::json!({"id": format!("<p{i}@laptop>"), "subject": format!("Pass {i}"),
+                "body": "Body.\n", "to": [format!("r{i}@ok.example")]})
+        })
+        .collect();
+    messages.push(serde_json::json!({"id": "<late@laptop>", "subject": "Late",
+        "body": "Whenever.\n", "to": ["x@later.example"]}));
+    let sent = submit(&server, &Value::Array(messages));
+    assert!(sent.as_array().unwrap().iter().all(|r| *r == json("{}")));
+    // Each entry tried once while the sink refuses every MAIL.
+    wait_for(&sink, Duration::from_secs(60), |s| {
+        s.events()
+            .iter()
+            .filter(|e| e["event"] == "refused")
+            .count()
+            > N
+    });
+    assert!(server.stop().success());
+    sink.arm();
+    // Restarted once every entry is due (their OutNext, read from the
+    // queue's view), the first pass takes them all.
+    let rows = ok(
+        d,
+        &["view", "read", "mail.out.fdb", "(Queue)", "--count", "100"],
+        "",
+    );
+    let latest = rows
+        .lines()
+        .map(|l| json(l)["columns"]["Next"].as_f64().unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as f64
+    };
+    while now() <= latest {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Delay notices after a second from now on: only the late one is
+    // still pending after this pass.
+    let env = [("FOLIO__MAIL__OUTBOUND_DELAY_NOTICE_SECS", "1")];
+    let server = Server::start_with_env(d, &env);
+    wait_for(&sink, Duration::from_secs(60), |s| s.accepted().len() >= N);
+    let events = sink.events();
+    let conns: std::collections::BTreeSet<u64> = events
+        .iter()
+        .filter(|e| e["event"] == "accepted")
+        .map(|e| e["conn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(conns.len(), 1, "one connection for the pass: {events:#?}");
+
+    // The late one: one delay notice, whatever the retries since.
+    let inbox = alice_inbox(&server, 1);
+    assert_eq!(inbox.len(), 1, "{inbox:?}");
+    for needle in [
+        "Subject: Delayed Mail (still being retried)",
+        "Content-Type: multipart/report; report-type=delivery-status;",
+        "Final-Recipient: rfc822; x@later.example",
+        "Action: delayed",
+        "Status: 4.3.0",
+        "Will-Retry-Until: ",
+        "Diagnostic-Code: smtp; 451 4.3.0",
+        "Subject: Late",
+    ] {
+        assert!(inbox[0].contains(needle), "{needle} in {}", inbox[0]);
+    }
+    let tried = sink
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "later")
+        .count();
+    wait_for(&sink, Duration::from_secs(60), |s| {
+        s.events().iter().filter(|e| e["event"] == "later").count() >= tried + 2
+    });
+    assert_eq!(alice_inbox(&server, 1).len(), 1, "still one notice");
+    let s = stats_once(&server, |s| s["outbound.delay_notices"] == 1);
+    assert_eq!(s["outbound.delay_notices"], 1, "{s}");
+    assert_eq!(s["outbound.delivered"], N as u64, "{s}");
+    assert!(server.stop().success());
+    assert_eq!(sink.accepted().len(), N, "{:#?}", sink.events());
 }

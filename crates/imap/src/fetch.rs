@@ -130,12 +130,33 @@ fn literal(bytes: Vec<u8>) -> ImapResult<NString<'static>> {
     })
 }
 
-/// µs since 1970 as an IMAP date-time (UTC).
+/// µs since 1970 as an IMAP date-time (UTC): whole seconds (IMAP has
+/// no fractions; the codec refuses them), and 1970 for a time outside
+/// the years IMAP can write (0 to 9999).
 pub(crate) fn date(micros: i64) -> DateTime {
     let utc = FixedOffset::east_opt(0).expect("UTC");
-    let t = utc
-        .timestamp_micros(micros)
+    let epoch = || {
+        let t = utc.timestamp_opt(0, 0).single().expect("1970");
+        DateTime::try_from(t).expect("1970 is an IMAP date")
+    };
+    utc.timestamp_opt(micros.div_euclid(1_000_000), 0)
         .single()
-        .unwrap_or_else(|| utc.timestamp_opt(0, 0).single().expect("1970"));
-    DateTime::unvalidated(t)
+        .and_then(|t| DateTime::try_from(t).ok())
+        .unwrap_or_else(epoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::date;
+
+    #[test]
+    fn dates_drop_fractions_and_never_panic() {
+        let d = date(1_700_000_000_492_508);
+        assert_eq!(d.as_ref().timestamp(), 1_700_000_000);
+        assert_eq!(d.as_ref().timestamp_subsec_nanos(), 0);
+        assert_eq!(date(-1).as_ref().timestamp(), -1);
+        for extreme in [i64::MIN, i64::MAX, 300_000_000_000_000_000] {
+            assert_eq!(date(extreme).as_ref().timestamp(), 0);
+        }
+    }
 }

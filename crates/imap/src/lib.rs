@@ -14,6 +14,7 @@
 //!   messages.rs   FETCH, STORE, SEARCH, EXPUNGE, COPY/MOVE (sequence numbers and UIDs)
 //!   fetch.rs      one message's FETCH items
 //!   mime.rs       sections, ENVELOPE, BODYSTRUCTURE from the message's bytes
+//!   qresync.rs    QRESYNC: VANISHED (EARLIER) and the resync of a SELECT
 //!   search.rs     SEARCH keys against a message
 //!   seqset.rs     sequence sets over a snapshot, bounded by its size
 //!   store.rs      the Mailstore and Accounts traits the session calls
@@ -31,6 +32,7 @@ mod mailboxes;
 mod mailfile;
 mod messages;
 mod mime;
+mod qresync;
 mod search;
 mod seqset;
 mod session;

@@ -6,11 +6,13 @@
 //! keeps the whole name as one folder name. `INBOX` is the Inbox folder
 //! whatever the case it is written in (RFC 9051 §5.1).
 
+use crate::qresync;
 use crate::session::{nonzero, nonzero64, Selected, Session, State};
 use crate::store::{MailboxInfo, Mailstore};
 use crate::ImapError;
 use imap_next::imap_types::command::SelectParameter;
 use imap_next::imap_types::core::{Atom, IString, QuotedChar, Tag};
+use imap_next::imap_types::datetime::DateTime;
 use imap_next::imap_types::extensions::binary::LiteralOrLiteral8;
 use imap_next::imap_types::extensions::namespace::Namespace;
 use imap_next::imap_types::flag::{Flag, FlagNameAttribute, FlagPerm};
@@ -141,11 +143,14 @@ pub(crate) fn select(
     for p in &parameters {
         match p {
             SelectParameter::CondStore => s.condstore = true,
-            SelectParameter::QResync { .. } => {
-                return s.bad(tag, "QRESYNC is not offered (CONDSTORE is)")
+            // RFC 7162 §3.2.5: BAD unless the client enabled it.
+            SelectParameter::QResync { .. } if !s.qresync => {
+                return s.bad(tag, "QRESYNC must be enabled first (ENABLE QRESYNC)")
             }
+            SelectParameter::QResync { .. } => {}
         }
     }
+    let held = qresync::Held::of(&parameters);
     // Selecting leaves the selected mailbox first, even if it fails.
     let store = match std::mem::replace(&mut s.state, State::Logout) {
         State::Authenticated(st) => st,
@@ -198,14 +203,24 @@ pub(crate) fn select(
     } else {
         (Code::ReadWrite, "SELECT done")
     };
-    s.state = State::Selected(
-        store,
-        Selected {
-            name,
-            read_only,
-            snapshot,
-        },
-    );
+    let sel = Selected {
+        name,
+        read_only,
+        snapshot,
+    };
+    let resynced = held.map(|h| qresync::resync(store.as_ref(), &sel, &h));
+    s.state = State::Selected(store, sel);
+    match resynced {
+        Some(Err(why)) => {
+            return s.no(
+                tag,
+                None,
+                &format!("the mailbox could not be resynchronised: {why}"),
+            )
+        }
+        Some(Ok(data)) => data.into_iter().for_each(|d| s.data(d)),
+        None => {}
+    }
     s.ok(tag, Some(code), text);
 }
 
@@ -339,9 +354,11 @@ pub(crate) fn append(
     tag: Tag<'static>,
     mailbox: Mailbox<'static>,
     flags: Vec<Flag<'static>>,
+    date: Option<DateTime>,
     message: LiteralOrLiteral8<'static>,
 ) {
     let name = name_of(&mailbox);
+    let date = date.map(|d| d.as_ref().timestamp_micros());
     let bytes: &[u8] = match &message {
         LiteralOrLiteral8::Literal(l) => l.data(),
         LiteralOrLiteral8::Literal8(l) => l.data.as_ref(),
@@ -349,7 +366,7 @@ pub(crate) fn append(
     let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
     let Some(store) = s.store() else { return };
     let appended = store
-        .append(&name, &flags, bytes)
+        .append(&name, &flags, date, bytes)
         .and_then(|uid| store.snapshot(&name).map(|sn| (uid, sn.uid_validity)));
     match appended {
         Ok((uid, validity)) => {

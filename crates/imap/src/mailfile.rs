@@ -41,6 +41,9 @@ pub const FLAGS_ITEM: &str = "IMAPFlags";
 /// without it, INTERNALDATE is when the document was added to the file.
 pub const IMAP_DATE_ITEM: &str = "IMAPDate";
 
+/// Changes read at a time when looking for what left a mailbox.
+const VANISHED_PAGE: usize = 1000;
+
 /// The built-in mailboxes: IMAP name, view or folder, special use.
 const BUILT_IN: [(&str, &str, Option<SpecialUse>); 4] = [
     ("INBOX", mail::INBOX, None),
@@ -246,6 +249,11 @@ impl Mailstore for MailFileStore {
         unchanged_since: Option<u64>,
     ) -> ImapResult<Option<u64>> {
         let note = self.note(uid)?;
+        if !self.access.can_edit(&note) {
+            return Err(ImapError::Refused(format!(
+                "your access does not let you change message {uid}"
+            )));
+        }
         let set = ItemUpdate::Set(Item {
             name: FLAGS_ITEM.into(),
             value: ItemValue::TextList(flags.to_vec()),
@@ -276,8 +284,20 @@ impl Mailstore for MailFileStore {
         } else {
             Vec::new()
         };
+        // Every message checked before any is touched: a refusal changes
+        // nothing.
+        let mut notes = Vec::with_capacity(uids.len());
         for &uid in uids {
             let note = self.note(uid)?;
+            if !self.access.can_delete(&note) {
+                return Err(ImapError::Refused(format!(
+                    "your access does not let you remove message {uid}"
+                )));
+            }
+            notes.push(note);
+        }
+        for note in notes {
+            let uid = note.note_id.0;
             if !self.held_elsewhere(&note, &others)? {
                 self.db.delete(note.oid.unid, None, true)?;
                 continue;
@@ -298,7 +318,44 @@ impl Mailstore for MailFileStore {
         self.transfer_messages(from, uids, to, how)
     }
 
-    fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32> {
+    fn vanished_since(&self, mailbox: &str, since: u64, uid_next: u32) -> ImapResult<Vec<u32>> {
+        self.source(mailbox)?;
+        let mut out = Vec::new();
+        let mut cursor = nsf::Seq(since);
+        loop {
+            let page = self.db.modified_since(cursor, VANISHED_PAGE)?;
+            let Some(last) = page.last() else { break };
+            cursor = last.change_seq;
+            // A stub is a message deleted (EXPUNGE, MOVE, or through
+            // Folio's API); a readable document changed since may have
+            // left this folder while staying in another (I62).
+            out.extend(
+                page.iter()
+                    .filter(|n| n.note_id.0 < uid_next)
+                    .filter(|n| n.deleted || self.access.can_read(n))
+                    .map(|n| n.note_id.0),
+            );
+            if page.len() < VANISHED_PAGE {
+                break;
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn append(
+        &self,
+        mailbox: &str,
+        flags: &[String],
+        date: Option<i64>,
+        message: &[u8],
+    ) -> ImapResult<u32> {
+        if !self.access.can_create() {
+            return Err(ImapError::Refused(
+                "your access to this mail file does not let you add messages".into(),
+            ));
+        }
         let source = self.source(mailbox)?;
         let posted = match source.special {
             Some(SpecialUse::Drafts) => false,
@@ -328,6 +385,14 @@ impl Mailstore for MailFileStore {
             name: FLAGS_ITEM.into(),
             value: ItemValue::TextList(flags.to_vec()),
         });
+        if let Some(date) = date {
+            // The client's INTERNALDATE (RFC 9051 §6.3.12), kept as a
+            // copy keeps the original's.
+            items.push(Item {
+                name: IMAP_DATE_ITEM.into(),
+                value: ItemValue::DateTime(Timestamp(date)),
+            });
+        }
         let unid = Unid::random();
         let note = ForeignNote {
             oid: OriginatorId {

@@ -9,6 +9,7 @@
 
 use crate::fetch;
 use crate::mailboxes::name_of;
+use crate::qresync;
 use crate::search::{self, Candidate};
 use crate::seqset::resolve;
 use crate::session::{flag_fetch, flags_data, nonzero, nonzero64, Session, State};
@@ -44,12 +45,27 @@ pub(crate) fn fetch(
         names.push(MessageDataItemName::Uid);
     }
     let mut changed_since = None;
+    let mut vanished = false;
     for m in modifiers {
         match m {
             FetchModifier::ChangedSince(n) => changed_since = Some(n.get()),
-            FetchModifier::Vanished => {
-                return s.bad(tag, "VANISHED is QRESYNC's, which is not offered")
-            }
+            FetchModifier::Vanished => vanished = true,
+        }
+    }
+    // RFC 7162 §3.2.6: VANISHED only in a UID FETCH with CHANGEDSINCE,
+    // once QRESYNC is enabled; anything else is BAD.
+    if vanished {
+        let why = if !s.qresync {
+            Some("VANISHED needs QRESYNC enabled first (ENABLE QRESYNC)")
+        } else if !uid {
+            Some("VANISHED only in UID FETCH")
+        } else if changed_since.is_none() {
+            Some("VANISHED only with CHANGEDSINCE")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return s.bad(tag, why);
         }
     }
     // RFC 7162 §3.1.4: CHANGEDSINCE implies MODSEQ; either turns
@@ -69,6 +85,12 @@ pub(crate) fn fetch(
         Err(e) => return s.bad(tag, &e),
     };
     let mut out = Vec::with_capacity(picked.len());
+    if let Some(since) = changed_since.filter(|_| vanished) {
+        match qresync::vanished_earlier(store.as_ref(), sel, since, Some(set)) {
+            Ok(v) => out.extend(v),
+            Err(why) => return s.no(tag, None, &why),
+        }
+    }
     let mut failed = None;
     for i in picked {
         let meta = sel.snapshot.messages[i].clone();

@@ -60,6 +60,31 @@ pub(crate) fn contains(set: &SequenceSet, value: u32, largest: u32) -> bool {
     })
 }
 
+/// UIDs (ascending, each once) as a sequence set of runs, `3:5,9`;
+/// `None` if there are none. A run covers consecutive numbers only, so
+/// the set names exactly these UIDs.
+pub(crate) fn of_uids(uids: &[u32]) -> Option<SequenceSet> {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &u in uids.iter().filter(|&&u| u > 0) {
+        match runs.last_mut() {
+            Some((_, hi)) if u == *hi + 1 => *hi = u,
+            Some((_, hi)) if u <= *hi => {}
+            _ => runs.push((u, u)),
+        }
+    }
+    let value = |n: u32| SeqOrUid::Value(std::num::NonZeroU32::new(n).expect("not 0"));
+    let seqs: Vec<Sequence> = runs
+        .into_iter()
+        .map(|(lo, hi)| match lo == hi {
+            true => Sequence::Single(value(lo)),
+            false => Sequence::Range(value(lo), value(hi)),
+        })
+        .collect();
+    imap_next::imap_types::core::Vec1::try_from(seqs)
+        .ok()
+        .map(SequenceSet)
+}
+
 /// One element as an inclusive range, `*` as `largest`, ends in order.
 fn range(s: &Sequence, largest: u32) -> (u32, u32) {
     let v = |x: &SeqOrUid| match x {
@@ -104,5 +129,29 @@ mod tests {
         assert_eq!(resolve(&set("50:*"), true, &m).unwrap(), [2]);
         assert!(resolve(&set("4:6"), true, &m).unwrap().is_empty());
         assert!(resolve(&set("1:*"), false, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn uids_as_runs() {
+        let text = |u: &[u32]| {
+            of_uids(u).map(|s| {
+                s.0.as_ref()
+                    .iter()
+                    .map(|x| {
+                        let (lo, hi) = range(x, 0);
+                        if lo == hi {
+                            lo.to_string()
+                        } else {
+                            format!("{lo}:{hi}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+        };
+        assert_eq!(text(&[]), None);
+        assert_eq!(text(&[3, 4, 5, 9]).as_deref(), Some("3:5,9"));
+        assert_eq!(text(&[1, 3, 5]).as_deref(), Some("1,3,5"));
+        assert_eq!(text(&[0, 2, 2, 3]).as_deref(), Some("2:3"));
     }
 }

@@ -69,8 +69,8 @@ pub enum Step {
 /// What a signed-in session can do beyond IMAP4rev1, exactly what is
 /// implemented: IDLE (RFC 2177), UIDPLUS (RFC 4315), UNSELECT (RFC
 /// 3691), SPECIAL-USE (RFC 6154), MOVE (RFC 6851), NAMESPACE (RFC 2342),
-/// ENABLE (RFC 5161), CONDSTORE (RFC 7162, without QRESYNC).
-const AFTER_SIGN_IN: [&str; 8] = [
+/// ENABLE (RFC 5161), CONDSTORE and QRESYNC (RFC 7162).
+const AFTER_SIGN_IN: [&str; 9] = [
     "IDLE",
     "UIDPLUS",
     "UNSELECT",
@@ -79,6 +79,7 @@ const AFTER_SIGN_IN: [&str; 8] = [
     "NAMESPACE",
     "ENABLE",
     "CONDSTORE",
+    "QRESYNC",
 ];
 
 /// Refused sign-ins a session may make; the next one ends it.
@@ -123,6 +124,10 @@ pub struct Session {
     /// command that uses it): every FETCH a flag change causes carries
     /// the message's MODSEQ.
     pub(crate) condstore: bool,
+    /// QRESYNC is on (RFC 7162 §3.2.3: only by ENABLE): SELECT may
+    /// resynchronise, UID FETCH may ask for VANISHED, and expunges are
+    /// told as `* VANISHED` instead of `* n EXPUNGE`.
+    pub(crate) qresync: bool,
 }
 
 impl Session {
@@ -146,6 +151,7 @@ impl Session {
             failed_logins: 0,
             pause: None,
             condstore: false,
+            qresync: false,
         };
         s.server = Server::new(options(&s.limits), greeting(&s.capabilities()));
         s
@@ -252,7 +258,7 @@ impl Session {
         let Ok(new) = store.snapshot(&sel.name) else {
             return;
         };
-        for d in changes(&mut sel.snapshot, new, self.condstore) {
+        for d in changes(&mut sel.snapshot, new, self.condstore, self.qresync) {
             self.server.enqueue_data(d);
         }
     }
@@ -313,9 +319,9 @@ impl Session {
             CommandBody::Append {
                 mailbox,
                 flags,
+                date,
                 message,
-                ..
-            } => mailboxes::append(self, tag, mailbox, flags, message),
+            } => mailboxes::append(self, tag, mailbox, flags, date, message),
             _ if !selected => self.bad(tag, "select a mailbox first"),
             CommandBody::Close => messages::close(self, tag, true),
             CommandBody::Unselect => messages::close(self, tag, false),
@@ -370,9 +376,9 @@ impl Session {
         }
     }
 
-    /// ENABLE (RFC 5161): CONDSTORE is the one extension that can be
-    /// enabled; `* ENABLED` names it if asked, and nothing else. Only
-    /// before a mailbox is selected.
+    /// ENABLE (RFC 5161): CONDSTORE and QRESYNC (which brings CONDSTORE
+    /// with it, RFC 7162 §3.2.3) can be enabled; `* ENABLED` names those
+    /// asked for, and nothing else. Only before a mailbox is selected.
     fn enable(&mut self, tag: Tag<'static>, asked: Vec1<CapabilityEnable<'static>>) {
         if matches!(self.state, State::Selected(..)) {
             return self.bad(tag, "ENABLE only before selecting a mailbox");
@@ -385,6 +391,17 @@ impl Session {
         {
             self.condstore = true;
             enabled.push(CapabilityEnable::CondStore);
+        }
+        if asked
+            .as_ref()
+            .iter()
+            .any(|c| c.to_string().eq_ignore_ascii_case("QRESYNC"))
+        {
+            self.condstore = true;
+            self.qresync = true;
+            enabled.push(CapabilityEnable::from(
+                Atom::try_from("QRESYNC").expect("an atom"),
+            ));
         }
         self.data(Data::Enabled {
             capabilities: enabled,
@@ -573,17 +590,34 @@ fn tag_of(bytes: &[u8]) -> Option<Tag<'static>> {
 
 /// What a client holding `old` must hear to hold `new` (see the module
 /// docs); `old` becomes what the client then holds.
-fn changes(old: &mut Snapshot, new: Snapshot, condstore: bool) -> Vec<Data<'static>> {
+/// With QRESYNC on, expunges are one `* VANISHED uids` (RFC 7162
+/// §3.2.10) instead of an EXPUNGE each.
+fn changes(
+    old: &mut Snapshot,
+    new: Snapshot,
+    condstore: bool,
+    qresync: bool,
+) -> Vec<Data<'static>> {
     let mut out = Vec::new();
     let kept: std::collections::HashMap<u32, &MessageMeta> =
         new.messages.iter().map(|m| (m.uid, m)).collect();
     // Expunged, highest sequence number first so no number shifts
     // under the client.
+    let mut gone = Vec::new();
     for i in (0..old.messages.len()).rev() {
         if !kept.contains_key(&old.messages[i].uid) {
-            old.messages.remove(i);
-            out.push(Data::Expunge(nonzero(i as u32 + 1)));
+            gone.push(old.messages.remove(i).uid);
+            if !qresync {
+                out.push(Data::Expunge(nonzero(i as u32 + 1)));
+            }
         }
+    }
+    gone.reverse();
+    if let Some(known_uids) = crate::seqset::of_uids(&gone).filter(|_| qresync) {
+        out.push(Data::Vanished {
+            earlier: false,
+            known_uids,
+        });
     }
     for (i, m) in old.messages.iter_mut().enumerate() {
         let now = kept[&m.uid];

@@ -111,9 +111,22 @@ pub trait Mailstore: Send {
     /// Deletes the messages (a deletion stub each, so replicas and other
     /// sessions see it); durable when this returns.
     fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()>;
+    /// UIDs below `uid_next` that may have left `mailbox` after the
+    /// mod-sequence `since` (RFC 7162 QRESYNC, `VANISHED (EARLIER)`),
+    /// ascending: at least every one that did. It may name UIDs the
+    /// mailbox never held or holds now; the session leaves out those it
+    /// holds, and a client ignores the ones it never had.
+    fn vanished_since(&self, mailbox: &str, since: u64, uid_next: u32) -> ImapResult<Vec<u32>>;
     /// Stores a new message in the mailbox; durable when this returns.
-    /// Answers its UID.
-    fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32>;
+    /// Answers its UID. `date` is its INTERNALDATE (µs since 1970) if the
+    /// client gave one, else now.
+    fn append(
+        &self,
+        mailbox: &str,
+        flags: &[String],
+        date: Option<i64>,
+        message: &[u8],
+    ) -> ImapResult<u32>;
     /// Copies the messages `uids` of `from` into `to` (or moves them),
     /// durable when this returns, all of them or none. Answers the
     /// copies' UIDs in the order of `uids`: new UIDs of `to`, above every

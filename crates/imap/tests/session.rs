@@ -20,6 +20,8 @@ struct Model {
     next_uid: Arc<Mutex<u32>>,
     /// UID → mod-sequence (1 until its flags change).
     modseq: Arc<Mutex<BTreeMap<u32, u64>>>,
+    /// Expunged UID → the mod-sequence of its expunge.
+    expunged: Arc<Mutex<BTreeMap<u32, u64>>>,
 }
 
 impl Model {
@@ -111,12 +113,34 @@ impl Mailstore for Model {
     fn expunge(&self, mailbox: &str, uids: &[u32]) -> ImapResult<()> {
         let mut boxes = self.boxes.lock().unwrap();
         let b = boxes.get_mut(mailbox).unwrap();
+        let mut seqs = self.modseq.lock().unwrap();
         for u in uids {
             b.remove(u);
+            // The expunge moves the mailbox's mod-sequence up, as a
+            // deletion stub's change does a mail file's.
+            let next = seqs.values().copied().max().unwrap_or(1) + 1;
+            seqs.insert(0, next);
+            self.expunged.lock().unwrap().insert(*u, next);
         }
         Ok(())
     }
-    fn append(&self, mailbox: &str, flags: &[String], message: &[u8]) -> ImapResult<u32> {
+    fn vanished_since(&self, _mailbox: &str, since: u64, uid_next: u32) -> ImapResult<Vec<u32>> {
+        Ok(self
+            .expunged
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(u, m)| **m > since && **u < uid_next)
+            .map(|(u, _)| *u)
+            .collect())
+    }
+    fn append(
+        &self,
+        mailbox: &str,
+        flags: &[String],
+        _date: Option<i64>,
+        message: &[u8],
+    ) -> ImapResult<u32> {
         let mut boxes = self.boxes.lock().unwrap();
         let b = boxes
             .get_mut(mailbox)
@@ -224,7 +248,7 @@ fn talk(s: &mut Session, input: &[u8]) -> (String, bool) {
 fn a_whole_conversation() {
     let model = Model::new();
     model
-        .append("INBOX", &[], b"Subject: hi\r\n\r\nhello\r\n")
+        .append("INBOX", &[], None, b"Subject: hi\r\n\r\nhello\r\n")
         .unwrap();
     let mut s = session(&model, LOOPBACK);
     let (greeting, _) = talk(&mut s, b"");
@@ -263,7 +287,7 @@ fn a_whole_conversation() {
     assert!(out.contains("* SEARCH\r\n"), "{out}");
     // A message arrives: NOOP tells of it.
     model
-        .append("INBOX", &[], b"Subject: two\r\n\r\n2\r\n")
+        .append("INBOX", &[], None, b"Subject: two\r\n\r\n2\r\n")
         .unwrap();
     let (out, _) = talk(&mut s, b"a8 NOOP\r\n");
     assert!(out.contains("* 2 EXISTS"), "{out}");
@@ -289,6 +313,7 @@ fn copy_and_move_answer_copyuid_and_expunge_in_order() {
             .append(
                 "INBOX",
                 &[],
+                None,
                 format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes(),
             )
             .unwrap();
@@ -299,7 +324,7 @@ fn copy_and_move_answer_copyuid_and_expunge_in_order() {
     let (out, _) = talk(&mut s, b"a2 CAPABILITY\r\n");
     assert!(
         out.contains(
-            "* CAPABILITY IMAP4REV1 IDLE UIDPLUS UNSELECT SPECIAL-USE MOVE NAMESPACE ENABLE CONDSTORE\r\n"
+            "* CAPABILITY IMAP4REV1 IDLE UIDPLUS UNSELECT SPECIAL-USE MOVE NAMESPACE ENABLE CONDSTORE QRESYNC\r\n"
         ),
         "{out}"
     );
@@ -347,6 +372,7 @@ fn condstore_tells_what_changed_since_and_refuses_stale_stores() {
             .append(
                 "INBOX",
                 &[],
+                None,
                 format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes(),
             )
             .unwrap();
@@ -399,6 +425,84 @@ fn condstore_tells_what_changed_since_and_refuses_stale_stores() {
     assert!(out.contains("a9 BAD"), "{out}");
     let (out, _) = talk(&mut s, b"a10 EXAMINE INBOX\r\n");
     assert!(out.contains("* OK [CLOSED]"), "{out}");
+}
+
+#[test]
+fn qresync_tells_what_vanished_and_changed_and_nothing_else() {
+    let model = Model::new();
+    for i in 0..6 {
+        model
+            .append(
+                "INBOX",
+                &[],
+                None,
+                format!("Subject: {i}\r\n\r\n{i}\r\n").as_bytes(),
+            )
+            .unwrap();
+    }
+    let mut s = session(&model, LOOPBACK);
+    talk(&mut s, b"");
+    talk(&mut s, b"a1 LOGIN bob secret\r\n");
+    // Not enabled: SELECT (QRESYNC ...) and VANISHED are BAD, nothing
+    // selected.
+    let (out, _) = talk(&mut s, b"a2 SELECT INBOX (QRESYNC (7 1))\r\n");
+    assert!(out.contains("a2 BAD"), "{out}");
+    assert!(!out.contains("EXISTS"), "{out}");
+    let (out, _) = talk(&mut s, b"a3 ENABLE QRESYNC\r\n");
+    assert!(out.contains("* ENABLED QRESYNC"), "{out}");
+    let (out, _) = talk(&mut s, b"a4 CAPABILITY\r\n");
+    assert!(out.contains("QRESYNC"), "{out}");
+    // What this client holds: everything at mod-sequence 1.
+    model
+        .set_flags("INBOX", 2, &["\\Seen".into()], None)
+        .unwrap();
+    model.expunge("INBOX", &[4, 5]).unwrap();
+    let (out, _) = talk(&mut s, b"a5 SELECT INBOX (QRESYNC (7 1))\r\n");
+    assert!(out.contains("* VANISHED (EARLIER) 4:5"), "{out}");
+    assert!(
+        out.contains("* 2 FETCH (FLAGS (\\Seen) UID 2 MODSEQ (2))"),
+        "{out}"
+    );
+    assert_eq!(out.matches("FETCH").count(), 1, "only the change: {out}");
+    assert!(out.contains("a5 OK [READ-WRITE]"), "{out}");
+    // Known UIDs limit both answers; another UIDVALIDITY gets none.
+    let (out, _) = talk(&mut s, b"a6 EXAMINE INBOX (QRESYNC (7 1 1:4))\r\n");
+    assert!(out.contains("* VANISHED (EARLIER) 4\r\n"), "{out}");
+    let (out, _) = talk(&mut s, b"a7 EXAMINE INBOX (QRESYNC (8 1))\r\n");
+    assert!(!out.contains("VANISHED") && !out.contains("FETCH"), "{out}");
+    // UID FETCH ... (CHANGEDSINCE n VANISHED): only in that form.
+    let (out, _) = talk(
+        &mut s,
+        b"a8 UID FETCH 1:* (FLAGS) (CHANGEDSINCE 1 VANISHED)\r\n",
+    );
+    assert!(out.contains("* VANISHED (EARLIER) 4:5"), "{out}");
+    assert!(out.contains("UID 2"), "{out}");
+    let (out, _) = talk(
+        &mut s,
+        b"a9 FETCH 1:* (FLAGS) (CHANGEDSINCE 1 VANISHED)\r\n",
+    );
+    assert!(out.contains("a9 BAD"), "{out}");
+    let (out, _) = talk(&mut s, b"a10 UID FETCH 1:* (FLAGS) (VANISHED)\r\n");
+    assert!(out.contains("a10 BAD"), "{out}");
+    // Bad mod-sequences are BAD from the parser, nothing selected anew.
+    for bad in [
+        &b"b1 SELECT INBOX (QRESYNC (7 0))\r\n"[..],
+        b"b2 SELECT INBOX (QRESYNC (7 -1))\r\n",
+        b"b3 SELECT INBOX (QRESYNC (7 99999999999999999999999))\r\n",
+        b"b4 SELECT INBOX (QRESYNC (0 1))\r\n",
+        b"b5 SELECT INBOX (QRESYNC 7 1)\r\n",
+        b"b6 UID FETCH 1:* (FLAGS) (CHANGEDSINCE x)\r\n",
+    ] {
+        let (out, _) = talk(&mut s, bad);
+        let tag = std::str::from_utf8(&bad[..2]).unwrap();
+        assert!(out.contains(&format!("{tag} BAD")), "{out}");
+    }
+    // Expunges in a QRESYNC session are told as VANISHED.
+    let (_, _) = talk(&mut s, b"c1 SELECT INBOX\r\n");
+    talk(&mut s, b"c2 STORE 1 +FLAGS (\\Deleted)\r\n");
+    let (out, _) = talk(&mut s, b"c3 EXPUNGE\r\n");
+    assert!(out.contains("* VANISHED 1\r\n"), "{out}");
+    assert!(!out.contains("EXPUNGE\r\n"), "{out}");
 }
 
 #[test]
@@ -501,7 +605,7 @@ proptest! {
         signed_in in any::<bool>(),
     ) {
         let model = Model::new();
-        model.append("INBOX", &[], b"Subject: hi\r\n\r\nhello\r\n").unwrap();
+        model.append("INBOX", &[], None, b"Subject: hi\r\n\r\nhello\r\n").unwrap();
         let mut s = session(&model, LOOPBACK);
         talk(&mut s, b"");
         if signed_in {
@@ -525,7 +629,7 @@ proptest! {
         args in "[ -~]{0,60}",
     ) {
         let model = Model::new();
-        model.append("INBOX", &[], b"Subject: hi\r\n\r\nhello\r\n").unwrap();
+        model.append("INBOX", &[], None, b"Subject: hi\r\n\r\nhello\r\n").unwrap();
         let mut s = session(&model, LOOPBACK);
         talk(&mut s, b"a LOGIN bob secret\r\nb SELECT INBOX\r\n");
         let (out, _) = talk(&mut s, format!("t {cmd} {args}\r\n").as_bytes());

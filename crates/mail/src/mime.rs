@@ -33,7 +33,7 @@ use names::NameSet;
 use std::fmt;
 
 pub use names::MAX_NAME;
-pub use render::render;
+pub use render::{render, with_sender_address};
 
 /// Most attachments one message may carry and still become a document.
 pub const MAX_ATTACHMENTS: usize = 1000;

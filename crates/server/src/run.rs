@@ -79,6 +79,12 @@ pub struct ServerSettings {
     pub submission: Option<SmtpSettings>,
     /// The IMAP listener; `None` (the default) turns it off.
     pub imap: Option<ImapSettings>,
+    /// The IMAP listener with implicit TLS (RFC 8314 §3.2, `imaps_listen`);
+    /// `None` (the default) turns it off. Needs TLS.
+    pub imaps: Option<ImapSettings>,
+    /// The submission listener with implicit TLS (RFC 8314 §3.3,
+    /// `submissions_listen`); `None` (the default) turns it off. Needs TLS.
+    pub submissions: Option<SmtpSettings>,
     /// This server's mail domains and the routes to others (what the
     /// SMTP doors accept for elsewhere).
     pub outbound: mail::outbound::OutboundConfig,
@@ -102,6 +108,8 @@ impl Default for ServerSettings {
             smtp: None,
             submission: None,
             imap: None,
+            imaps: None,
+            submissions: None,
             outbound: Default::default(),
         }
     }
@@ -120,6 +128,10 @@ pub struct Bound {
     pub submission: Option<SocketAddr>,
     /// IMAP address, if on.
     pub imap: Option<SocketAddr>,
+    /// IMAP-over-TLS address, if on.
+    pub imaps: Option<SocketAddr>,
+    /// Submission-over-TLS address, if on.
+    pub submissions: Option<SocketAddr>,
     /// CouchDB protocol address, if on.
     pub couchdb: Option<SocketAddr>,
     /// The certificate clients should trust, when TLS is on.
@@ -172,6 +184,7 @@ fn serve_host(
         .smtp
         .as_ref()
         .or(settings.submission.as_ref())
+        .or(settings.submissions.as_ref())
         .map(|s| {
             Arc::new(Mailer::new(
                 host.engine().clone(),
@@ -199,6 +212,22 @@ fn serve_host(
 /// is busy; an overflowing queue drops connection attempts, which
 /// clients retry only after a second.
 const LISTEN_BACKLOG: u32 = 4_096;
+
+/// [`bind`] for a listener that speaks TLS from the first byte: refused
+/// at start unless the server has a certificate.
+async fn bind_tls(
+    addr: &str,
+    what: &str,
+    tls: &Option<crate::tls::TlsConfig>,
+) -> ServerResult<TcpListener> {
+    if tls.is_none() {
+        return Err(ServerError::Setting {
+            key: what.into(),
+            reason: "needs TLS: set [tls] cert and key, or tls.self_signed".into(),
+        });
+    }
+    bind(addr, what).await
+}
 
 async fn bind(addr: &str, what: &str) -> ServerResult<TcpListener> {
     let failed = |e: std::io::Error| ServerError::Setting {
@@ -259,6 +288,18 @@ async fn serve(
         Some(s) => Some((bind(&s.listen, "imap_listen").await?, s.clone())),
         None => None,
     };
+    let imaps_listener = match &settings.imaps {
+        Some(s) => Some((bind_tls(&s.listen, "imaps_listen", &tls).await?, s.clone())),
+        None => None,
+    };
+    let submissions_listener = match (&settings.submissions, &mailer) {
+        (Some(s), Some(m)) => Some((
+            bind_tls(&s.listen, "submissions_listen", &tls).await?,
+            s.clone(),
+            m.clone(),
+        )),
+        _ => None,
+    };
     let couch_listener = match &settings.couchdb_listen {
         Some(a) => Some(bind(a, "couchdb_listen").await?),
         None => None,
@@ -276,6 +317,11 @@ async fn serve(
             .map(|l| local(&l.0))
             .transpose()?,
         imap: imap_listener.as_ref().map(|l| local(&l.0)).transpose()?,
+        imaps: imaps_listener.as_ref().map(|l| local(&l.0)).transpose()?,
+        submissions: submissions_listener
+            .as_ref()
+            .map(|l| local(&l.0))
+            .transpose()?,
         couchdb: couch_listener.as_ref().map(local).transpose()?,
         tls_cert: tls.as_ref().map(|t| t.cert_path.clone()),
     };
@@ -334,11 +380,30 @@ async fn serve(
             life.clone(),
         ))
     });
-    let mailread = imap_listener.map(|(l, s)| {
-        tokio::spawn(imap::serve(
+    let accounts = Arc::new(ServerAccounts::new(service.clone()));
+    let mailread: Vec<_> = [imap_listener, imaps_listener]
+        .into_iter()
+        .flatten()
+        .map(|(l, s)| {
+            tokio::spawn(imap::serve(
+                l,
+                tls.as_ref().map(|t| t.config.clone()),
+                accounts.clone(),
+                s,
+                service.stats().clone(),
+                life.clone(),
+            ))
+        })
+        .collect();
+    let submits_tls = submissions_listener.map(|(l, s, m)| {
+        let door = Door::Submission {
+            submitter: Arc::new(Submitter::new(service.clone(), m)),
+            plaintext_auth: s.plaintext_auth,
+        };
+        tokio::spawn(smtp::serve(
             l,
             tls.as_ref().map(|t| t.config.clone()),
-            Arc::new(ServerAccounts::new(service.clone())),
+            door,
             s,
             service.stats().clone(),
             life.clone(),
@@ -368,7 +433,10 @@ async fn serve(
         if let Some(m) = submit {
             let _ = m.await;
         }
-        if let Some(m) = mailread {
+        for m in mailread {
+            let _ = m.await;
+        }
+        if let Some(m) = submits_tls {
             let _ = m.await;
         }
     };

@@ -84,6 +84,10 @@ pub struct Server {
     pub submission: Option<String>,
     /// The IMAP address, when `imap_listen` is on.
     pub imap: Option<String>,
+    /// The implicit-TLS IMAP address, when `imaps_listen` is on.
+    pub imaps: Option<String>,
+    /// The implicit-TLS submission address, when `submissions_listen` is on.
+    pub submissions: Option<String>,
     /// The CouchDB door's address, when `couchdb_listen` is on.
     pub couchdb: Option<String>,
     /// What the server wrote to stderr so far.
@@ -176,6 +180,10 @@ impl Server {
             .contains(", submission ")
             .then(|| after(", submission "));
         let couchdb = line.contains(", couchdb ").then(|| after(", couchdb "));
+        let imaps = line.contains(", imaps ").then(|| after(", imaps "));
+        let submissions = line
+            .contains(", submissions ")
+            .then(|| after(", submissions "));
         // Keep draining stderr so the server never blocks on a full pipe;
         // what it logs is kept for `log`.
         let log = std::sync::Arc::new(std::sync::Mutex::new(before));
@@ -194,6 +202,8 @@ impl Server {
             smtp,
             submission,
             imap,
+            imaps,
+            submissions,
             couchdb,
             log,
         }

@@ -87,6 +87,45 @@ pub fn render(
     bytes
 }
 
+/// `message` (as [`render`] made it) with the sender's `address` added
+/// to its `From:` when that names no address (a person's full name, as
+/// the items hold it): what leaves the server must say where replies go
+/// (RFC 5322 §3.6.2). A name with specials is quoted; an encoded word is
+/// kept as it is. A `From:` that has an `@` already, or none, is left.
+pub fn with_sender_address(message: Vec<u8>, address: &str) -> Vec<u8> {
+    let end = message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(message.len());
+    let head = &message[..end];
+    let mut at = 0;
+    while at < head.len() {
+        let line_end = head[at..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(head.len(), |p| at + p);
+        let line = &head[at..line_end];
+        if let Some(name) = line.strip_prefix(b"From: ") {
+            if name.contains(&b'@') {
+                return message;
+            }
+            let name = String::from_utf8_lossy(name).into_owned();
+            let specials = |c: char| "()<>[]:;@\\,.\"".contains(c);
+            let phrase = if !name.starts_with("=?") && name.contains(specials) {
+                format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""))
+            } else {
+                name
+            };
+            let mut out = message[..at].to_vec();
+            out.extend_from_slice(format!("From: {phrase} <{address}>").as_bytes());
+            out.extend_from_slice(&message[line_end..]);
+            return out;
+        }
+        at = line_end + 2;
+    }
+    message
+}
+
 fn header(out: &mut String, name: &str, value: &str) {
     let value: String = value
         .chars()
@@ -169,5 +208,37 @@ mod tests {
         let m = mail_parser::MessageParser::default().parse(&a[..]).unwrap();
         assert_eq!(m.subject(), Some("Grüße"));
         assert_eq!(m.body_text(0).unwrap().trim_end(), "Hello\nthere");
+    }
+
+    #[test]
+    fn the_sender_address_joins_a_from_that_has_none() {
+        let from = |name: &str| {
+            note(vec![Item {
+                name: "From".into(),
+                value: ItemValue::Text(name.into()),
+            }])
+        };
+        let sent = |name: &str| {
+            let bytes = with_sender_address(render(&from(name), "u", &mut |_| None), "a@x.org");
+            let m = mail_parser::MessageParser::default()
+                .parse(&bytes[..])
+                .unwrap();
+            let f = m.from().unwrap().first().unwrap();
+            (
+                f.name().map(str::to_string),
+                f.address().map(str::to_string),
+            )
+        };
+        assert_eq!(
+            sent("Alice Smith"),
+            (Some("Alice Smith".into()), Some("a@x.org".into()))
+        );
+        assert_eq!(
+            sent("Smith, Alice J."),
+            (Some("Smith, Alice J.".into()), Some("a@x.org".into()))
+        );
+        assert_eq!(sent("Zoë"), (Some("Zoë".into()), Some("a@x.org".into())));
+        let kept = render(&from("b@y.org"), "u", &mut |_| None);
+        assert_eq!(with_sender_address(kept.clone(), "a@x.org"), kept);
     }
 }

@@ -101,6 +101,7 @@ mod tests {
             return_to: "Alice".into(),
             message_id: "<x@folio>".into(),
             dsn_due: false,
+            delay_noticed: false,
         }
     }
 

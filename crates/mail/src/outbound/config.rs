@@ -28,9 +28,16 @@ pub struct OutboundConfig {
     /// The router's schedule scaled so its first wait is this (unset:
     /// the schedule as it is, 1 minute first).
     first_retry: Option<std::time::Duration>,
+    /// How long an entry may wait before its sender gets a delay notice
+    /// (unset: [`OutboundConfig::DEFAULT_DELAY_NOTICE`]).
+    delay_notice: Option<std::time::Duration>,
 }
 
 impl OutboundConfig {
+    /// The wait before a delay notice unless `mail.outbound_delay_notice_secs`
+    /// says otherwise: 4 hours, as sendmail's and Exim's first warning.
+    pub const DEFAULT_DELAY_NOTICE: std::time::Duration = std::time::Duration::from_secs(4 * 3600);
+
     /// Checks and keeps the settings: domains are names (no `@`, no
     /// spaces), each route's domain once, every host `name:port`.
     pub fn new(
@@ -80,6 +87,7 @@ impl OutboundConfig {
             routes: kept,
             smarthost,
             first_retry: None,
+            delay_notice: None,
         })
     }
 
@@ -90,6 +98,20 @@ impl OutboundConfig {
             first_retry: Some(d),
             ..self
         }
+    }
+
+    /// These settings with delay notices after `d` instead of
+    /// [`OutboundConfig::DEFAULT_DELAY_NOTICE`].
+    pub fn with_delay_notice(self, d: std::time::Duration) -> OutboundConfig {
+        OutboundConfig {
+            delay_notice: Some(d),
+            ..self
+        }
+    }
+
+    /// How long an entry waits before its sender is told it is delayed.
+    pub fn delay_notice(&self) -> std::time::Duration {
+        self.delay_notice.unwrap_or(Self::DEFAULT_DELAY_NOTICE)
     }
 
     /// The domains delivered here (lowercase; empty: every domain).

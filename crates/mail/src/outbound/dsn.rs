@@ -1,17 +1,22 @@
-//! The delivery status notification (RFC 3464) a local sender gets when
-//! outbound recipients are given up: a `multipart/report` with a
+//! The delivery status notifications (RFC 3464) a local sender gets
+//! about outbound recipients: when they are given up (`Action: failed`),
+//! and once, when the entry has waited `mail.outbound_delay_notice_secs`
+//! with recipients still pending (`Action: delayed`, with
+//! `Will-Retry-Until`). Each is a `multipart/report` with a
 //! human-readable part, the `message/delivery-status` part (one block
-//! per failed recipient, with the peer's answer) and the original
-//! message's header (`text/rfc822-headers`, RFC 6522).
+//! per recipient it is about, with the peer's last answer) and the
+//! original message's header (`text/rfc822-headers`, RFC 6522).
 //!
-//! One per queue entry, once none of its recipients is pending, filed
+//! At most one of each per queue entry: the failure report once none of
+//! its recipients is pending, the delay notice the first time an attempt
+//! finds it waited long enough; each filed
 //! straight into the sender's mail file and Inbox under a UNID derived
 //! from the entry, written only if no note of that UNID is there, before
 //! the entry records it filed: a crash in between files nothing twice
 //! (as the router's NDRs, I33). It is kept as received mail is: its
 //! bytes as `OriginalMIME`, so IMAP serves the report as built.
 
-use super::queue::{self, dsn_filed, Entry, OutState};
+use super::queue::{self, delay_noticed, dsn_filed, Entry, OutState};
 use crate::directory::{Directory, Resolved};
 use crate::inbound::{memo_from, ORIGINAL_MIME_NAME};
 use crate::mailfile::open_mail_file;
@@ -23,6 +28,15 @@ use crate::{MailError, MailResult};
 use nsf::{Engine, ForeignAttachment, ForeignContent, NsfError, Timestamp};
 use views::Views;
 
+/// What a report is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// The failed recipients: given up.
+    Failed,
+    /// The pending recipients: still tried, until this time.
+    Delayed { retry_until: Timestamp },
+}
+
 /// Files the DSN `entry` owes in its sender's mail file (nothing if the
 /// sender is no longer in the directory), then notes it filed.
 pub fn file_dsn(
@@ -32,7 +46,39 @@ pub fn file_dsn(
     reporting_mta: &str,
     now: Timestamp,
 ) -> MailResult<()> {
+    file_report(engine, views, entry, Report::Failed, reporting_mta, now)?;
     let queue_db = queue::open_queue(engine, views)?;
+    dsn_filed(&queue_db, entry)
+}
+
+/// Files the one delay notice of `entry` in its sender's mail file
+/// (nothing if the sender is no longer in the directory), then notes it
+/// filed, so no later attempt files another.
+pub fn file_delay_notice(
+    engine: &Engine,
+    views: &Views,
+    entry: &Entry,
+    retry_until: Timestamp,
+    reporting_mta: &str,
+    now: Timestamp,
+) -> MailResult<()> {
+    let report = Report::Delayed { retry_until };
+    file_report(engine, views, entry, report, reporting_mta, now)?;
+    let queue_db = queue::open_queue(engine, views)?;
+    delay_noticed(&queue_db, entry, now)
+}
+
+/// Files the report under a UNID derived from the entry and its kind,
+/// written only if no note of that UNID is there (a crash after it and
+/// before the entry's record files nothing twice), and in the Inbox.
+fn file_report(
+    engine: &Engine,
+    views: &Views,
+    entry: &Entry,
+    report: Report,
+    reporting_mta: &str,
+    now: Timestamp,
+) -> MailResult<()> {
     let directory = Directory::open(engine, views)?;
     let person = match Address::parse(&entry.return_to).map(|a| directory.resolve_address(&a)) {
         Ok(Ok(Resolved::Person(p))) => Some(p),
@@ -41,12 +87,16 @@ pub fn file_dsn(
     };
     if let Some(person) = person {
         let db = open_mail_file(engine, views, &person)?;
-        let unid = derive_unid("dsn", entry.unid, &[]);
+        let kind = match report {
+            Report::Failed => "dsn",
+            Report::Delayed { .. } => "delayed",
+        };
+        let unid = derive_unid(kind, entry.unid, &[]);
         match db.get_any(unid) {
             Ok(_) => {}
             Err(NsfError::NoSuchDocument { .. }) => {
                 let original = queue::message(engine, views, entry)?;
-                let bytes = build(entry, header_of(&original), reporting_mta, now);
+                let bytes = build(entry, report, header_of(&original), reporting_mta, now);
                 let inbound = mime::to_document(&bytes)?;
                 let mut msg = memo_from(&inbound, None);
                 msg.header_mut().original_mime = Some(ORIGINAL_MIME_NAME.into());
@@ -73,7 +123,7 @@ pub fn file_dsn(
         // twice is harmless).
         views.folder_add(&db, INBOX, &[unid])?;
     }
-    dsn_filed(&queue_db, entry)
+    Ok(())
 }
 
 /// The message's header block (up to its first empty line).
@@ -86,17 +136,46 @@ fn header_of(message: &[u8]) -> &[u8] {
 }
 
 /// The report's bytes (see the module docs).
-pub fn build(entry: &Entry, original_header: &[u8], mta: &str, now: Timestamp) -> Vec<u8> {
-    let boundary = format!("folio-dsn-{}", entry.unid);
+pub fn build(
+    entry: &Entry,
+    report: Report,
+    original_header: &[u8],
+    mta: &str,
+    now: Timestamp,
+) -> Vec<u8> {
+    let (about, action, class, subject, kind) = match report {
+        Report::Failed => (
+            OutState::Failed,
+            "failed",
+            '5',
+            "Undelivered Mail Returned to Sender",
+            "dsn",
+        ),
+        Report::Delayed { .. } => (
+            OutState::Pending,
+            "delayed",
+            '4',
+            "Delayed Mail (still being retried)",
+            "delayed",
+        ),
+    };
+    let boundary = format!("folio-{kind}-{}", entry.unid);
     let date = rfc2822(now);
     let failed: Vec<(&str, &str)> = (0..entry.recipients.len())
-        .filter(|&i| entry.states[i] == OutState::Failed)
+        .filter(|&i| entry.states[i] == about)
         .map(|i| (entry.recipients[i].as_str(), entry.reasons[i].as_str()))
         .collect();
-    let mut human = String::from(
-        "Your message could not be delivered to one or more recipients.\r\n\
-         It was handed to the outbound queue, which gave up on:\r\n\r\n",
-    );
+    let mut human = match report {
+        Report::Failed => String::from(
+            "Your message could not be delivered to one or more recipients.\r\n\
+             It was handed to the outbound queue, which gave up on:\r\n\r\n",
+        ),
+        Report::Delayed { retry_until } => format!(
+            "Your message has not been delivered yet to the recipients below.\r\n\
+             The server keeps trying until {}; you need not send it again.\r\n\r\n",
+            rfc2822(retry_until)
+        ),
+    };
     for (rcpt, why) in &failed {
         human.push_str(&format!("  <{rcpt}>: {why}\r\n"));
     }
@@ -110,18 +189,22 @@ pub fn build(entry: &Entry, original_header: &[u8], mta: &str, now: Timestamp) -
     );
     for (rcpt, why) in &failed {
         status.push_str(&format!(
-            "\r\nFinal-Recipient: rfc822; {rcpt}\r\nAction: failed\r\nStatus: {}\r\n\
-             Diagnostic-Code: {}\r\n",
-            status_code(why),
-            diagnostic(why)
+            "\r\nFinal-Recipient: rfc822; {rcpt}\r\nAction: {action}\r\nStatus: {}\r\n",
+            status_code(why, class),
         ));
+        if !why.is_empty() {
+            status.push_str(&format!("Diagnostic-Code: {}\r\n", diagnostic(why)));
+        }
+        if let Report::Delayed { retry_until } = report {
+            status.push_str(&format!("Will-Retry-Until: {}\r\n", rfc2822(retry_until)));
+        }
     }
     let mut out = format!(
         "From: Mail Delivery System <MAILER-DAEMON@{mta}>\r\n\
          To: <{to}>\r\n\
-         Subject: Undelivered Mail Returned to Sender\r\n\
+         Subject: {subject}\r\n\
          Date: {date}\r\n\
-         Message-ID: <{unid}.dsn@{mta}>\r\n\
+         Message-ID: <{unid}.{kind}@{mta}>\r\n\
          Auto-Submitted: auto-replied\r\n\
          MIME-Version: 1.0\r\n\
          Content-Type: multipart/report; report-type=delivery-status;\r\n \
@@ -153,9 +236,10 @@ pub fn build(entry: &Entry, original_header: &[u8], mta: &str, now: Timestamp) -
     out
 }
 
-/// The enhanced status code (RFC 3463) in the peer's answer, else a
-/// generic permanent failure.
-fn status_code(reason: &str) -> String {
+/// The enhanced status code (RFC 3463) in the peer's answer, its class
+/// made `class` (`5` failed, `4` delayed), else a generic one of that
+/// class.
+fn status_code(reason: &str, class: char) -> String {
     reason
         .split_whitespace()
         .find(|w| {
@@ -166,7 +250,7 @@ fn status_code(reason: &str) -> String {
                     .iter()
                     .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         })
-        .map_or("5.0.0".into(), |w| format!("5{}", &w[1..]))
+        .map_or(format!("{class}.0.0"), |w| format!("{class}{}", &w[1..]))
 }
 
 /// `smtp; <the peer's reply>` when the reason is one, else ours.
@@ -208,10 +292,12 @@ mod tests {
             return_to: "Alice".into(),
             message_id: "<abc@folio>".into(),
             dsn_due: true,
+            delay_noticed: false,
         };
         let header = b"From: Alice <alice@example.com>\r\nSubject: Hi\r\n\r\n";
         let bytes = build(
             &entry,
+            Report::Failed,
             header_of(header),
             "mx.example.com",
             Timestamp(1_700_000_100_000_000),
@@ -228,7 +314,30 @@ mod tests {
             Some("Undelivered Mail Returned to Sender")
         );
         assert!(parsed.body_text.contains("<bob@far.example>: 550 5.1.1"));
-        assert_eq!(status_code("451 4.4.1 later"), "5.4.1");
-        assert_eq!(status_code("not delivered in 24 hours"), "5.0.0");
+        assert_eq!(status_code("451 4.4.1 later", '5'), "5.4.1");
+        assert_eq!(status_code("not delivered in 24 hours", '5'), "5.0.0");
+        assert_eq!(status_code("451 4.4.1 later", '4'), "4.4.1");
+
+        // The delay notice is about the pending recipients only.
+        let mut waiting = entry.clone();
+        waiting.states = vec![OutState::Pending, OutState::Sent];
+        waiting.reasons[0] = "451 4.3.0 try again later".into();
+        let until = Timestamp(1_700_086_400_000_000);
+        let bytes = build(
+            &waiting,
+            Report::Delayed { retry_until: until },
+            header_of(header),
+            "mx.example.com",
+            Timestamp(1_700_014_400_000_000),
+        );
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(
+            text.contains("Action: delayed\r\nStatus: 4.3.0\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("Will-Retry-Until: "), "{text}");
+        assert!(text.contains("Subject: Delayed Mail"), "{text}");
+        assert!(!text.contains("carl@far.example"), "only the pending");
+        assert!(mime::to_document(&bytes).is_ok());
     }
 }

@@ -8,7 +8,7 @@
 //!   queue.rs    the queue: one entry per message and domain, its bytes,
 //!               per-recipient state; enqueue (by the router), due, record
 //!   attempt.rs  what an attempt's answers change; the retry schedule
-//!   dsn.rs      the RFC 3464 report to the local sender on final failure
+//!   dsn.rs      the RFC 3464 reports to the local sender: failed, delayed
 //! ```
 //!
 //! The network side (the SMTP client, STARTTLS, the task's loop) is the
@@ -21,7 +21,7 @@ mod queue;
 
 pub use attempt::{apply, one_line, Outcome};
 pub use config::{OutboundConfig, Route};
-pub use dsn::{build as build_dsn, file_dsn};
+pub use dsn::{build as build_dsn, file_delay_notice, file_dsn, Report};
 pub use queue::{
     due, entry_unid, message, open_queue, record, Entry, OutState, QueueCounts, QUEUE_PATH,
     QUEUE_VIEW,

@@ -16,6 +16,7 @@
 //!   MessageID      text        the deposit's, for logs
 //!   DsnDue         text        "yes" once no recipient is pending, one
 //!                              failed and a DSN is owed; "no" once filed
+//!   DelayNotice    date-time   when the sender was told it is delayed
 //!   message.eml    attachment  the message, byte for byte
 //! ```
 //!
@@ -57,6 +58,7 @@ pub mod item {
     pub const QUEUED: &str = "Queued";
     pub const RETURN_TO: &str = "ReturnTo";
     pub const DSN_DUE: &str = "DsnDue";
+    pub const DELAY_NOTICE: &str = "DelayNotice";
 }
 
 /// Where one recipient of an entry stands.
@@ -94,6 +96,8 @@ pub struct Entry {
     pub message_id: String,
     /// A DSN is owed and not yet filed.
     pub dsn_due: bool,
+    /// The sender has been told it is delayed.
+    pub delay_noticed: bool,
 }
 
 impl Entry {
@@ -294,6 +298,14 @@ pub fn record(engine: &Engine, views: &Views, entry: &Entry) -> MailResult<()> {
     Ok(())
 }
 
+/// Notes that the sender was told `entry` is delayed (durable when this
+/// returns): one notice per entry.
+pub(crate) fn delay_noticed(queue: &Database, entry: &Entry, now: Timestamp) -> MailResult<()> {
+    let updates = vec![ItemUpdate::Set(datetime(item::DELAY_NOTICE, now))];
+    queue.update(entry.unid, updates, None, true)?;
+    Ok(())
+}
+
 /// Notes that the DSN about `entry`'s failures is filed (durable when
 /// this returns).
 pub(crate) fn dsn_filed(queue: &Database, entry: &Entry) -> MailResult<()> {
@@ -352,5 +364,6 @@ fn read(db: &Database, unid: Unid, items: &[Item]) -> MailResult<Entry> {
             .unwrap_or_default()
             .to_string(),
         dsn_due: r.text(item::DSN_DUE)? == Some("yes"),
+        delay_noticed: r.datetime(item::DELAY_NOTICE)?.is_some(),
     })
 }

@@ -369,7 +369,8 @@ impl Router {
     /// Queues `indexes` of `r`, all in `domain`, for outbound delivery.
     /// The envelope sender is the one the message came with (submission),
     /// else the sender's first alias that is an address; the bytes are
-    /// the message as it came, else rendered from its items.
+    /// the message as it came, else rendered from its items with that
+    /// address in `From:`.
     #[allow(clippy::too_many_arguments)]
     fn queue_remote(
         &self,
@@ -404,9 +405,12 @@ impl Router {
         let header = r.deposit.message.header();
         let message = match &header.original_mime {
             Some(name) => QueuedMessage::Attachment { db: box_db, name },
-            None => QueuedMessage::Bytes(
+            // Rendered from the items, whose From is a name: the
+            // envelope sender's address joins it.
+            None => QueuedMessage::Bytes(crate::mime::with_sender_address(
                 rendered(box_db, r).map_err(|e| NotQueued::Wait(format!("reading: {e}")))?,
-            ),
+                &envelope_sender,
+            )),
         };
         let recipients = indexes
             .iter()

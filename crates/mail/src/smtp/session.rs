@@ -257,6 +257,16 @@ impl Session {
         self.auth_failures
     }
 
+    /// A session on a connection that is TLS from its first byte (RFC
+    /// 8314 implicit TLS, `submissions_listen`): as [`Session::new`], but
+    /// already over TLS, so STARTTLS is not offered and a sign-in is
+    /// taken at once. The driver writes the greeting after the handshake.
+    pub fn new_over_tls(server_name: &str, limits: SessionLimits) -> MailResult<Session> {
+        let mut s = Session::new(server_name, limits)?;
+        s.tls = true;
+        Ok(s)
+    }
+
     /// The driver finished the TLS handshake after [`Action::StartTls`].
     /// The session forgets the greeting and any transaction (RFC 3207
     /// §4.2). Bytes that reached the session after the STARTTLS line were

@@ -10,6 +10,7 @@
 //!        │             change marker every `imap.idle_poll_ms`, and a
 //!        │             refresh when it moved
 //!        ├ StartTls ─▶ handshake ─▶ Session::tls_started, same loop over TLS
+//!        │             (on `imaps_listen` the handshake comes first of all)
 //!        ├ Pause    ─▶ sleep (after a refused sign-in), nothing read
 //!        └ Close    ─▶ flush, close
 //! ```
@@ -57,10 +58,11 @@ pub(crate) async fn serve(socket: TcpStream, peer: SocketAddr, mut cx: ConnConte
         plaintext_login: cx.settings.plaintext_login,
         ..SessionLimits::default()
     };
+    let implicit = cx.settings.implicit_tls;
     let transport = Transport {
-        tls: false,
+        tls: implicit,
         loopback: peer.ip().is_loopback(),
-        starttls: cx.tls.is_some(),
+        starttls: cx.tls.is_some() && !implicit,
     };
     let accounts: Arc<dyn imap::Accounts> = cx.accounts.clone();
     let mut session = Session::new(accounts, limits, transport);
@@ -71,26 +73,50 @@ pub(crate) async fn serve(socket: TcpStream, peer: SocketAddr, mut cx: ConnConte
         cx.settings.stall_timeout,
         cx.stats.clone(),
     );
+    if implicit {
+        // RFC 8314 §3.2: the handshake first, then the greeting over TLS.
+        let Some(tls) = handshake(stream, peer, &cx).await else {
+            return;
+        };
+        if let Err(e) = drive(&mut session, tls, &mut cx).await {
+            tracing::debug!(%peer, "IMAPS connection ended: {e}");
+        }
+        return;
+    }
     let stream = match drive(&mut session, stream, &mut cx).await {
         Ok(Next::StartTls(stream)) => stream,
         Ok(Next::Closed) => return,
         Err(e) => return tracing::debug!(%peer, "IMAP connection ended: {e}"),
     };
-    let Some(acceptor) = cx.tls.clone() else {
+    let Some(tls) = handshake(stream, peer, &cx).await else {
         return;
-    };
-    let handshake = tokio::time::timeout(cx.settings.idle_timeout, acceptor.accept(stream));
-    let tls = match handshake.await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => return tracing::info!(%peer, "IMAP: TLS handshake failed: {e}"),
-        Err(_) => {
-            cx.stats.connection_timed_out();
-            return tracing::info!(%peer, "IMAP: TLS handshake timed out");
-        }
     };
     session.tls_started();
     if let Err(e) = drive(&mut session, tls, &mut cx).await {
         tracing::debug!(%peer, "IMAP connection ended: {e}");
+    }
+}
+
+/// The server's side of a TLS handshake on `stream`, within the idle
+/// timeout; `None` (logged) if it failed or there is no certificate.
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    peer: SocketAddr,
+    cx: &ConnContext,
+) -> Option<tokio_rustls::server::TlsStream<S>> {
+    let acceptor = cx.tls.clone()?;
+    let handshake = tokio::time::timeout(cx.settings.idle_timeout, acceptor.accept(stream));
+    match handshake.await {
+        Ok(Ok(tls)) => Some(tls),
+        Ok(Err(e)) => {
+            tracing::info!(%peer, "IMAP: TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            cx.stats.connection_timed_out();
+            tracing::info!(%peer, "IMAP: TLS handshake timed out");
+            None
+        }
     }
 }
 

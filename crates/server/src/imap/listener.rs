@@ -4,7 +4,9 @@
 //! a deadline (`conn.rs`), and at shutdown sessions between commands are
 //! told `* BYE` and closed, the rest dropped when the grace period ends.
 //!
-//! STARTTLS uses the server's certificate (`tls.rs`) without ALPN.
+//! STARTTLS uses the server's certificate (`tls.rs`) without ALPN; so
+//! does the implicit-TLS listener (`imaps_listen`), whose connections
+//! shake hands before the greeting.
 
 use super::accounts::ServerAccounts;
 use super::conn::{self, ConnContext};
@@ -27,6 +29,11 @@ pub(crate) async fn serve(
     life: watch::Receiver<Lifecycle>,
 ) {
     let refusal = Bytes::from_static(b"* BYE too many connections, try again later\r\n");
+    let door = if settings.implicit_tls {
+        "IMAPS"
+    } else {
+        "IMAP"
+    };
     let gate = Gate::new(settings.max_connections, refusal);
     let tls = tls.map(|config| crate::tls::starttls_acceptor(&config));
     let settings = Arc::new(settings);
@@ -44,7 +51,7 @@ pub(crate) async fn serve(
     };
     serve_admitted(
         listener,
-        "IMAP",
+        door,
         gate,
         move || refused.connection_refused(),
         life,

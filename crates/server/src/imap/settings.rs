@@ -25,6 +25,9 @@ pub struct ImapSettings {
     pub idle_poll: Duration,
     /// How long a response may wait for the client to read any of it.
     pub stall_timeout: Duration,
+    /// TLS from the first byte (`imaps_listen`, RFC 8314 §3.2) instead
+    /// of STARTTLS.
+    pub implicit_tls: bool,
 }
 
 impl Default for ImapSettings {
@@ -38,6 +41,7 @@ impl Default for ImapSettings {
             plaintext_login: false,
             idle_poll: Duration::from_millis(50),
             stall_timeout: Duration::from_secs(60),
+            implicit_tls: false,
         }
     }
 }

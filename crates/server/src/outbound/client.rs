@@ -1,11 +1,15 @@
 //! The SMTP client that hands a queue entry to its route (RFC 5321 §3,
-//! client side): one connection per attempt, STARTTLS when the peer
-//! offers it, every recipient's answer kept apart.
+//! client side): STARTTLS when the peer offers it, every recipient's
+//! answer kept apart, and a connection reused for the next entry to the
+//! same host within a pass of the queue (RFC 5321 §3.3 lets a client
+//! send several transactions on one connection).
 //!
 //! ```text
 //!   connect ─ 220 ─ EHLO (HELO if refused) ─ [STARTTLS ─ 220 ─ TLS ─ EHLO]
+//!   (or a kept connection: RSET ─ 250, else a new one as above)
 //!     ─ MAIL FROM ─ RCPT TO × n ─ DATA ─ 354 ─ message, dot-stuffed ─ "."
-//!     ─ 250 ─▶ Handover: the caller records it durably, then QUIT
+//!     ─ 250 ─▶ Handover: the caller records it durably, then keeps the
+//!              connection for the next entry, or says QUIT
 //! ```
 //!
 //! Written here rather than taken from a crate: the queue needs each
@@ -52,24 +56,44 @@ pub(crate) struct Attempt<'a> {
 }
 
 /// What became of an attempt: each recipient's outcome, and the
-/// connection, still open after a handover, to QUIT once it is recorded.
+/// connection, still open after a handover, to keep or QUIT once it is
+/// recorded.
 pub(crate) struct Handover {
     pub outcomes: Vec<(usize, Outcome)>,
+    /// A new connection was made for it (not a kept one).
+    pub connected: bool,
     conn: Option<Conn>,
     timeout: Duration,
 }
 
 impl Handover {
+    /// The connection, for the next attempt to the same host, if it is
+    /// still open and between transactions.
+    pub(crate) fn keep(self) -> Option<Kept> {
+        self.conn.map(|conn| Kept {
+            conn,
+            timeout: self.timeout,
+        })
+    }
+}
+
+/// A connection between transactions, kept for the next attempt to the
+/// same host.
+pub(crate) struct Kept {
+    conn: Conn,
+    timeout: Duration,
+}
+
+impl Kept {
     /// Says QUIT (best effort) and closes.
-    pub(crate) async fn quit(self) {
-        if let Some(mut c) = self.conn {
-            let _ = tokio::time::timeout(self.timeout, async {
-                if c.write_all(b"QUIT\r\n").await.is_ok() && c.flush().await.is_ok() {
-                    let _ = read_reply(&mut c).await;
-                }
-            })
-            .await;
-        }
+    pub(crate) async fn quit(mut self) {
+        let c = &mut self.conn;
+        let _ = tokio::time::timeout(self.timeout, async {
+            if c.write_all(b"QUIT\r\n").await.is_ok() && c.flush().await.is_ok() {
+                let _ = read_reply(c).await;
+            }
+        })
+        .await;
     }
 }
 
@@ -93,12 +117,17 @@ enum Stop {
     Io(String),
 }
 
-/// Runs `a` (see the module docs).
-pub(crate) async fn attempt(a: Attempt<'_>) -> Handover {
+/// Runs `a` (see the module docs), on `kept` if it is still usable.
+pub(crate) async fn attempt(a: Attempt<'_>, kept: Option<Kept>) -> Handover {
     let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
+    let mut reused = match kept {
+        Some(k) => still_open(k.conn, a.timeout).await,
+        None => None,
+    };
+    let connected = reused.is_none();
     // The whole transaction (a message of many megabytes included) has
     // four times what one wait has.
-    let result = tokio::time::timeout(a.timeout * 4, transaction(&a, &mut outcomes))
+    let result = tokio::time::timeout(a.timeout * 4, transaction(&a, reused.take(), &mut outcomes))
         .await
         .unwrap_or_else(|_| Err(Stop::Io("the attempt timed out".into())));
     let (conn, stop) = match result {
@@ -118,9 +147,21 @@ pub(crate) async fn attempt(a: Attempt<'_>) -> Handover {
     }
     Handover {
         outcomes,
+        connected,
         conn,
         timeout: a.timeout,
     }
+}
+
+/// A kept connection, if the peer still answers RSET with 250 (it may
+/// have closed it since: then a new one is made, nothing lost).
+async fn still_open(mut c: Conn, timeout: Duration) -> Option<Conn> {
+    let alive = tokio::time::timeout(timeout, async {
+        command(&mut c, "RSET").await?;
+        expect(&mut c, 250).await
+    })
+    .await;
+    matches!(alive, Ok(Ok(_))).then_some(c)
 }
 
 fn stopped(stop: &Stop, host: &str) -> Outcome {
@@ -131,37 +172,21 @@ fn stopped(stop: &Stop, host: &str) -> Outcome {
     }
 }
 
-/// The transaction up to the reply to the final dot; `Ok` hands back
-/// the connection after a 250 for it (the accepted recipients are then
-/// `Sent`), or after every recipient was refused.
-async fn transaction(a: &Attempt<'_>, outcomes: &mut Vec<(usize, Outcome)>) -> Result<Conn, Stop> {
+/// The transaction up to the reply to the final dot, on `kept` or a new
+/// connection; `Ok` hands back the connection after a 250 for it (the
+/// accepted recipients are then `Sent`), or after every recipient was
+/// refused.
+async fn transaction(
+    a: &Attempt<'_>,
+    kept: Option<Conn>,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<Conn, Stop> {
     let mut accepted: Vec<usize> = Vec::new();
     let io = |e: std::io::Error| Stop::Io(e.to_string());
-    let tcp = TcpStream::connect(a.host)
-        .await
-        .map_err(|e| Stop::Io(format!("cannot connect: {e}")))?;
-    let _ = tcp.set_nodelay(true);
-    let mut c: Conn = BufStream::new(Box::new(tcp));
-    expect(&mut c, 220).await?;
-    let extensions = hello(&mut c, a.helo).await?;
-    if let Some(tls) = &a.tls {
-        if extensions
-            .iter()
-            .any(|e| e.eq_ignore_ascii_case("STARTTLS"))
-        {
-            command(&mut c, "STARTTLS").await?;
-            expect(&mut c, 220).await?;
-            let stream = c.into_inner();
-            let name = server_name(a.host)?;
-            let connector = tokio_rustls::TlsConnector::from(tls.clone());
-            let secured = connector
-                .connect(name, stream)
-                .await
-                .map_err(|e| Stop::Io(format!("TLS handshake: {e}")))?;
-            c = BufStream::new(Box::new(secured));
-            hello(&mut c, a.helo).await?;
-        }
-    }
+    let mut c = match kept {
+        Some(c) => c,
+        None => connect(a).await?,
+    };
     command(&mut c, &format!("MAIL FROM:<{}>", a.sender)).await?;
     expect(&mut c, 250).await?;
     for (i, rcpt) in &a.recipients {
@@ -187,6 +212,37 @@ async fn transaction(a: &Attempt<'_>, outcomes: &mut Vec<(usize, Outcome)>) -> R
     // the message again (I58).
     expect(&mut c, 250).await?;
     outcomes.extend(accepted.iter().map(|&i| (i, Outcome::Sent)));
+    Ok(c)
+}
+
+/// A new connection to `a.host`, greeted, and over TLS if the peer
+/// offers STARTTLS and `a.tls` allows it.
+async fn connect(a: &Attempt<'_>) -> Result<Conn, Stop> {
+    let tcp = TcpStream::connect(a.host)
+        .await
+        .map_err(|e| Stop::Io(format!("cannot connect: {e}")))?;
+    let _ = tcp.set_nodelay(true);
+    let mut c: Conn = BufStream::new(Box::new(tcp));
+    expect(&mut c, 220).await?;
+    let extensions = hello(&mut c, a.helo).await?;
+    if let Some(tls) = &a.tls {
+        if extensions
+            .iter()
+            .any(|e| e.eq_ignore_ascii_case("STARTTLS"))
+        {
+            command(&mut c, "STARTTLS").await?;
+            expect(&mut c, 220).await?;
+            let stream = c.into_inner();
+            let name = server_name(a.host)?;
+            let connector = tokio_rustls::TlsConnector::from(tls.clone());
+            let secured = connector
+                .connect(name, stream)
+                .await
+                .map_err(|e| Stop::Io(format!("TLS handshake: {e}")))?;
+            c = BufStream::new(Box::new(secured));
+            hello(&mut c, a.helo).await?;
+        }
+    }
     Ok(c)
 }
 

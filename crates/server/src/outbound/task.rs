@@ -4,10 +4,14 @@
 //!
 //! ```text
 //!   loop: [blocking] due entries of mail.out.fdb (soonest first), counts
-//!         per entry:  message bytes ─▶ client::attempt (route or smarthost)
+//!         per entry:  message bytes ─▶ client::attempt (route or smarthost,
+//!                     on the pass's open connection to that host if any)
 //!                     ─▶ outbound::apply ─▶ [blocking] record  (durable, I58)
-//!                     ─▶ QUIT
+//!                     ─▶ keep the connection for the next entry to the host
+//!         end of pass: QUIT every kept connection
 //!                     no recipient pending, one failed ─▶ [blocking] file_dsn
+//!                     still pending, waited past the delay notice, not
+//!                     told yet ─▶ [blocking] file_delay_notice
 //!         wait for: stop │ the queue commits past its seq │ next due │ RESCAN
 //! ```
 //!
@@ -17,13 +21,14 @@
 //! the entry pending, and the next attempt sends the message again. It is
 //! the only place where a message can reach a peer twice.
 
-use super::client::{self, Attempt};
+use super::client::{self, Attempt, Kept};
 use crate::stats::{Stats, StatsSource};
 use crate::tasks::{Task, TaskContext, TaskResult};
 use futures_util::future::BoxFuture;
 use mail::outbound::{self as out, Entry, OutState, OutboundConfig, Outcome, QueueCounts};
 use nsf::{Engine, Timestamp};
 use protocol::{StatValue, Statistic};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +52,8 @@ struct OutboundStats {
     failed: AtomicU64,
     attempts: AtomicU64,
     dsns: AtomicU64,
+    delay_notices: AtomicU64,
+    connections: AtomicU64,
 }
 
 impl StatsSource for OutboundStats {
@@ -63,6 +70,8 @@ impl StatsSource for OutboundStats {
         put("failed", &self.failed);
         put("attempts", &self.attempts);
         put("dsns", &self.dsns);
+        put("delay_notices", &self.delay_notices);
+        put("connections", &self.connections);
     }
 }
 
@@ -114,18 +123,27 @@ impl OutboundTask {
             blocking(move || out::due(&engine, &views, now, PER_PASS)).await?;
         self.counts(counts);
         let more = entries.len() == PER_PASS;
+        // One connection per host for the whole pass (RFC 5321 §3.3).
+        let mut open: HashMap<String, Kept> = HashMap::new();
         for entry in entries {
-            if let Err(e) = self.handle(entry).await {
+            if let Err(e) = self.handle(entry, &mut open).await {
                 tracing::warn!("outbound: {e}");
             }
+        }
+        for (_, kept) in open {
+            kept.quit().await;
         }
         Ok(if more { Some(now) } else { next_due })
     }
 
-    async fn handle(&self, mut entry: Entry) -> Result<(), String> {
+    async fn handle(
+        &self,
+        mut entry: Entry,
+        open: &mut HashMap<String, Kept>,
+    ) -> Result<(), String> {
         let pending = entry.pending();
         if !pending.is_empty() {
-            self.deliver(&mut entry, &pending).await?;
+            self.deliver(&mut entry, &pending, open).await?;
         }
         let owed = entry.pending().is_empty()
             && entry.states.contains(&OutState::Failed)
@@ -135,12 +153,40 @@ impl OutboundTask {
             blocking(move || out::file_dsn(&engine, &views, &entry, &mta, Timestamp::now()))
                 .await?;
             self.stats.dsns.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let now = Timestamp::now();
+        let waited = until(now, entry.queued);
+        let delayed = !entry.pending().is_empty()
+            && !entry.delay_noticed
+            && !entry.return_to.is_empty()
+            && waited >= self.config.delay_notice();
+        if delayed {
+            let retry_until = Timestamp(
+                entry
+                    .queued
+                    .0
+                    .saturating_add(i64::try_from(self.expire.as_micros()).unwrap_or(i64::MAX)),
+            );
+            let (engine, views, mta) = (self.engine.clone(), self.views.clone(), self.helo.clone());
+            blocking(move || {
+                out::file_delay_notice(&engine, &views, &entry, retry_until, &mta, now)
+            })
+            .await?;
+            self.stats.delay_notices.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
 
-    /// One attempt at `entry`'s `pending` recipients, recorded (I58).
-    async fn deliver(&self, entry: &mut Entry, pending: &[usize]) -> Result<(), String> {
+    /// One attempt at `entry`'s `pending` recipients, recorded (I58), on
+    /// the connection `open` keeps to its host if there is one; the
+    /// connection is kept there afterwards.
+    async fn deliver(
+        &self,
+        entry: &mut Entry,
+        pending: &[usize],
+        open: &mut HashMap<String, Kept>,
+    ) -> Result<(), String> {
         let (engine, views, e) = (self.engine.clone(), self.views.clone(), entry.clone());
         let message = blocking(move || out::message(&engine, &views, &e)).await?;
         let handover = match self.config.route(&entry.domain) {
@@ -157,12 +203,17 @@ impl OutboundTask {
                     tls: Some(self.tls.clone()),
                     timeout: PEER_TIMEOUT,
                 };
-                Some(client::attempt(attempt).await)
+                let kept = open.remove(host);
+                let handover = client::attempt(attempt, kept).await;
+                if handover.connected {
+                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                }
+                Some((host.to_string(), handover))
             }
             None => None,
         };
         let outcomes = match &handover {
-            Some(h) => h.outcomes.clone(),
+            Some((_, h)) => h.outcomes.clone(),
             None => pending
                 .iter()
                 .map(|&i| (i, Outcome::Failed(format!("no route to {}", entry.domain))))
@@ -201,8 +252,12 @@ impl OutboundTask {
                 }
             }
         }
-        if let Some(h) = handover {
-            h.quit().await;
+        // Only now, with the handover recorded, may the connection carry
+        // another transaction (or QUIT at the end of the pass).
+        if let Some((host, h)) = handover {
+            if let Some(kept) = h.keep() {
+                open.insert(host, kept);
+            }
         }
         Ok(())
     }

@@ -73,11 +73,15 @@ pub(crate) async fn serve(socket: TcpStream, peer: SocketAddr, mut cx: ConnConte
     let limits = SessionLimits {
         max_message_size: cx.settings.max_message_size,
         max_recipients: cx.settings.max_recipients,
-        starttls: cx.tls.is_some(),
+        starttls: cx.tls.is_some() && !cx.settings.implicit_tls,
         auth: cx.door.auth_policy(peer.ip().is_loopback()),
         ..SessionLimits::default()
     };
-    let mut session = match Session::new(&cx.server_name, limits) {
+    let started = match cx.settings.implicit_tls {
+        true => Session::new_over_tls(&cx.server_name, limits),
+        false => Session::new(&cx.server_name, limits),
+    };
+    let mut session = match started {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "SMTP: cannot start a session");
@@ -91,29 +95,53 @@ pub(crate) async fn serve(socket: TcpStream, peer: SocketAddr, mut cx: ConnConte
         cx.settings.stall_timeout,
         cx.stats.clone(),
     );
+    if cx.settings.implicit_tls {
+        // RFC 8314 §3.3: the handshake first, then the greeting over TLS.
+        let Some(tls) = handshake(stream, peer, &cx).await else {
+            return;
+        };
+        if let Err(e) = drive(&mut session, tls, &mut cx).await {
+            tracing::debug!(%peer, "SMTP connection ended: {e}");
+        }
+        return;
+    }
     let plain = drive(&mut session, stream, &mut cx).await;
     let stream = match plain {
         Ok(Next::StartTls(stream)) => stream,
         Ok(Next::Closed) => return,
         Err(e) => return tracing::debug!(%peer, "SMTP connection ended: {e}"),
     };
-    let Some(acceptor) = cx.tls.clone() else {
+    let Some(tls) = handshake(stream, peer, &cx).await else {
         return;
-    };
-    let handshake = tokio::time::timeout(cx.settings.command_timeout, acceptor.accept(stream));
-    let tls = match handshake.await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => return tracing::info!(%peer, "SMTP: TLS handshake failed: {e}"),
-        Err(_) => {
-            cx.stats.connection_timed_out();
-            return tracing::info!(%peer, "SMTP: TLS handshake timed out");
-        }
     };
     if session.tls_started().is_err() {
         return;
     }
     if let Err(e) = drive(&mut session, tls, &mut cx).await {
         tracing::debug!(%peer, "SMTP connection ended: {e}");
+    }
+}
+
+/// The server's side of a TLS handshake on `stream`, within the command
+/// timeout; `None` (logged) if it failed or there is no certificate.
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    peer: SocketAddr,
+    cx: &ConnContext,
+) -> Option<tokio_rustls::server::TlsStream<S>> {
+    let acceptor = cx.tls.clone()?;
+    let handshake = tokio::time::timeout(cx.settings.command_timeout, acceptor.accept(stream));
+    match handshake.await {
+        Ok(Ok(tls)) => Some(tls),
+        Ok(Err(e)) => {
+            tracing::info!(%peer, "SMTP: TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            cx.stats.connection_timed_out();
+            tracing::info!(%peer, "SMTP: TLS handshake timed out");
+            None
+        }
     }
 }
 

@@ -36,6 +36,9 @@ pub struct SmtpSettings {
     /// that is not loopback (`submission.plaintext_auth`; off: `AUTH`
     /// is offered only after STARTTLS there).
     pub plaintext_auth: bool,
+    /// TLS from the first byte (`submissions_listen`, RFC 8314 §3.3)
+    /// instead of STARTTLS.
+    pub implicit_tls: bool,
 }
 
 impl Default for SmtpSettings {
@@ -51,6 +54,7 @@ impl Default for SmtpSettings {
             server_name: None,
             mail: MailConfig::default(),
             plaintext_auth: false,
+            implicit_tls: false,
         }
     }
 }
