@@ -142,9 +142,10 @@ pub(crate) fn fit(soft: u64, native: usize, http: Option<usize>) -> ServerResult
 }
 
 /// Raises the process's descriptor limit and lowers the connection limits
-/// if they would not leave the engine its reserve (`descriptors.rs`). The
-/// SMTP listener's connections (and its refusals) are set aside first,
-/// lowered to an eighth of the limit if they would take more. Returns
+/// if they would not leave the engine its reserve (above). The mail
+/// listeners' connections (and their refusals) are set aside first: each
+/// SMTP or submission listener's lowered to an eighth of what is left if
+/// it would take more, each IMAP listener's to a quarter. Returns
 /// the descriptors left for the engine: what no connection or refusal
 /// can take. `report` logs the figures and every lowering (the server's
 /// own fit at start-up); without it the fit is only computed.
@@ -153,6 +154,10 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
     for (smtp, key) in [
         (&mut settings.smtp, "smtp.max_connections"),
         (&mut settings.submission, "submission.max_connections"),
+        (
+            &mut settings.submissions,
+            "submission.max_connections (submissions_listen)",
+        ),
     ] {
         let Some(smtp) = smtp else { continue };
         set_aside(
@@ -164,8 +169,11 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
             report,
         );
     }
-    if let Some(imap) = &mut settings.imap {
-        let key = "imap.max_connections";
+    for (imap, key) in [
+        (&mut settings.imap, "imap.max_connections"),
+        (&mut settings.imaps, "imap.max_connections (imaps_listen)"),
+    ] {
+        let Some(imap) = imap else { continue };
         set_aside(
             &mut limit.soft,
             &mut imap.max_connections,
