@@ -69,7 +69,11 @@ impl Leaf {
     /// `_revs_info`: this revision (`available`, or `deleted` for a stub)
     /// and its ancestors, whose bodies are not kept (`missing`).
     pub fn revs_info_json(&self) -> Value {
-        let own = if self.deleted() { "deleted" } else { "available" };
+        let own = if self.deleted() {
+            "deleted"
+        } else {
+            "available"
+        };
         let mut out = vec![json!({"rev": self.rev.to_string(), "status": own})];
         out.extend(
             self.ancestry

@@ -98,7 +98,12 @@ fn known_revs(tree: &[Value]) -> BTreeMap<String, BTreeSet<String>> {
         let id = d["id"].as_str().unwrap().to_string();
         for l in d["leaves"].as_array().unwrap() {
             let start = l["_revisions"]["start"].as_u64().unwrap();
-            for (i, h) in l["_revisions"]["ids"].as_array().unwrap().iter().enumerate() {
+            for (i, h) in l["_revisions"]["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+            {
                 let rev = format!("{}-{}", start - i as u64, h.as_str().unwrap());
                 out.entry(id.clone()).or_default().insert(rev);
             }
@@ -165,7 +170,12 @@ fn pouch_edit(p: &mut Pouch, id: &str, value: &str) -> String {
 /// push is cut in the middle. Returns the restarted server and the
 /// revisions PouchDB saw acknowledged before the kill, each of which the
 /// restarted server holds.
-fn push_and_kill(p: &mut Pouch, s: Server, data: &std::path::Path, acked: &mut Vec<Acked>) -> Server {
+fn push_and_kill(
+    p: &mut Pouch,
+    s: Server,
+    data: &std::path::Path,
+    acked: &mut Vec<Acked>,
+) -> Server {
     let db = format!("{}/{DB}", couch_url(&s));
     let before = ok("GET", &db, ALICE, None)["doc_count"].as_u64().unwrap();
     p.call(json!({"op": "remote", "url": db}));
@@ -179,7 +189,11 @@ fn push_and_kill(p: &mut Pouch, s: Server, data: &std::path::Path, acked: &mut V
     }
     unsafe { libc::kill(s.pid() as i32, libc::SIGKILL) };
     let answer = p.receive();
-    assert_eq!(answer["ok"], json!(false), "the kill cut the push: {answer}");
+    assert_eq!(
+        answer["ok"],
+        json!(false),
+        "the kill cut the push: {answer}"
+    );
     drop(s);
     let s = start(data);
     let db = format!("{}/{DB}", couch_url(&s));
@@ -234,7 +248,12 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     let seed: Vec<Value> = (0..DOOR_DOCS)
         .map(|i| json!({"_id": format!("d{i:02}"), "v": "seed", "n": i}))
         .collect();
-    ok("POST", &format!("{db_a}/_bulk_docs"), ALICE, Some(json!({"docs": seed})));
+    ok(
+        "POST",
+        &format!("{db_a}/_bulk_docs"),
+        ALICE,
+        Some(json!({"docs": seed})),
+    );
     let native_ids: Vec<String> = (0..NATIVE_DOCS)
         .map(|i| {
             let url = format!("http://{}/db/{DB}.fdb/docs", a.http);
@@ -261,15 +280,27 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     let db_b = format!("{}/{DB}", couch_url(&b));
     for (i, id) in ids.iter().enumerate() {
         let rev = door_edit(&db_a, id, &format!("a1-{id}"));
-        acked.push(Acked { id: id.clone(), rev, by: "a door" });
+        acked.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "a door",
+        });
         let rev = if i < DOOR_DOCS {
             door_edit(&db_b, id, &format!("b1-{id}"))
         } else {
             native_edit(&b, id, &format!("b1-{id}"))
         };
-        acked.push(Acked { id: id.clone(), rev, by: "b" });
+        acked.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "b",
+        });
         let rev = pouch_edit(&mut p, id, &format!("p1-{id}"));
-        acked.push(Acked { id: id.clone(), rev, by: "pouch" });
+        acked.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "pouch",
+        });
     }
     let pad = "x".repeat(3000);
     let news: Vec<Value> = (0..400)
@@ -277,13 +308,20 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
         .collect();
     let made = p.call(json!({"op": "bulk", "docs": news}));
     for r in made.as_array().unwrap() {
-        acked.push(Acked { id: r["id"].as_str().unwrap().into(), rev: r["rev"].as_str().unwrap().into(), by: "pouch" });
+        acked.push(Acked {
+            id: r["id"].as_str().unwrap().into(),
+            rev: r["rev"].as_str().unwrap().into(),
+            by: "pouch",
+        });
     }
 
     // Interrupted syncs: PouchDB's push cut by kill -9 of A, then of B.
     a = push_and_kill(&mut p, a, data_a.path(), &mut acked);
     b = push_and_kill(&mut p, b, data_b.path(), &mut acked);
-    let (db_a, db_b) = (format!("{}/{DB}", couch_url(&a)), format!("{}/{DB}", couch_url(&b)));
+    let (db_a, db_b) = (
+        format!("{}/{DB}", couch_url(&a)),
+        format!("{}/{DB}", couch_url(&b)),
+    );
     // A partial native replication between them.
     a.replicate_with(&b, &format!("{DB}.fdb"), &["--direction", "pull"]);
 
@@ -292,15 +330,27 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     let mut last: Vec<Acked> = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let rev = door_edit(&db_a, id, &format!("a2-{id}"));
-        last.push(Acked { id: id.clone(), rev, by: "a door" });
+        last.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "a door",
+        });
         let rev = if i < DOOR_DOCS {
             door_edit(&db_b, id, &format!("b2-{id}"))
         } else {
             native_edit(&b, id, &format!("b2-{id}"))
         };
-        last.push(Acked { id: id.clone(), rev, by: "b" });
+        last.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "b",
+        });
         let rev = pouch_edit(&mut p, id, &format!("p2-{id}"));
-        last.push(Acked { id: id.clone(), rev, by: "pouch" });
+        last.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "pouch",
+        });
     }
 
     full_sync(&mut p, &a, &b);
@@ -309,7 +359,10 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     let tree_b = normal(folio_tree(&db_b));
     let tree_p = normal(p.call(json!({"op": "tree"})).as_array().unwrap().clone());
     assert_eq!(tree_a.len(), DOOR_DOCS + NATIVE_DOCS + 400);
-    for (x, y, what) in [(&tree_a, &tree_b, "A and B"), (&tree_a, &tree_p, "A and PouchDB")] {
+    for (x, y, what) in [
+        (&tree_a, &tree_b, "A and B"),
+        (&tree_a, &tree_p, "A and PouchDB"),
+    ] {
         assert_eq!(x.len(), y.len(), "{what}: as many documents");
         for (l, r) in x.iter().zip(y.iter()) {
             assert!(same(l, r), "{what} differ:\n{l}\n{r}");
@@ -320,7 +373,10 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
         .iter()
         .filter(|d| d["leaves"].as_array().unwrap().len() > 1)
         .count();
-    assert!(conflicted >= ids.len(), "{conflicted} documents in conflict");
+    assert!(
+        conflicted >= ids.len(),
+        "{conflicted} documents in conflict"
+    );
 
     let known = known_revs(&tree_a);
     for e in &acked {

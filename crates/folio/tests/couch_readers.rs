@@ -40,23 +40,42 @@ fn build(s: &common::Server, name: &str, hidden: Option<&Hidden>) -> String {
         {"name": "dave", "level": "editor"},
         {"name": "admin", "level": "manager"},
     ]});
-    ok("PUT", &format!("http://{}/db/{name}.fdb/_acl", s.http), ADMIN, Some(acl));
+    ok(
+        "PUT",
+        &format!("http://{}/db/{name}.fdb/_acl", s.http),
+        ADMIN,
+        Some(acl),
+    );
     let visible = |i: usize| json!({"_id": format!("v{i}"), "kind": "open", "n": i});
-    let put = |doc: Value| ok("POST", &format!("{db}/_bulk_docs"), ALICE, Some(json!({"docs": [doc]})));
+    let put = |doc: Value| {
+        ok(
+            "POST",
+            &format!("{db}/_bulk_docs"),
+            ALICE,
+            Some(json!({"docs": [doc]})),
+        )
+    };
     let hide = |i: usize, extra: Value| {
         if let Some(h) = hidden {
             let mut d = json!({"_id": h.ids[i], "kind": "secret", "word": h.word,
                                "$Readers": ["alice"], "n": 100 + i});
-            d.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            d.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
             put(d);
         }
     };
     put(visible(0));
     hide(0, json!({}));
     put(visible(1));
-    hide(1, json!({"_attachments": {"secret.bin": {"content_type": "application/x-secret",
-                                                   "data": b64(hidden.map_or(&[][..], |h| &h.attachment))}}}));
-    put(json!({"_id": "v2", "kind": "open", "_attachments": {"open.txt": {"content_type": "text/plain", "data": b64(b"open content")}}}));
+    hide(
+        1,
+        json!({"_attachments": {"secret.bin": {"content_type": "application/x-secret",
+                                                   "data": b64(hidden.map_or(&[][..], |h| &h.attachment))}}}),
+    );
+    put(
+        json!({"_id": "v2", "kind": "open", "_attachments": {"open.txt": {"content_type": "text/plain", "data": b64(b"open content")}}}),
+    );
     hide(2, json!({}));
     hide(3, json!({}));
     put(visible(3));
@@ -70,7 +89,12 @@ fn build(s: &common::Server, name: &str, hidden: Option<&Hidden>) -> String {
         }
         let url = format!("{db}/{}", h.ids[2]);
         let d = ok("GET", &url, ALICE, None);
-        ok("DELETE", &format!("{url}?rev={}", d["_rev"].as_str().unwrap()), ALICE, None);
+        ok(
+            "DELETE",
+            &format!("{url}?rev={}", d["_rev"].as_str().unwrap()),
+            ALICE,
+            None,
+        );
         let branch = json!({"new_edits": false, "docs": [{"_id": h.ids[3], "_rev": "1-0123456789abcdef0123456789abcdef",
             "_revisions": {"start": 1, "ids": ["0123456789abcdef0123456789abcdef"]},
             "kind": "secret", "word": h.word, "$Readers": ["alice"]}]});
@@ -81,7 +105,12 @@ fn build(s: &common::Server, name: &str, hidden: Option<&Hidden>) -> String {
     d["round"] = json!(1);
     ok("PUT", &format!("{db}/v0"), ALICE, Some(d));
     let d = ok("GET", &format!("{db}/v1"), ALICE, None);
-    ok("DELETE", &format!("{db}/v1?rev={}", d["_rev"].as_str().unwrap()), ALICE, None);
+    ok(
+        "DELETE",
+        &format!("{db}/v1?rev={}", d["_rev"].as_str().unwrap()),
+        ALICE,
+        None,
+    );
     let branch = json!({"new_edits": false, "docs": [{"_id": "v3", "_rev": "1-fedcba9876543210fedcba9876543210",
         "_revisions": {"start": 1, "ids": ["fedcba9876543210fedcba9876543210"]}, "kind": "open"}]});
     ok("POST", &format!("{db}/_bulk_docs"), ALICE, Some(branch));
@@ -98,11 +127,21 @@ struct Probe {
 }
 
 fn get(path: impl Into<String>) -> Probe {
-    Probe { method: "GET", path: path.into(), body: None, accept: None }
+    Probe {
+        method: "GET",
+        path: path.into(),
+        body: None,
+        accept: None,
+    }
 }
 
 fn post(path: impl Into<String>, body: Value) -> Probe {
-    Probe { method: "POST", path: path.into(), body: Some(body), accept: None }
+    Probe {
+        method: "POST",
+        path: path.into(),
+        body: Some(body),
+        accept: None,
+    }
 }
 
 /// Every read a reader can make of the door, naming the hidden ids of
@@ -118,7 +157,11 @@ fn reads(all_hidden: &[&str], hidden_revs: &[String]) -> Vec<Probe> {
         get("/_all_docs?descending=true"),
         get("/_all_docs?update_seq=true"),
         get("/_all_docs?skip=1&limit=2"),
-        get(format!("/_all_docs?startkey={}&endkey={}", q(json!("a")), q(json!("zzzz")))),
+        get(format!(
+            "/_all_docs?startkey={}&endkey={}",
+            q(json!("a")),
+            q(json!("zzzz"))
+        )),
         get(format!("/_all_docs?key={}", q(json!(all_hidden[0])))),
         post("/_all_docs", json!({"keys": all_hidden})),
         post("/_all_docs?include_docs=true", json!({"keys": some_keys})),
@@ -133,32 +176,85 @@ fn reads(all_hidden: &[&str], hidden_revs: &[String]) -> Vec<Probe> {
         get("/_changes?feed=continuous&timeout=200"),
         get("/_changes?feed=continuous&since=now&timeout=200"),
         get("/_changes?feed=eventsource&timeout=200"),
-        get(format!("/_changes?filter=_doc_ids&doc_ids={}", q(json!(all_hidden)))),
+        get(format!(
+            "/_changes?filter=_doc_ids&doc_ids={}",
+            q(json!(all_hidden))
+        )),
         post("/_changes?filter=_doc_ids", json!({"doc_ids": all_hidden})),
-        post("/_changes?filter=_selector", json!({"selector": {"kind": "secret"}})),
-        post("/_changes?filter=_selector&include_docs=true", json!({"selector": {"n": {"$gt": 2}}})),
+        post(
+            "/_changes?filter=_selector",
+            json!({"selector": {"kind": "secret"}}),
+        ),
+        post(
+            "/_changes?filter=_selector&include_docs=true",
+            json!({"selector": {"n": {"$gt": 2}}}),
+        ),
         post("/_find", json!({"selector": {"kind": "secret"}})),
-        post("/_find", json!({"selector": {"n": {"$gte": 0}}, "fields": ["_id", "n"]})),
+        post(
+            "/_find",
+            json!({"selector": {"n": {"$gte": 0}}, "fields": ["_id", "n"]}),
+        ),
         post("/_find", json!({"selector": {"_id": {"$in": all_hidden}}})),
-        post("/_find", json!({"selector": {"$or": [{"word": {"$exists": true}}, {"kind": "open"}]}, "limit": 2, "skip": 1})),
-        post("/_bulk_get", json!({"docs": all_hidden.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()})),
-        post("/_bulk_get?revs=true&attachments=true&latest=true", json!({"docs":
-            all_hidden.iter().zip(hidden_revs.iter().cycle()).map(|(id, rev)| json!({"id": id, "rev": rev})).collect::<Vec<_>>()})),
-        post("/_revs_diff", json!(all_hidden.iter().map(|id| (id.to_string(), json!(hidden_revs))).collect::<serde_json::Map<_, _>>())),
+        post(
+            "/_find",
+            json!({"selector": {"$or": [{"word": {"$exists": true}}, {"kind": "open"}]}, "limit": 2, "skip": 1}),
+        ),
+        post(
+            "/_bulk_get",
+            json!({"docs": all_hidden.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()}),
+        ),
+        post(
+            "/_bulk_get?revs=true&attachments=true&latest=true",
+            json!({"docs":
+            all_hidden.iter().zip(hidden_revs.iter().cycle()).map(|(id, rev)| json!({"id": id, "rev": rev})).collect::<Vec<_>>()}),
+        ),
+        post(
+            "/_revs_diff",
+            json!(all_hidden
+                .iter()
+                .map(|id| (id.to_string(), json!(hidden_revs)))
+                .collect::<serde_json::Map<_, _>>()),
+        ),
     ];
     for id in all_hidden {
-        for query in ["", "?revs=true", "?conflicts=true&deleted_conflicts=true", "?attachments=true",
-                      "?open_revs=all", "?open_revs=all&revs=true&latest=true"] {
+        for query in [
+            "",
+            "?revs=true",
+            "?conflicts=true&deleted_conflicts=true",
+            "?attachments=true",
+            "?open_revs=all",
+            "?open_revs=all&revs=true&latest=true",
+        ] {
             p.push(get(format!("/{id}{query}")));
         }
         p.push(get(format!("/{id}?open_revs={}", q(json!(hidden_revs)))));
         p.push(get(format!("/{id}?rev={}", hidden_revs[0])));
-        p.push(Probe { method: "GET", path: format!("/{id}?open_revs=all"), body: None, accept: Some("multipart/mixed") });
-        p.push(Probe { method: "GET", path: format!("/{id}"), body: None, accept: Some("multipart/related") });
+        p.push(Probe {
+            method: "GET",
+            path: format!("/{id}?open_revs=all"),
+            body: None,
+            accept: Some("multipart/mixed"),
+        });
+        p.push(Probe {
+            method: "GET",
+            path: format!("/{id}"),
+            body: None,
+            accept: Some("multipart/related"),
+        });
         p.push(get(format!("/{id}/secret.bin")));
         p.push(get(format!("/{id}/other.bin")));
-        p.push(Probe { method: "HEAD", path: format!("/{id}/secret.bin"), body: None, accept: None });
-        p.push(Probe { method: "HEAD", path: format!("/{id}"), body: None, accept: None });
+        p.push(Probe {
+            method: "HEAD",
+            path: format!("/{id}/secret.bin"),
+            body: None,
+            accept: None,
+        });
+        p.push(Probe {
+            method: "HEAD",
+            path: format!("/{id}"),
+            body: None,
+            accept: None,
+        });
     }
     p
 }
@@ -169,11 +265,34 @@ fn writes(all_hidden: &[&str], hidden_revs: &[String]) -> Vec<Probe> {
     let mut p = Vec::new();
     for (i, id) in all_hidden.iter().enumerate() {
         let rev = &hidden_revs[i % hidden_revs.len()];
-        p.push(Probe { method: "PUT", path: format!("/{id}?rev={rev}"), body: Some(json!({"x": 1})), accept: None });
-        p.push(Probe { method: "DELETE", path: format!("/{id}?rev={rev}"), body: None, accept: None });
-        p.push(Probe { method: "PUT", path: format!("/{id}/secret.bin?rev={rev}"), body: Some(json!("x")), accept: None });
-        p.push(Probe { method: "DELETE", path: format!("/{id}/secret.bin?rev={rev}"), body: None, accept: None });
-        p.push(post("/_bulk_docs", json!({"docs": [{"_id": id, "_rev": rev, "x": 1}]})));
+        p.push(Probe {
+            method: "PUT",
+            path: format!("/{id}?rev={rev}"),
+            body: Some(json!({"x": 1})),
+            accept: None,
+        });
+        p.push(Probe {
+            method: "DELETE",
+            path: format!("/{id}?rev={rev}"),
+            body: None,
+            accept: None,
+        });
+        p.push(Probe {
+            method: "PUT",
+            path: format!("/{id}/secret.bin?rev={rev}"),
+            body: Some(json!("x")),
+            accept: None,
+        });
+        p.push(Probe {
+            method: "DELETE",
+            path: format!("/{id}/secret.bin?rev={rev}"),
+            body: None,
+            accept: None,
+        });
+        p.push(post(
+            "/_bulk_docs",
+            json!({"docs": [{"_id": id, "_rev": rev, "x": 1}]}),
+        ));
     }
     p
 }
@@ -183,7 +302,11 @@ fn writes(all_hidden: &[&str], hidden_revs: &[String]) -> Vec<Probe> {
 /// differ between any two databases) taken out.
 fn answer(db: &str, name: &str, probe: &Probe, who: (&str, &str)) -> (u16, String, String) {
     let url = format!("{db}{}", probe.path);
-    let body = probe.body.as_ref().map(|b| b.to_string()).unwrap_or_default();
+    let body = probe
+        .body
+        .as_ref()
+        .map(|b| b.to_string())
+        .unwrap_or_default();
     let mut headers = vec![("Content-Type", "application/json")];
     if let Some(a) = probe.accept {
         headers.push(("Accept", a));
@@ -211,8 +334,16 @@ fn answer(db: &str, name: &str, probe: &Probe, who: (&str, &str)) -> (u16, Strin
 fn a_readers_every_answer_is_the_same_whatever_the_hidden_documents_are() {
     let data = users_dir(&["alice", "bob", "dave", "eve"]);
     let s = start(data.path());
-    let one = Hidden { ids: ["h-alpha", "h-beta", "x-gamma", "v05"], word: "ALPHA", attachment: noise(1, 9000) };
-    let two = Hidden { ids: ["a-one", "zz-two", "h-three", "v00x"], word: "OTHER-WORD-LONGER", attachment: noise(2, 100) };
+    let one = Hidden {
+        ids: ["h-alpha", "h-beta", "x-gamma", "v05"],
+        word: "ALPHA",
+        attachment: noise(1, 9000),
+    };
+    let two = Hidden {
+        ids: ["a-one", "zz-two", "h-three", "v00x"],
+        word: "OTHER-WORD-LONGER",
+        attachment: noise(2, 100),
+    };
     let db1 = build(&s, "twin1", Some(&one));
     let db2 = build(&s, "twin2", Some(&two));
     let bare = build(&s, "bare", None);
@@ -241,7 +372,13 @@ fn a_readers_every_answer_is_the_same_whatever_the_hidden_documents_are() {
             let b = answer(&db2, "twin2", &probe, who);
             assert_eq!(a, b, "{} {} as {}", probe.method, probe.path, who.0);
             for word in ["ALPHA", "OTHER-WORD", "secret\"", "\"word\""] {
-                assert!(!a.2.contains(word), "{} {}: {word} in {}", probe.method, probe.path, a.2);
+                assert!(
+                    !a.2.contains(word),
+                    "{} {}: {word} in {}",
+                    probe.method,
+                    probe.path,
+                    a.2
+                );
             }
             compared += 1;
         }
@@ -256,7 +393,14 @@ fn a_readers_every_answer_is_the_same_whatever_the_hidden_documents_are() {
                 assert_eq!(with[key], without[key], "{path} {key} as {}", who.0);
             }
             let ids = |v: &Value, list: &str| -> Vec<Value> {
-                v[list].as_array().map(|l| l.iter().map(|r| json!([r["id"], r["value"], r["changes"], r["deleted"]])).collect()).unwrap_or_default()
+                v[list]
+                    .as_array()
+                    .map(|l| {
+                        l.iter()
+                            .map(|r| json!([r["id"], r["value"], r["changes"], r["deleted"]]))
+                            .collect()
+                    })
+                    .unwrap_or_default()
             };
             assert_eq!(ids(&with, "rows"), ids(&without, "rows"), "{path}");
             assert_eq!(ids(&with, "results"), ids(&without, "results"), "{path}");
@@ -281,8 +425,14 @@ fn a_readers_every_answer_is_the_same_whatever_the_hidden_documents_are() {
     // nothing else (docs/couchdb.md).
     let fresh = json!({"x": 2}).to_string();
     let taken = req("PUT", &format!("{db1}/h-alpha"), Some(DAVE), Some(&fresh));
-    assert_eq!((taken.0, taken.1["error"].clone()), (409, json!("conflict")));
-    assert_eq!(req("PUT", &format!("{db2}/h-alpha"), Some(DAVE), Some(&fresh)).0, 201);
+    assert_eq!(
+        (taken.0, taken.1["error"].clone()),
+        (409, json!("conflict"))
+    );
+    assert_eq!(
+        req("PUT", &format!("{db2}/h-alpha"), Some(DAVE), Some(&fresh)).0,
+        201
+    );
 
     // A user outside the ACL: the database is as missing as one that is
     // not there, through every route.

@@ -162,7 +162,10 @@ impl Service {
         });
         let read_check = Box::new(move |n: &Note| readable.can_read(n));
         let visible = d.visible();
-        let rights = (check as couch::WriteCheck, read_check as couch::WriteReadCheck);
+        let rights = (
+            check as couch::WriteCheck,
+            read_check as couch::WriteReadCheck,
+        );
         let written = couch::write_docs(&d.db, &d.index, edits, mode, rights, &visible)?;
         Ok(written)
     }
