@@ -429,16 +429,20 @@ struct Target<'l> {
     held: Option<&'l Leaf>,
 }
 
+/// The caller's rights inside the transaction: write a note over the one
+/// held, read a note.
+type Rights<'a> = (
+    &'a (dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync),
+    &'a (dyn Fn(&Note) -> bool + Send + Sync),
+);
+
 fn write_one(
     t: &mut ForeignTxn<'_, '_>,
     e: &Edit,
     conflicts: &[Unid],
     kept: &[Kept],
     mode: Mode,
-    (may_write, may_read): (
-        &(dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync),
-        &(dyn Fn(&Note) -> bool + Send + Sync),
-    ),
+    (may_write, may_read): Rights<'_>,
     now: Timestamp,
 ) -> Result<CouchResult<Rev>, Failed> {
     let main = unid_of_id(&e.id);
