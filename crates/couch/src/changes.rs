@@ -161,7 +161,10 @@ pub fn all_docs(
             AllDocsRow {
                 id: doc.id.clone(),
                 rev: w.rev.to_string(),
-                doc: w.to_json(&doc.id, false),
+                // With its attachments' stubs, as the feed's include_docs.
+                doc: crate::attach::leaf_body(db, w, &doc.id, false, AttMode::Stubs, &[])
+                    .map(|(body, _)| body)
+                    .unwrap_or_else(|_| w.to_json(&doc.id, false)),
             },
         );
     }

@@ -29,6 +29,11 @@ impl CouchError {
         CouchError::new(400, "bad_request", reason)
     }
 
+    /// Query parameters that do not go together: 400.
+    pub fn query_parse(reason: impl Into<String>) -> CouchError {
+        CouchError::new(400, "query_parse_error", reason)
+    }
+
     /// A document that breaks a rule of the format: 400.
     pub fn invalid(reason: impl Into<String>) -> CouchError {
         CouchError::new(400, "doc_validation", reason)

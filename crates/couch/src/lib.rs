@@ -59,4 +59,4 @@ pub use local::{delete_local, get_local, put_local};
 pub use rev::{Rev, MAX_ANCESTORS};
 pub use selector::Selector;
 pub use tree::{load_doc, revs_diff, Doc, Leaf, ReadCheck};
-pub use write::{parse_edit, write_docs, Edit, Mode, WriteCheck};
+pub use write::{parse_edit, write_docs, Edit, Mode, WriteCheck, WriteReadCheck};

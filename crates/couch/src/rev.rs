@@ -39,7 +39,7 @@ pub struct Rev {
     /// The generation: 1 for a new document, +1 per edit.
     pub gen: u32,
     /// What names the version among those of its generation: ASCII
-    /// letters and digits.
+    /// letters, digits and `_`.
     pub hash: String,
 }
 
@@ -53,7 +53,8 @@ impl FromStr for Rev {
     type Err = String;
 
     /// `N-hash`: N a decimal number from 1 without leading zeros, the
-    /// hash 1 to 64 ASCII letters and digits.
+    /// hash 1 to 64 ASCII letters, digits and `_` (CouchDB takes any
+    /// text there; clients' made-up revisions such as `3-fake_rev` do).
     fn from_str(s: &str) -> Result<Rev, String> {
         let shown: String = s.chars().take(80).collect();
         let bad = |why: &str| format!("Invalid rev format {shown:?}: {why}");
@@ -67,8 +68,8 @@ impl FromStr for Rev {
         if hash.is_empty() || hash.len() > MAX_HASH {
             return Err(bad("the hash must be 1 to 64 characters"));
         }
-        if !hash.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(bad("the hash must be ASCII letters and digits"));
+        if !hash.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(bad("the hash must be ASCII letters, digits and _"));
         }
         Ok(Rev {
             gen,
@@ -147,6 +148,8 @@ mod tests {
         let r: Rev = "12-a1b2".parse().unwrap();
         assert_eq!((r.gen, r.hash.as_str()), (12, "a1b2"));
         assert_eq!(r.to_string(), "12-a1b2");
+        let made_up: Rev = "3-totally_fake_rev".parse().unwrap();
+        assert_eq!(made_up.hash, "totally_fake_rev");
         for bad in [
             "",
             "1",

@@ -66,6 +66,23 @@ impl Leaf {
         json!({"start": self.rev.gen, "ids": ids})
     }
 
+    /// `_revs_info`: this revision (`available`, or `deleted` for a stub)
+    /// and its ancestors, whose bodies are not kept (`missing`).
+    pub fn revs_info_json(&self) -> Value {
+        let own = if self.deleted() {
+            "deleted"
+        } else {
+            "available"
+        };
+        let mut out = vec![json!({"rev": self.rev.to_string(), "status": own})];
+        out.extend(
+            self.ancestry
+                .iter()
+                .map(|r| json!({"rev": r.to_string(), "status": "missing"})),
+        );
+        Value::Array(out)
+    }
+
     /// Whether `rev` is this leaf or one of its ancestors.
     pub fn knows(&self, rev: &Rev) -> bool {
         self.rev == *rev || self.ancestry.contains(rev)
@@ -259,11 +276,27 @@ pub(crate) fn doc_of(
     leaves: Vec<(Note, Vec<Version>)>,
     visible: ReadCheck<'_>,
 ) -> Option<Doc> {
-    let leaves: Vec<Leaf> = leaves
+    let mut leaves: Vec<Leaf> = leaves
         .into_iter()
         .filter(|(n, _)| !is_design(n) && id_answers(n, unid) == id && visible(n))
         .map(|(n, r)| Leaf::new(n, r))
         .collect();
+    // A conflict document whose revision another leaf descends from (a
+    // Folio peer edited that version in its own note, and the edit came
+    // here natively) is an ancestor, not a leaf, as in CouchDB's tree; and
+    // one revision held by two notes is one leaf.
+    let superseded: Vec<Rev> = leaves
+        .iter()
+        .filter(|l| leaves.iter().any(|m| m.ancestry.contains(&l.rev)))
+        .map(|l| l.rev.clone())
+        .collect();
+    leaves.retain(|l| !superseded.contains(&l.rev));
+    let mut seen = Vec::new();
+    leaves.retain(|l| {
+        let first = !seen.contains(&l.rev);
+        seen.push(l.rev.clone());
+        first
+    });
     (!leaves.is_empty()).then(|| Doc {
         id: id.to_string(),
         unid,

@@ -49,6 +49,12 @@ const MAX_HISTORY: usize = 1_000;
 /// Whether the caller may write `incoming` over `held` (`None`: new).
 pub type WriteCheck = Box<dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync>;
 
+/// Whether the caller may read a note, inside the write's transaction: an
+/// edit naming a revision the caller may not read is a conflict, as one
+/// naming a revision that does not exist is, so a write cannot tell a
+/// hidden document from a missing one by its answer.
+pub type WriteReadCheck = Box<dyn Fn(&Note) -> bool + Send + Sync>;
+
 /// How revisions are given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -121,11 +127,8 @@ pub fn parse_edit(
                 "new_edits=false needs each document's _rev",
             ))
         }
-        (Mode::Replicated, None, Some(_)) => {
-            return Err(CouchError::bad_request(
-                "new_edits=false needs each document's _revisions",
-            ))
-        }
+        // As in CouchDB: a revision with no history is a root of its own.
+        (Mode::Replicated, None, Some(r)) => vec![r.clone()],
         (Mode::Replicated, Some(h), Some(r)) => history(h, r)?,
     };
     let mut fields = Map::new();
@@ -135,6 +138,9 @@ pub fn parse_edit(
             "_id" | "_rev" | "_deleted" | "_revisions" => {}
             "_conflicts" | "_deleted_conflicts" | "_revs_info" | "_local_seq" => {}
             "_attachments" => attachments = parse_attachments(v, max_att)?,
+            k if REPLICATION_FIELDS.contains(&k) => {
+                fields.insert(k.to_string(), v.clone());
+            }
             k if k.starts_with('_') => {
                 return Err(CouchError::invalid(format!(
                     "Bad special document member: {k}"
@@ -156,6 +162,16 @@ pub fn parse_edit(
         attachments,
     })
 }
+
+/// The fields starting with `_` that CouchDB keeps in a document's body
+/// (its replicator's state, written into replication documents).
+pub const REPLICATION_FIELDS: [&str; 5] = [
+    "_replication_id",
+    "_replication_state",
+    "_replication_state_time",
+    "_replication_state_reason",
+    "_replication_stats",
+];
 
 /// `_revisions` as revisions, newest first; its first must be `rev`.
 fn history(h: &Value, rev: &Rev) -> CouchResult<Vec<Rev>> {
@@ -199,7 +215,7 @@ pub fn write_docs(
     index: &ConflictIndex,
     edits: Vec<Edit>,
     mode: Mode,
-    may_write: WriteCheck,
+    (may_write, may_read): (WriteCheck, WriteReadCheck),
     visible: ReadCheck<'_>,
 ) -> NsfResult<Vec<CouchResult<Rev>>> {
     let known: Vec<Vec<Unid>> = edits
@@ -229,7 +245,8 @@ pub fn write_docs(
                     Ok(k) => k,
                     Err(err) => return Ok(Err(err.clone())),
                 };
-                match write_one(t, e, conflicts, kept, mode, &*may_write, now) {
+                let rights = (&*may_write, &*may_read);
+                match write_one(t, e, conflicts, kept, mode, rights, now) {
                     Ok(r) => Ok(r),
                     Err(Failed::Db(e)) => Err(e),
                     Err(Failed::Couch(e)) => Ok(Err(e)),
@@ -412,13 +429,20 @@ struct Target<'l> {
     held: Option<&'l Leaf>,
 }
 
+/// The caller's rights inside the transaction: write a note over the one
+/// held, read a note.
+type Rights<'a> = (
+    &'a (dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync),
+    &'a (dyn Fn(&Note) -> bool + Send + Sync),
+);
+
 fn write_one(
     t: &mut ForeignTxn<'_, '_>,
     e: &Edit,
     conflicts: &[Unid],
     kept: &[Kept],
     mode: Mode,
-    may_write: &(dyn Fn(&Note, Option<&Note>) -> bool + Send + Sync),
+    (may_write, may_read): Rights<'_>,
     now: Timestamp,
 ) -> Result<CouchResult<Rev>, Failed> {
     let main = unid_of_id(&e.id);
@@ -455,7 +479,7 @@ fn write_one(
         }
         Mode::NewEdits => {
             let base = match &e.rev {
-                Some(r) => match leaves.iter().find(|l| l.rev == *r) {
+                Some(r) => match leaves.iter().find(|l| l.rev == *r && may_read(&l.note)) {
                     Some(l) => Some(l),
                     None => return Ok(Err(CouchError::conflict())),
                 },

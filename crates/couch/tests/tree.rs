@@ -31,7 +31,15 @@ fn write(db: &Database, docs: Vec<Value>, mode: Mode) -> Vec<Result<Rev, couch::
         .map(|d| parse_edit(d, mode, None, &mut || "generated".into(), 1 << 20).unwrap())
         .collect();
     let index = ConflictIndex::of(db).unwrap();
-    write_docs(db, &index, edits, mode, Box::new(|_, _| true), &|_| true).unwrap()
+    write_docs(
+        db,
+        &index,
+        edits,
+        mode,
+        (Box::new(|_, _| true), Box::new(|_| true)),
+        &|_| true,
+    )
+    .unwrap()
 }
 
 fn doc(db: &Database, id: &str) -> Option<Doc> {

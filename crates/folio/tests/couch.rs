@@ -317,7 +317,7 @@ fn bad_input_gets_couchdb_errors_and_changes_nothing() {
         (
             "POST",
             format!("{db}/_bulk_docs"),
-            Some(r#"{"docs":[{"_id":"c","_rev":"1-a"}],"new_edits":false}"#.into()),
+            Some(r#"{"docs":[{"_id":"c","x":1}],"new_edits":false}"#.into()),
             400,
             "bad_request",
         ),

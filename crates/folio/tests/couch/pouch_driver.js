@@ -6,7 +6,8 @@
 // put {doc}, bulk {docs}, get {id, opts}, remove {id, rev}, all, info,
 // remote {url} (the same remote database at a new address),
 // push_tracked (a push that reports the revisions each acknowledged
-// batch wrote, also when it fails).
+// batch wrote, also when it fails), tree (every document's winner with
+// _conflicts and its leaves with _revisions, deleted ones included).
 // An error is answered {"error": name, "status": n, "message": text}.
 'use strict';
 const PouchDB = require('pouchdb');
@@ -72,6 +73,16 @@ async function run(cmd) {
       return (await local.allDocs({ include_docs: true, conflicts: true })).rows.map((r) => r.doc);
     case 'info':
       return await local.info();
+    case 'tree': {
+      const ids = (await local.changes({ since: 0 })).results.map((r) => r.id).sort();
+      const out = [];
+      for (const id of ids) {
+        const winner = await local.get(id, { conflicts: true }).catch((e) => ({ missing: e.status }));
+        const leaves = await local.get(id, { open_revs: 'all', revs: true });
+        out.push({ id, winner, leaves: leaves.map((l) => l.ok) });
+      }
+      return out;
+    }
     default:
       throw new Error('unknown op ' + cmd.op);
   }

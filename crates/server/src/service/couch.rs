@@ -156,11 +156,17 @@ impl Service {
     ) -> CouchResult<Vec<CouchResult<Rev>>> {
         let d = self.couch_db(caller, name, AccessLevel::Author)?;
         let access = d.access.clone();
+        let readable = access.clone();
         let check = Box::new(move |incoming: &Note, held: Option<&Note>| {
             may_write(&access, incoming, held)
         });
+        let read_check = Box::new(move |n: &Note| readable.can_read(n));
         let visible = d.visible();
-        let written = couch::write_docs(&d.db, &d.index, edits, mode, check, &visible)?;
+        let rights = (
+            check as couch::WriteCheck,
+            read_check as couch::WriteReadCheck,
+        );
+        let written = couch::write_docs(&d.db, &d.index, edits, mode, rights, &visible)?;
         Ok(written)
     }
 

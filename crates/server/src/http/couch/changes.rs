@@ -78,11 +78,7 @@ pub(super) async fn changes(State(s): Svc, c: CouchCall, method: Method, body: B
         }
     };
     let include_docs = c.flag("include_docs")?;
-    if c.flag("descending")? {
-        return Err(Fail(CouchError::not_implemented(
-            "descending change feeds are not supported",
-        )));
-    }
+    let descending = c.flag("descending")?;
     let form = match c.text("feed") {
         None | Some("normal") => Form::Normal,
         Some("longpoll") => Form::LongPoll,
@@ -94,6 +90,11 @@ pub(super) async fn changes(State(s): Svc, c: CouchCall, method: Method, body: B
             ))))
         }
     };
+    if descending && form != Form::Normal {
+        return Err(Fail(CouchError::not_implemented(
+            "descending change feeds are normal feeds only",
+        )));
+    }
     let ms = |k| c.number(k).map(|n| n.map(Duration::from_millis));
     let (timeout, heartbeat) = (ms("timeout")?, ms("heartbeat")?.filter(|h| !h.is_zero()));
     let keep = filter(&c, method, body).await?;
@@ -126,23 +127,34 @@ pub(super) async fn changes(State(s): Svc, c: CouchCall, method: Method, body: B
         let t = timeout.unwrap_or(MAX_WAIT).min(MAX_WAIT);
         heartbeat.map_or(t, |h| t.min(h))
     });
+    // A descending feed is the newest rows of an ascending one (at most
+    // MAX_CHANGES of them read), newest first.
+    let read = if descending { MAX_CHANGES } else { limit };
     let page = c
         .run(&s, move |s, caller| {
             s.couch_changes(
                 caller,
                 &name,
                 since,
-                limit,
+                read,
                 (all_leaves, include_docs),
                 &keep,
                 wait,
             )
         })
         .await?;
-    let results: Vec<Value> = page.rows.into_iter().map(row).collect();
+    let mut results: Vec<Value> = page.rows.into_iter().map(row).collect();
+    let mut last_seq = json!(page.last_seq);
+    if descending {
+        results.reverse();
+        results.truncate(limit);
+        if let Some(oldest) = results.last() {
+            last_seq = oldest["seq"].clone();
+        }
+    }
     Ok(json(
         StatusCode::OK,
-        &json!({"results": results, "last_seq": page.last_seq, "pending": 0}),
+        &json!({"results": results, "last_seq": last_seq, "pending": 0}),
     ))
 }
 

@@ -121,6 +121,11 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
         skip: c.number("skip")?.unwrap_or(0) as usize,
         limit: c.number("limit")?.map_or(usize::MAX, |n| n as usize),
     };
+    if keys.is_some() && (range.start.is_some() || range.end.is_some()) {
+        return Err(Fail(CouchError::query_parse(
+            "`keys` is incompatible with `key`, `start_key` and `end_key`",
+        )));
+    }
     let update_seq = c.flag("update_seq")?;
     let name2 = name.clone();
     let (rows, seq) = c
@@ -137,7 +142,12 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
         v
     };
     let out: Vec<Value> = match keys {
-        Some(keys) => {
+        Some(mut keys) => {
+            // Rows come in the order of `keys` (reversed if descending),
+            // then skip and limit apply, as in CouchDB.
+            if range.descending {
+                keys.reverse();
+            }
             let docs = c
                 .run(&s, move |s, caller| {
                     let found = s.couch_docs(caller, &name, &keys)?;
@@ -145,6 +155,8 @@ pub(super) async fn all_docs(State(s): Svc, c: CouchCall, method: Method, body: 
                 })
                 .await?;
             docs.into_iter()
+                .skip(range.skip)
+                .take(range.limit)
                 .map(|(key, doc)| match doc {
                     None => json!({"key": key, "error": "not_found"}),
                     Some(d) => {

@@ -39,8 +39,8 @@ fn bulk_limit(s: &Service) -> usize {
     s.limits().max_document_bytes.saturating_mul(8)
 }
 
-/// `GET /{db}/{id}`: `rev`, `revs`, `open_revs`, `latest`, `conflicts`,
-/// `deleted_conflicts`, `attachments` with `atts_since`. With `open_revs`
+/// `GET /{db}/{id}`: `rev`, `revs`, `revs_info`, `open_revs`, `latest`,
+/// `conflicts`, `deleted_conflicts`, `attachments` with `atts_since`. With `open_revs`
 /// and `Accept: multipart/mixed`, or `attachments=true` and `Accept:
 /// multipart/related`, attachments come as parts (multipart.rs).
 pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
@@ -58,6 +58,7 @@ pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
         .map(|r| r.parse::<Rev>().map_err(CouchError::bad_request))
         .transpose()?;
     let (conflicts, deleted_conflicts) = (c.flag("conflicts")?, c.flag("deleted_conflicts")?);
+    let revs_info = c.flag("revs_info")?;
     let atts_since = match c.json("atts_since")? {
         None => Vec::new(),
         v => rev_list(v, "atts_since")?,
@@ -141,6 +142,9 @@ pub(super) async fn get(State(s): Svc, c: CouchCall) -> Reply {
             }
             if deleted_conflicts && !doc.deleted_conflicts().is_empty() {
                 body.insert("_deleted_conflicts".into(), list(doc.deleted_conflicts()));
+            }
+            if revs_info {
+                body.insert("_revs_info".into(), leaf.revs_info_json());
             }
             Ok((body, parts, leaf.rev.to_string()))
         })
@@ -307,17 +311,33 @@ pub(super) async fn bulk_docs(State(s): Svc, c: CouchCall, body: Body) -> Reply 
     };
     let mode = mode_of(new_edits);
     let max_att = s.limits().max_attachment_bytes;
+    // `_local` documents may come in the same request (CouchDB takes them
+    // there too); they are written as at `/_local/{id}`, after the rest.
+    let (locals, docs): (Vec<&Value>, Vec<&Value>) = docs.iter().partition(|d| {
+        d.get("_id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.starts_with("_local/"))
+    });
+    let locals: Vec<(String, LocalOp)> = locals.into_iter().map(local_op).collect();
     let edits = docs
         .iter()
         .map(|d| couch::parse_edit(d, mode, None, &mut new_uuid, max_att))
         .collect::<CouchResult<Vec<Edit>>>()?;
     let ids: Vec<String> = edits.iter().map(|e| e.id.clone()).collect();
-    let results = c
+    let (results, local_results) = c
         .run(&s, move |s, caller| {
-            s.couch_write(caller, &name, edits, mode)
+            let results = s.couch_write(caller, &name, edits, mode)?;
+            let locals = locals
+                .into_iter()
+                .map(|(id, op)| {
+                    let answer = s.couch_local(caller, &name, &id, op);
+                    (format!("_local/{id}"), answer)
+                })
+                .collect::<Vec<_>>();
+            Ok((results, locals))
         })
         .await?;
-    let answers: Vec<Value> = ids
+    let mut answers: Vec<Value> = ids
         .iter()
         .zip(results)
         .filter_map(|(id, r)| match r {
@@ -326,7 +346,28 @@ pub(super) async fn bulk_docs(State(s): Svc, c: CouchCall, body: Body) -> Reply 
             Err(e) => Some(e.for_doc(id, None)),
         })
         .collect();
+    for (id, r) in local_results {
+        match r {
+            Ok(a) if new_edits => answers.push(a),
+            Ok(_) => {}
+            Err(e) => answers.push(e.for_doc(&id, None)),
+        }
+    }
     Ok(json(StatusCode::CREATED, &json!(answers)))
+}
+
+/// A `_local/{id}` document of a `_bulk_docs` request as the write it
+/// asks for: a deletion of the revision it names, or a put.
+fn local_op(doc: &Value) -> (String, LocalOp) {
+    let body = doc.as_object().cloned().unwrap_or_default();
+    let id = body["_id"].as_str().unwrap_or_default()["_local/".len()..].to_string();
+    let op = match body.get("_deleted") {
+        Some(Value::Bool(true)) => {
+            LocalOp::Delete(body.get("_rev").and_then(Value::as_str).map(str::to_string))
+        }
+        _ => LocalOp::Put(body),
+    };
+    (id, op)
 }
 
 /// `POST /{db}/_bulk_get`: `{"docs": [{"id", "rev"}]}`, `?revs=true`.
