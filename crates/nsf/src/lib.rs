@@ -52,7 +52,10 @@ pub use db::{AttachmentUsage, StoreRefCheck};
 pub use db::{CheckReport, CloseHook, Database, DbInfo, ForeignTxn, StagedNote};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use describe::{describe_db, describe_db_page, DbDump, DbPageDump, NotesSummary};
-pub use engine::{CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats};
+pub use engine::{
+    BackupRun, CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats, RunKind,
+    BACKUP_HISTORY_FILE, BACKUP_HISTORY_RUNS,
+};
 pub use error::{NsfError, NsfResult};
 pub use fixup::{BadPage, FixupReport, LostAttachment, LostNote};
 pub use foreign::{ForeignAttachment, ForeignContent, ForeignNote, ForeignOutcome};
