@@ -123,3 +123,85 @@ fn metrics_are_for_administrators_and_named_readers_and_pass_promtool() {
         assert!(said.trim().is_empty(), "promtool's lint:\n{said}");
     }
 }
+
+/// The number after `name ` in the exposition `text` (a series without
+/// labels), if it is there.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn metrics_scraped_during_a_mail_load_pass_promtool() {
+    let tmp = common::users_dir(&["prom"]);
+    std::fs::write(
+        tmp.path().join("folio.toml"),
+        "http_metrics_users = [\"prom\"]\n",
+    )
+    .unwrap();
+    let srv = Server::start(tmp.path());
+    // `folio load mail` against this server: it makes its mail users and
+    // their mail files over the native protocol, then reads, writes and
+    // sends mail as they would, so the router delivers while we scrape.
+    let mut load = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args(["--server", &srv.native, "--user", "admin"])
+        .env("FOLIO_PASSWORD", ADMIN_PW)
+        .args(["load", "mail", "--users", "8", "--docs", "3"])
+        .args(["--max-doc-kib", "4", "--attach-percent", "0"])
+        .args([
+            "--time-scale",
+            "900",
+            "--seconds",
+            "6",
+            "--connections",
+            "4",
+        ])
+        .arg("--out")
+        .arg(tmp.path().join("load-out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Scrape until the load ends; keep the scrapes made while it ran and
+    // the router had delivered something (the mail part of the load).
+    let mut during = Vec::new();
+    loop {
+        let running = load.try_wait().unwrap().is_none();
+        let (status, _, text) = get(&srv, Some(("prom", "prom-password")), "/metrics");
+        assert_eq!(status, 200, "{text}");
+        if running && sample(&text, "folio_router_delivered_total").is_some_and(|d| d > 0.0) {
+            during.push(text);
+        }
+        if !running {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let out = load.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !during.is_empty(),
+        "no scrape while the load ran and mail was delivered"
+    );
+    // The first, a middle and the last scrape made under load, each
+    // checked by promtool.
+    let picks = [0, during.len() / 2, during.len() - 1];
+    for &i in &picks {
+        let text = &during[i];
+        assert!(text.contains("# TYPE folio_router_delivered_total counter"));
+        assert!(text.contains("folio_response_seconds_count{op=\"create\"}"));
+        if let Some(said) = promtool(text) {
+            assert!(
+                said.trim().is_empty(),
+                "promtool's lint (scrape {i}):\n{said}"
+            );
+        }
+    }
+    let first = sample(&during[0], "folio_router_delivered_total").unwrap();
+    let last = sample(&during[during.len() - 1], "folio_router_delivered_total").unwrap();
+    assert!(last >= first, "a counter went down: {first} then {last}");
+}
