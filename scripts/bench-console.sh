@@ -48,7 +48,7 @@ export FOLIO_PASSWORD=$token
 # The dashboard's reads, once a second, until killed; on exit, how many
 # requests and bytes it made.
 poll() {
-    python3 - "http://$http" "$token" "$1" <<'PY'
+    exec python3 - "http://$http" "$token" "$1" <<'PY'
 import json, signal, sys, time, urllib.request
 url, token, report = sys.argv[1:4]
 n = size = 0
