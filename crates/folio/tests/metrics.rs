@@ -123,3 +123,134 @@ fn metrics_are_for_administrators_and_named_readers_and_pass_promtool() {
         assert!(said.trim().is_empty(), "promtool's lint:\n{said}");
     }
 }
+
+/// A POST as `user` that must succeed.
+fn post(srv: &Server, user: (&str, &str), path: &str, body: &str) {
+    let auth = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("{}:{}", user.0, user.1),
+    );
+    ureq::post(&format!("http://{}{path}", srv.http))
+        .set("Authorization", &format!("Basic {auth}"))
+        .set("Content-Type", "application/json")
+        .send_string(body)
+        .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+}
+
+/// The number after `name ` in the exposition `text` (a series without
+/// labels), if it is there.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn metrics_scraped_during_a_mail_load_pass_promtool() {
+    let tmp = common::users_dir(&["prom", "alice", "bob"]);
+    std::fs::write(
+        tmp.path().join("folio.toml"),
+        "http_metrics_users = [\"prom\"]\n\n[mail]\nboxes = 2\n",
+    )
+    .unwrap();
+    let srv = Server::start(tmp.path());
+    for name in ["alice", "bob"] {
+        post(
+            &srv,
+            ("admin", ADMIN_PW),
+            "/mail/users",
+            &format!(r#"{{"name":"{name}"}}"#),
+        );
+    }
+    // `folio load mail` against this server: it makes its mail users and
+    // their mail files over the native protocol, then reads, writes and
+    // sends mail as they would.
+    let mut load = Command::new(env!("CARGO_BIN_EXE_folio"))
+        .args(["--server", &srv.native, "--user", "admin"])
+        .env("FOLIO_PASSWORD", ADMIN_PW)
+        .args(["load", "mail", "--users", "8", "--docs", "3"])
+        .args(["--max-doc-kib", "4", "--attach-percent", "0"])
+        .args([
+            "--time-scale",
+            "900",
+            "--seconds",
+            "6",
+            "--connections",
+            "4",
+        ])
+        // The server's mail boxes, which its router reads.
+        .args(["--mailboxes", "2"])
+        .arg("--out")
+        .arg(tmp.path().join("load-out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Scrape until the load ends; keep the scrapes made while it ran.
+    let mut during = Vec::new();
+    let last = loop {
+        let running = load.try_wait().unwrap().is_none();
+        let (status, _, text) = get(&srv, Some(("prom", "prom-password")), "/metrics");
+        assert_eq!(status, 200, "{text}");
+        if !running {
+            break text;
+        }
+        during.push(text);
+        // Beside the load, alice writes to bob: the router delivers.
+        post(
+            &srv,
+            ("alice", "alice-password"),
+            "/mail/send",
+            r#"{"to":"bob","subject":"figures","body":"attached"}"#,
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    // The router's pass after the last message (waited for, not timed).
+    let mut last = last;
+    for _ in 0..240 {
+        if sample(&last, "folio_router_delivered_total").is_some_and(|d| d > 0.0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        last = get(&srv, Some(("prom", "prom-password")), "/metrics").2;
+    }
+    let out = load.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!during.is_empty(), "no scrape while the load ran");
+    // The load sent mail and the router delivered it.
+    let delivered = sample(&last, "folio_router_delivered_total");
+    assert!(
+        delivered.is_some_and(|d| d > 0.0),
+        "no delivery counted:\n{}",
+        last.lines()
+            .filter(|l| l.contains("router"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // The first, a middle and the last scrape made under load, each
+    // checked by promtool.
+    let picks = [0, during.len() / 2, during.len() - 1];
+    for &i in &picks {
+        let text = &during[i];
+        assert!(text.contains("# TYPE folio_router_delivered_total counter"));
+        assert!(text.contains("folio_response_seconds_count{op=\"create\"}"));
+        if let Some(said) = promtool(text) {
+            assert!(
+                said.trim().is_empty(),
+                "promtool's lint (scrape {i}):\n{said}"
+            );
+        }
+    }
+    let counts: Vec<f64> = during
+        .iter()
+        .chain([&last])
+        .filter_map(|t| sample(t, "folio_router_delivered_total"))
+        .collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] <= w[1]),
+        "a counter went down: {counts:?}"
+    );
+}

@@ -56,12 +56,14 @@
 //! cached or on disk go on.
 
 mod backup;
+mod backup_history;
 mod compact;
 mod copy;
 mod delete;
 mod fixup_state;
 mod store;
 
+pub use backup_history::{BackupRun, RunKind, BACKUP_HISTORY_FILE, BACKUP_HISTORY_RUNS};
 pub use copy::CopyReport;
 pub use fixup_state::FixupState;
 
@@ -235,6 +237,8 @@ struct Shared {
     fixups: Vec<FixupReport>,
     /// Fixups since the open, for `show stats`.
     fixup_log: Mutex<fixup_state::FixupLog>,
+    /// One writer of the backup history at a time.
+    history_writing: Mutex<()>,
     stop: Mutex<bool>,
     wake: Condvar,
     /// Serialises checkpoints (background thread and explicit calls).
@@ -445,6 +449,7 @@ impl Engine {
             retired,
             detached: Mutex::default(),
             fixup_log: Mutex::new(fixup_state::FixupLog::of(&fixups, cfg.clock.now())),
+            history_writing: Mutex::new(()),
             fixups,
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -887,7 +892,36 @@ impl Engine {
     /// (I31). Durable when it returns: each copy and the archive mark are
     /// synced. Bad requests (another style, no directory, unlogged mode)
     /// are [`NsfError::Invalid`] and change nothing.
+    /// A run that got past those checks is added to the backup history
+    /// once it is durable (I64), failed or not.
     pub fn archive(&self, to: Option<&Path>) -> NsfResult<translog::ArchiveReport> {
+        let clock = backup_history::RunClock::start(self.shared.cfg.clock.now());
+        let r = self.archive_unrecorded(to);
+        if matches!(r, Err(NsfError::Invalid(_) | NsfError::EngineClosed)) {
+            return r;
+        }
+        let dir = to
+            .map(Path::to_path_buf)
+            .or_else(|| {
+                self.shared
+                    .cfg
+                    .log
+                    .as_ref()
+                    .and_then(|l| l.archive_dir.clone())
+            })
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        self.record_run(clock.finish(RunKind::Archive, dir, &r, |a, run| {
+            run.dir = a.archive_dir.display().to_string();
+            run.bytes = a.bytes_copied;
+            run.extents = a.extents_copied;
+        }));
+        r
+    }
+
+    /// [`Engine::archive`] without the history: a backup archives as its
+    /// last step and records the whole run once.
+    fn archive_unrecorded(&self, to: Option<&Path>) -> NsfResult<translog::ArchiveReport> {
         self.check_open()?;
         let log = self.shared.log.as_ref().ok_or_else(|| {
             NsfError::Invalid(

@@ -53,8 +53,9 @@ pub use db::{CheckReport, CloseHook, Database, DbInfo, ForeignTxn, StagedNote};
 pub use dbpath::{DbPath, MAX_DB_PATH};
 pub use describe::{describe_db, describe_db_page, DbDump, DbPageDump, NotesSummary};
 pub use engine::{
-    CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats, CACHE_CEILING,
-    ENGINE_FILES_RESERVE, SIZED_OPEN_DATABASES,
+    BackupRun, CacheStats, CopyReport, Engine, EngineConfig, FixupState, LockStats, RunKind,
+    BACKUP_HISTORY_FILE, BACKUP_HISTORY_RUNS, CACHE_CEILING, ENGINE_FILES_RESERVE,
+    SIZED_OPEN_DATABASES,
 };
 pub use error::{NsfError, NsfResult};
 pub use fixup::{BadPage, FixupReport, LostAttachment, LostNote};

@@ -103,6 +103,25 @@
     return (Math.round(v * 10) / 10) + ' ' + units[i];
   }
 
+  // Attachment bytes as referenced and as stored, and what deduplication
+  // and compression saved.
+  function storeFigures(logical, stored) {
+    const saved = logical > 0 ? Math.round((1 - stored / logical) * 100) : null;
+    return fmtBytes(logical) + ' / ' + fmtBytes(stored) +
+      (saved === null ? '' : ' (' + saved + '% saved)');
+  }
+
+  // A rate of bytes in decimal units (kB = 1,000 B), for charts: a log
+  // axis's ticks are powers of ten, which binary units would spell as
+  // 976.6 KiB.
+  function fmtByteRate(v) {
+    if (v === null || v === undefined || !isFinite(v)) return '–';
+    const units = ['B/s', 'kB/s', 'MB/s', 'GB/s'];
+    let i = 0;
+    while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+    return Number(v.toPrecision(3)) + ' ' + units[i];
+  }
+
   // ---- sign-in -----------------------------------------------------------------
 
   function signedOut() {
@@ -200,29 +219,30 @@
   // Each chart: a title, the unit of its y axis, and its series (a key of
   // the history's columns, or a function of one sample index). `log`: a
   // log scale when the values span more than two decades; `max`: a fixed
-  // top of the axis (percentages).
+  // top of the axis (percentages); `suffix`: the unit after a value in the
+  // legend.
   const CHARTS = [
     { title: 'Transactions', unit: 'per minute', log: true,
       series: [['transactions/min', 'trans_per_min']] },
-    { title: 'Response time', unit: 'ms', log: true, op: true, series: [] },
+    { title: 'Response time', unit: 'ms', log: true, op: true, suffix: ' ms', series: [] },
     { title: 'Log writes', unit: 'bytes/s', log: true, bytes: true,
       series: [['written', 'log_bytes_per_s']] },
     { title: 'Log fsyncs and commits', unit: 'per second', log: true,
       series: [['fsyncs/s', 'log_fsyncs_per_s'], ['commits/s', 'log_commits_per_s']] },
-    { title: 'Checkpoint age', unit: 'seconds', series: [['age', 'checkpoint_age_s']] },
-    { title: 'Log space used', unit: '% of capacity', state: 'log_state', max: 100,
+    { title: 'Checkpoint age', unit: 'seconds', suffix: ' s', series: [['age', 'checkpoint_age_s']] },
+    { title: 'Log space used', unit: '% of capacity', state: 'log_state', max: 100, suffix: '%',
       series: [['used', (h, i) => pct(h.log_capacity_used[i])]] },
-    { title: 'Buffer pool hit rate', unit: '% of lookups', max: 100,
+    { title: 'Buffer pool hit rate', unit: '% of lookups', max: 100, suffix: '%',
       series: [['hit rate', (h, i) => pct(h.pool_hit_rate[i])]] },
-    { title: 'Dirty pages', unit: 'pages', series: [['dirty', 'pool_dirty_pages']] },
+    { title: 'Dirty pages', unit: 'pages', suffix: ' pages', series: [['dirty', 'pool_dirty_pages']] },
     { title: 'Open databases and descriptors', unit: 'count', log: true,
       series: [['databases open', 'db_open'], ['open limit', 'db_open_limit'],
         ['descriptors', 'descriptors_open']] },
-    { title: 'Connections', unit: 'connections',
+    { title: 'Connections', unit: 'connections', suffix: ' open',
       series: [['native', 'connections_native'], ['HTTP', 'connections_http']] },
-    { title: 'Router queue', unit: 'messages',
+    { title: 'Router queue', unit: 'messages', suffix: ' messages',
       series: [['queue depth', 'router_queue_depth'], ['retrying', 'router_retrying']] },
-    { title: 'Delivery latency', unit: 'ms',
+    { title: 'Delivery latency', unit: 'ms', suffix: ' ms',
       series: [['p50', 'router_latency_p50_ms'], ['p99', 'router_latency_p99_ms']] },
     { title: 'Replication', unit: 'runs since start',
       series: [['runs', 'replication_runs'], ['failures', 'replication_failures']] },
@@ -343,8 +363,9 @@
     // into the right edge.
     const first = h.t.length ? h.t[0] : t1;
     const t0 = Math.max(t1 - minutes * 60 * 1000, Math.min(first, t1 - 60 * 1000));
-    const format = card.c.bytes ? (v) => fmtBytes(v) + '/s' : fmtNumber;
-    const axis = card.c.bytes ? format : fmtAxis;
+    const format = card.c.bytes ? fmtByteRate
+      : (v) => fmtNumber(v) + (v === null || v === undefined ? '' : card.c.suffix || '');
+    const axis = card.c.bytes ? fmtByteRate : fmtAxis;
     const log = drawChart(card.canvas, h.t, series, t0, t1, card.c, axis);
     const items = series.map(([name, values], i) => {
       const last = values.length ? values[values.length - 1] : null;
@@ -397,7 +418,11 @@
     } else {
       lo = 0;
       hi = chart.max || niceCeil(max > 0 ? max * 1.1 : 1);
-      ticks = [0, hi / 4, hi / 2, (3 * hi) / 4, hi];
+      // Steps that read well: 2.5 and 5 in fifths (0.5, 1), the rest
+      // in quarters (0.25, 0.5).
+      const m = Math.round(hi / Math.pow(10, Math.floor(Math.log10(hi))) * 10) / 10;
+      const parts = m === 2.5 || m === 5 ? 5 : 4;
+      ticks = Array.from({ length: parts + 1 }, (_, i) => (hi * i) / parts);
     }
     const y = (v) => {
       if (log) {
@@ -548,7 +573,8 @@
         el('span', { class: 'muted' }, 'Only the databases your access lets you see are listed.')),
       table, pager,
       el('p', { class: 'muted' }, 'Attachment store: the bytes of the attachments kept in the ' +
-        'server\'s attachment store (each reference / each distinct content once, compressed). ' +
+        'server\'s attachment store (each reference / each distinct content once, compressed; ' +
+        'saved: what deduplication and compression spare). ' +
         'Note counts and attachment totals count every document, so only administrators ' +
         '(whom $Readers does not restrict) are shown them.'));
     let list = [];
@@ -563,7 +589,7 @@
           docs.textContent = info.note_count === null ? '–' : fmtNumber(info.note_count);
           size.textContent = fmtBytes(info.file_size);
           att.textContent = info.attachment_logical_bytes === null ? '–'
-            : fmtBytes(info.attachment_logical_bytes) + ' / ' + fmtBytes(info.attachment_stored_bytes);
+            : storeFigures(info.attachment_logical_bytes, info.attachment_stored_bytes);
         }, (e) => { docs.textContent = e.message; size.textContent = ''; att.textContent = ''; });
         return el('tr', {},
           el('td', {}, el('a', { href: '#/db/' + enc(d.path) }, d.path)),
@@ -645,11 +671,13 @@
       ['Notes (documents, ACL, design)', info.note_count === null ? hiddenCount : fmtNumber(info.note_count)],
       ['File size', fmtBytes(info.file_size)],
       ['Attachment store (logical / stored)', info.attachment_logical_bytes === null ? hiddenCount
-        : fmtBytes(info.attachment_logical_bytes) + ' / ' + fmtBytes(info.attachment_stored_bytes)],
-      ['Replica id', info.replica_id], ['Instance id', info.instance_id], ['Created', info.created],
+        : storeFigures(info.attachment_logical_bytes, info.attachment_stored_bytes)],
+      ['Replica id', info.replica_id], ['Instance id', info.instance_id], ['Created', fmtTime(info.created)],
       ['Change sequence', info.sequence],
       ['Needs fixup', info.needs_fixup
-        ? 'yes: run folio fixup ' + info.path + ' on the data directory with the server stopped' : 'no'],
+        ? 'yes: it refuses writes until fixed up (reads go on); ' + (state.admin
+          ? 'Fixup… below repairs it while the server runs'
+          : 'a server administrator can fix it up from this page') : 'no'],
       ['Your access', access.level + (access.roles && access.roles.length ? ' · roles ' + access.roles.join(', ') : '')],
     ];
     facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
@@ -1463,16 +1491,17 @@
           ...r.attachments_lost.map((a) => a.name + ' of ' + a.unid + ': ' + a.reason)];
         status.replaceChildren(el('dl', { class: 'facts', id: 'fixup-report' },
           ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])),
-        lost.length ? el('ul', {}, ...lost.map((l) => el('li', {}, l))) : null);
+        ...(lost.length ? [el('ul', {}, ...lost.map((l) => el('li', {}, l)))] : []));
       } catch (e) {
         status.replaceChildren(refusal('Fixup failed', e));
       }
       run.disabled = false;
     });
     host.replaceChildren(el('div', { class: 'panel' }, el('h2', {}, 'Fixup ' + path),
-      el('p', { class: 'muted' }, 'Reads and checks every page, note and attachment, and rewrites ' +
-        'the file if anything is wrong (a new instance id: take a new backup). The database must ' +
-        'be idle; requests for it wait until fixup is done.'),
+      el('p', { class: 'muted' }, 'Reads and checks every page, note and attachment, then rewrites ' +
+        'the file from what it kept, indexes and views rebuilt, with a new instance id: take a new ' +
+        'backup of it afterwards. A dry run only checks and writes nothing. The database must be ' +
+        'idle (one in use is refused); requests that come meanwhile wait until fixup is done.'),
       el('div', { class: 'toolbar' }, el('label', {}, dry, ' dry run (check only)'), run), status));
   }
 
@@ -1564,7 +1593,7 @@
     const rows = names.map((n) => el('tr', {},
       el('td', {}, n), el('td', {}, String(get(n, 'result') ?? '–')),
       el('td', {}, get(n, 'last_run') && get(n, 'last_run') !== 'never' ? fmtTime(get(n, 'last_run')) : 'never'),
-      el('td', { class: 'num' }, get(n, 'next_run_s') === undefined ? '–' : 'in ' + fmtNumber(get(n, 'next_run_s')) + ' s'),
+      el('td', { class: 'num' }, get(n, 'next_run_s') === undefined ? '–' : 'in ' + fmtSpan(get(n, 'next_run_s'))),
       el('td', { class: 'num' }, fmtNumber(get(n, 'runs'))), el('td', { class: 'num' }, fmtNumber(get(n, 'errors'))),
       el('td', { class: 'num' }, fmtNumber(get(n, 'documents'))), el('td', { class: 'num' }, fmtBytes(get(n, 'bytes'))),
       el('td', {}, state.admin ? runNow(n) : '')));
@@ -1583,7 +1612,46 @@
     ];
     backup.replaceChildren(el('dl', { class: 'facts', id: 'backup-facts' },
       ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))])));
-    if (state.admin) backup.append(backupForm());
+    if (!state.admin) return;
+    const history = el('div', { id: 'backup-history' });
+    backup.append(backupForm(), el('h2', {}, 'Backup history (newest first)'), history);
+    try {
+      historyTable(history, await api('GET', '/admin/backups?limit=20'));
+    } catch (e) {
+      history.replaceChildren(refusal('Not shown', e));
+    }
+  }
+
+  // Seconds as a person reads them: 42 s, 17 min, 3 h 5 min.
+  function fmtSpan(secs) {
+    if (secs === null || secs === undefined || !isFinite(secs)) return '–';
+    const s = Math.max(0, Math.round(secs));
+    if (s < 120) return s + ' s';
+    if (s < 7200) return Math.round(s / 60) + ' min';
+    return Math.floor(s / 3600) + ' h ' + Math.round((s % 3600) / 60) + ' min';
+  }
+
+  function fmtDuration(ms) {
+    if (ms === null || ms === undefined) return '–';
+    return ms < 10000 ? fmtNumber(ms) + ' ms' : fmtNumber(Math.round(ms / 100) / 10) + ' s';
+  }
+
+  // GET /admin/backups: the last backup and archive runs, kept by the
+  // server in <data>/backups.json, so they outlive a restart.
+  function historyTable(host, h) {
+    const rows = h.runs.map((r) => el('tr', { class: 'history-row' },
+      el('td', {}, fmtTime(r.started)), el('td', {}, r.kind),
+      el('td', { class: r.result === 'ok' ? '' : 'state-bad' }, r.result),
+      el('td', {}, r.dir), el('td', {}, r.kind === 'backup' ? r.databases.join(', ') : '–'),
+      el('td', { class: 'num' }, fmtBytes(r.bytes)), el('td', { class: 'num' }, fmtNumber(r.extents)),
+      el('td', { class: 'num' }, fmtDuration(r.millis))));
+    host.replaceChildren(el('table', { id: 'history-table' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Started'), el('th', {}, 'Kind'), el('th', {}, 'Result'),
+        el('th', {}, 'Directory'), el('th', {}, 'Databases'), el('th', { class: 'num' }, 'Size copied'),
+        el('th', { class: 'num' }, 'Log extents archived'), el('th', { class: 'num' }, 'Duration'))),
+      el('tbody', {}, ...(rows.length ? rows
+        : [el('tr', {}, el('td', { colspan: '8', class: 'muted' }, 'No backup or archive has run yet.'))]))),
+    el('p', { class: 'muted' }, 'The server keeps the last ' + h.capacity + ' runs; this page shows up to 20.'));
   }
 
   function backupForm() {
@@ -1596,8 +1664,8 @@
           status.replaceChildren(el('p', { class: 'muted' }, 'Archiving…'));
           try {
             const r = await api('POST', '/admin/archive');
-            status.replaceChildren(el('p', { class: 'notice' }, 'Archived ' + r.extents + ' extents (' +
-              fmtBytes(r.bytes) + ') to ' + r.dir + '.'));
+            go('#/replication', 'Archived ' + r.extents + ' log extents (' +
+              fmtBytes(r.bytes) + ') to ' + r.dir + ' in ' + fmtDuration(r.millis) + '.');
           } catch (e) {
             status.replaceChildren(refusal('Not archived', e));
           }
@@ -1607,8 +1675,8 @@
       status.replaceChildren(el('p', { class: 'muted' }, 'Backing up…'));
       try {
         const r = await api('POST', '/admin/backup', { dest: dest.value.trim() });
-        status.replaceChildren(el('p', { class: 'notice', id: 'backup-done' }, 'Backed up ' +
-          r.databases.length + ' databases (' + fmtBytes(r.bytes) + ') to ' + r.dest + ' in ' + r.millis + ' ms.'));
+        go('#/replication', 'Backed up ' + r.databases.length + ' databases (' + fmtBytes(r.bytes) +
+          ') to ' + r.dest + ' in ' + fmtDuration(r.millis) + '.');
       } catch (e) {
         status.replaceChildren(refusal('Not backed up', e));
       }
@@ -1653,7 +1721,7 @@
 
   function listServerUsers(host, panel, refresh, users) {
     const rows = users.map((u) => el('tr', {},
-      el('td', {}, u.name), el('td', {}, u.admin ? 'administrator' : 'user'), el('td', {}, u.created),
+      el('td', {}, u.name), el('td', {}, u.admin ? 'administrator' : 'user'), el('td', {}, fmtTime(u.created)),
       el('td', {}, ...(u.tokens.length ? u.tokens.map((t) => el('span', { class: 'token' }, t, ' ',
         button('Revoke', 'revoke-' + u.name + '-' + t, () => confirmIn(panel,
           'Revoke the API token ' + t + ' of ' + u.name + '? Programs using it can no longer sign in.',

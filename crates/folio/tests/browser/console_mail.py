@@ -8,14 +8,19 @@ reason. The queue (GET /mail/queue) is for administrators: nobody gets
 carol retrying with the reason, as text. The Replication page shows the
 [[replication]] entry "branch", whose peer does not answer, with its
 failures and last result; the administrator runs it now (and only an
-administrator may) and backs up every database from it.
+administrator may), backs up every database from it, is refused the
+same directory again (not a run), sees a backup that fails on the way
+and an archive run added to the backup history (GET /admin/backups,
+administrators only).
 
 usage: console_mail.py URL ADMIN_PASSWORD SCREENSHOT_DIR BACKUP_DIR
 """
+import os
 import sys
 import time
 
 import requests
+from selenium.webdriver.common.by import By
 
 from consolelib import Console
 
@@ -95,6 +100,66 @@ while runs() < before + 1:
     assert time.time() < deadline, "Run now ran nothing"
     time.sleep(0.2)
 
+# The backup history (GET /admin/backups): administrators only; the
+# limit checked; read-only.
+def history():
+    r = get("/admin/backups", ADMIN)
+    assert r.status_code == 200, r.text
+    h = r.json()
+    assert h["capacity"] == 100, h
+    return h["runs"]
+
+
+assert get("/admin/backups").status_code == 401
+r = get("/admin/backups", ALICE)
+assert r.status_code == 403 and "administrator" in r.json()["reason"], r.text
+for q in ["?limit=0", "?limit=abc", "?limit=101", "?limit=-1", "?limit=5&limit=6", "?lmit=5",
+          "?limit=" + "9" * 40]:
+    r = get("/admin/backups" + q, ADMIN)
+    assert r.status_code == 400, (q, r.status_code, r.text)
+for method in ["POST", "PUT", "DELETE"]:
+    r = requests.request(method, url + "/admin/backups", auth=ADMIN, data="{}",
+                         headers={"X-Folio-Console": "1"})
+    assert r.status_code == 405, (method, r.status_code, r.text)
+assert history() == []
+# A backup started by someone who may not: refused, no run recorded.
+r = requests.post(url + "/admin/backup", auth=ALICE, json={"dest": backups + "-alice"},
+                  headers={"X-Folio-Console": "1"})
+assert r.status_code == 403, r.text
+assert history() == []
+
+# The administrator's console session (cookie + CSRF token): a backup or
+# an archive without the session's CSRF token, or with a wrong one, is
+# refused and is no run; strange bodies are refused with a reason.
+session = requests.Session()
+r = session.post(url + "/_session?cookie=true", json={"user": "admin", "password": password})
+assert r.status_code == 200, r.text
+csrf = r.json()["csrf"]
+for path, body in [("/admin/backup", {"dest": backups + "-csrf"}), ("/admin/archive", None)]:
+    for token in [None, "", "x" * 64, csrf.upper() if csrf != csrf.upper() else csrf.lower()]:
+        h = {"X-Folio-Console": "1"}
+        if token is not None:
+            h["X-Folio-CSRF"] = token
+        r = session.post(url + path, json=body, headers=h)
+        assert r.status_code == 403 and "x-folio-csrf" in r.text.lower(), (path, token, r.text)
+h = {"X-Folio-Console": "1", "X-Folio-CSRF": csrf, "Content-Type": "application/json"}
+for body in ['', '{}', '[]', '{"dest": ""}', '{"dest": "relative/dir"}', '{"dest": 5}',
+             '{"dest": "/tmp/x", "dbs": "team.fdb"}', '{"dest": "/tmp/x", "dbs": [1]}',
+             '{"dest": "/tmp/x", "extra": 1}', '{"dest": "/tmp/a", "dest": "/tmp/b"}',
+             '{"dest": "/tmp/x", "dbs": ["../names.fdb"]}', '{"dest": "/tmp/x", "dbs": ["nope.fdb"]}',
+             '{"dest": "/tmp/' + "x" * 100000 + '"}', '{"dest": "/tmp/' + "x" * 256 + '"}',
+             '{"dest": "/tmp/../tmp/x"}', '{"dest": "/tmp/./x"}', '{"dest": "/tmp/x\\u0000"}',
+             '{"dest": "/tmp/x"', '\x00']:
+    r = session.post(url + "/admin/backup", data=body.encode(), headers=h)
+    assert r.status_code in (400, 404, 413), (body[:60], r.status_code, r.text[:200])
+    assert r.json()["reason"], r.text
+for body in ['[]', '{"to": "relative"}', '{"to": 5}', '{"from": "/tmp"}', '{"to": "/tmp/../x"}',
+             '{"to": "/a", "to": "/b"}']:
+    r = session.post(url + "/admin/archive", data=body.encode(), headers=h)
+    assert r.status_code == 400, (body, r.status_code, r.text)
+assert history() == [], history()
+assert not os.path.exists(backups + "-csrf")
+
 c = Console(url, shots)
 try:
     # Nobody: the sign-in page.
@@ -109,6 +174,7 @@ try:
     c.open("#/replication")
     c.until_text("branch", "replication-table")
     assert not c.css("#backup-form"), "a user is offered backups"
+    assert not c.css("#backup-history"), "a user is shown the backup history"
     assert not c.css("#run-branch"), "a user is offered Run now"
     c.find("signout").click()
     c.find("signin")
@@ -140,16 +206,47 @@ try:
     assert "failed" in line, line
     facts = c.find("backup-facts").text
     assert "archive" in facts, facts
+    said = c.until_text("No backup or archive has run yet", "backup-history")
     c.find("backup-dest").send_keys(backups)
     c.find("backup-go").click()
-    said = c.until_text("Backed up", "backup-status")
+    said = c.until_text("Backed up", "flash")
     assert "databases" in said and backups in said, said
-    c.shot("replication.png")
-    # The same destination again: refused, the reason shown.
+    row = c.until_text(backups, "history-table")
+    line = [l for l in row.splitlines() if backups in l][0]
+    assert "backup" in line and " ok " in line and "team.fdb" in line, line
+    assert history()[0]["dir"] == backups and history()[0]["result"] == "ok"
+    # The same destination again: refused, the reason shown; a refusal
+    # is not a run.
+    c.find("backup-dest").send_keys(backups)
     c.find("backup-go").click()
     said = c.until_text("(400)", "backup-status")
-    assert "Not backed up" in said, said
-    problems = c.console_problems()
+    assert "Not backed up" in said and "already holds a backup" in said, said
+    assert len(history()) == 1
+    # A run that fails on the way (its directory cannot be made): recorded
+    # with the reason, shown as failed.
+    c.find("backup-dest").clear()
+    c.find("backup-dest").send_keys("/dev/null/nightly")
+    c.find("backup-go").click()
+    deadline = time.time() + 60
+    while history()[0]["dir"] != "/dev/null/nightly":
+        assert time.time() < deadline, history()
+        time.sleep(0.2)
+    c.wait.until(lambda d: "already holds" not in d.find_element(By.ID, "backup-status").text
+                 and "Not backed up" in d.find_element(By.ID, "backup-status").text)
+    failed = history()[0]
+    assert failed["dir"] == "/dev/null/nightly" and failed["result"].startswith("failed: "), failed
+    c.find("archive-go").click()
+    said = c.until_text("Archived", "flash")
+    assert "log extents" in said, said
+    runs = history()
+    assert [r["kind"] for r in runs] == ["archive", "backup", "backup"], runs
+    table = c.until_text("archive", "history-table")
+    assert "/dev/null/nightly" in table and "failed" in table, table
+    assert c.css("#history-table td.state-bad"), "a failed run is not marked"
+    c.shot("replication.png", height=1100)
+    # The one 500 expected: the backup into /dev/null/nightly, shown.
+    problems = [p for p in c.console_problems()
+                if not ("/admin/backup - " in p and "status of 500" in p)]
     assert not problems, problems
 finally:
     c.quit()

@@ -9,7 +9,8 @@ edits it while someone else saves it first, which the page must answer
 with the 409 and no overwrite; creates a document; copies, compacts and
 deletes a database (the confirmation names it); adds a server user,
 resets their password, makes and revokes a token, removes them; adds a
-mail user. Each step is checked through the HTTP API too. Screenshots go
+mail user, and removes mail users with and without their mail file.
+Each step is checked through the HTTP API too. Screenshots go
 to the directory given.
 
 usage: console_manage.py URL ADMIN_PASSWORD SCREENSHOT_DIR SETUP_JSON
@@ -242,10 +243,29 @@ try:
     assert "dave" not in c.find("users").text
     assert Http(url, "dave", "dave-password-2").call("GET", "/")[0] == 401
     assert not c.css("#remove-admin"), "the page offers to remove the administrator signed in"
+    # A second person, then taken out again with their mail file; then
+    # Alice taken out keeping hers.
+    c.find("new-mail-name").send_keys("Bob Jones")
+    c.find("new-mail-add").click()
+    c.until_text("Added Bob Jones with the mail file mail/bob.jones.fdb")
+    assert api.call("GET", "/db/mail%2Fbob.jones.fdb")[0] == 200
+    c.find("remove-mail-bob.jones").click()
+    assert "Bob Jones" in c.find("confirm").text
+    c.find("delete-mail-file").click()
+    c.find("confirm-yes").click()
+    said = c.until_text("Removed Bob Jones from the directory")
+    assert "mail/bob.jones.fdb" in said, said
+    assert api.call("GET", "/db/mail%2Fbob.jones.fdb")[0] == 404
     people = api.ok("GET", "/mail/users")
     assert [p["name"] for p in people] == ["Alice Smith"], people
+    c.find("remove-mail-alice.smith").click()
+    c.find("confirm-yes").click()
+    c.until_text("Removed Alice Smith from the directory")
+    c.until_text("Nobody yet.", "mail-people")
+    assert api.ok("GET", "/mail/users") == []
+    assert api.call("GET", "/db/mail%2Falice.smith.fdb")[0] == 200, "the mail file was kept"
     print("added a user, reset their password, made and revoked a token, removed them; "
-          "added a mail user")
+          "added mail users and removed them, with and without their mail file")
 
     c.no_alert()
     problems = c.console_problems()

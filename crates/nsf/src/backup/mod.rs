@@ -9,6 +9,7 @@ mod manifest;
 mod restore;
 mod take;
 
+pub(crate) use manifest::MANIFEST_FILE;
 pub use manifest::{BackedUpDb, BackupManifest, BackupReport};
 pub(crate) use restore::{check_until, restore_one, RestoreCtx};
 pub use restore::{RestoreOptions, RestoreReport};

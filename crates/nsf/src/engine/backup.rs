@@ -2,8 +2,9 @@
 //! they need of the engine (the log, the open-database cache, the retired
 //! list) is gathered here; the work is in `crate::backup`.
 
+use super::backup_history::{BackupRun, RunClock, RunKind};
 use super::{close_if_idle, Engine, Lookup};
-use crate::backup::{check_until, restore_one, take_backup, RestoreCtx, TakeCtx};
+use crate::backup::{check_until, restore_one, take_backup, RestoreCtx, TakeCtx, MANIFEST_FILE};
 use crate::dbpath::DbPath;
 use crate::store::STORE_DIR;
 use crate::Database;
@@ -23,8 +24,11 @@ impl Engine {
     /// completes the backup. Bad requests (unlogged,
     /// another style, a bad path, a database that refuses writes) are
     /// errors that write nothing in the data directory.
+    /// A run that got past those checks is added to the backup history
+    /// (I64), failed or not.
     pub fn backup(&self, dest: &Path, dbs: &[String]) -> NsfResult<BackupReport> {
         self.check_open()?;
+        let clock = RunClock::start(self.shared.cfg.clock.now());
         let s = &*self.shared;
         let log = self.archive_style_log("back up")?;
         let paths = if dbs.is_empty() {
@@ -42,6 +46,13 @@ impl Engine {
         if keys.is_empty() {
             return Err(NsfError::Invalid("there is no database to back up".into()));
         }
+        // Refused before the run starts, so it is not a run of the history.
+        if s.backend.exists(&dest.join(MANIFEST_FILE)) {
+            return Err(NsfError::Invalid(format!(
+                "{} already holds a backup; choose an empty directory",
+                dest.display()
+            )));
+        }
         let opened = keys
             .iter()
             .map(|k| self.open_database(k.as_str()))
@@ -49,7 +60,13 @@ impl Engine {
         let start = self
             .checkpoint()?
             .ok_or_else(|| NsfError::Invalid("the transaction log is disabled".into()))?;
-        let archive = || self.archive(None).map(|_| ());
+        let archived = std::cell::Cell::new((0u64, 0u64));
+        let archive = || {
+            self.archive_unrecorded(None).map(|a| {
+                let (extents, bytes) = archived.get();
+                archived.set((extents + a.extents_copied, bytes + a.bytes_copied));
+            })
+        };
         let objects = |root: &Path| -> NsfResult<()> {
             let mut hashes = Vec::new();
             for db in &opened {
@@ -69,8 +86,26 @@ impl Engine {
             archive: &archive,
             objects: &objects,
         };
-        let report = take_backup(&ctx, dest)?;
         let copied: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        let report = take_backup(&ctx, dest);
+        // I64: recorded once the manifest is durable (or the run failed).
+        let run = clock.finish(
+            RunKind::Backup,
+            dest.display().to_string(),
+            &report,
+            |r, run| {
+                run.dir = r.dest.display().to_string();
+                run.bytes = r.bytes_copied;
+                run.start_lsn = Some(r.manifest.start_lsn);
+                run.end_lsn = Some(r.manifest.end_lsn);
+                run.extents = archived.get().0;
+            },
+        );
+        self.record_run(BackupRun {
+            databases: copied.clone(),
+            ..run
+        });
+        let report = report?;
         s.fixup_log.lock().backed_up(&copied);
         Ok(report)
     }

@@ -1,7 +1,8 @@
 //! `POST /admin/backup`: online backup of databases into a directory on
 //! the server (archive style; server administrators only). The body is
 //! `{"dest": "DIR", "dbs": ["a.fdb", ...]}`; `dbs` may be left out (every
-//! database).
+//! database). `GET /admin/backups`: the backup history (the last backup
+//! and archive runs, newest first; administrators only).
 
 use super::answer::{ok, Answer};
 use super::extract::{only_keys, parse_object, read_body, string_field, Call, Svc};
@@ -50,5 +51,28 @@ pub(super) async fn backup(State(s): Svc, c: Call, body: Body) -> Answer {
         "end_lsn": r.end_lsn,
         "bytes": r.bytes,
         "millis": r.millis,
+    })))
+}
+
+pub(super) async fn history(State(s): Svc, c: Call) -> Answer {
+    c.query.allow(&["limit"])?;
+    let limit = match c.query.number::<usize>("limit")? {
+        Some(n) if (1..=nsf::BACKUP_HISTORY_RUNS).contains(&n) => Some(n),
+        Some(n) => {
+            return Err(ServerError::BadRequest(format!(
+                "query parameter limit={n}: expected 1 to {}",
+                nsf::BACKUP_HISTORY_RUNS
+            ))
+            .into())
+        }
+        None => None,
+    };
+    let runs = c
+        .run(&s, Op::Admin, move |s, caller| s.backup_history(caller))
+        .await?;
+    let kept = limit.map_or(runs.len(), |n| runs.len().min(n));
+    Ok(ok(json!({
+        "capacity": nsf::BACKUP_HISTORY_RUNS,
+        "runs": &runs[..kept],
     })))
 }

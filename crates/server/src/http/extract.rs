@@ -403,12 +403,48 @@ pub(super) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiErro
         .transpose()
 }
 
-/// A JSON body that must be an object.
+/// A JSON body that must be an object, each of its keys once: JSON
+/// parsers differ on which of two equal keys wins, so `{"dest": "/a",
+/// "dest": "/b"}` is refused rather than read as either.
 pub(super) fn parse_object(bytes: &[u8], what: &str) -> Result<Map<String, Json>, ApiError> {
     match serde_json::from_slice::<Json>(bytes) {
-        Ok(Json::Object(m)) => Ok(m),
+        Ok(Json::Object(_)) => serde_json::from_slice::<UniqueKeys>(bytes)
+            .map(|u| u.0)
+            .map_err(|e| bad(format!("{what}: {e}"))),
         Ok(_) => Err(bad(format!("{what} must be a JSON object"))),
         Err(e) => Err(bad(format!("malformed JSON in {what}: {e}"))),
+    }
+}
+
+/// A JSON object whose top-level keys are all different.
+struct UniqueKeys(Map<String, Json>);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = UniqueKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<UniqueKeys, A::Error> {
+                let mut m = Map::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    let v: Json = a.next_value()?;
+                    if m.contains_key(&k) {
+                        return Err(serde::de::Error::custom(format!(
+                            "duplicate key {k:?}: give each key once"
+                        )));
+                    }
+                    m.insert(k, v);
+                }
+                Ok(UniqueKeys(m))
+            }
+        }
+        d.deserialize_map(Keys)
     }
 }
 

@@ -127,6 +127,7 @@ pub fn router(service: Arc<Service>, settings: &HttpSettings, tls: bool) -> Rout
         .route("/stats", get(admin::statistics))
         .route("/admin/archive", post(archive::archive))
         .route("/admin/backup", post(backup::backup))
+        .route("/admin/backups", get(backup::history))
         .route("/admin/replication/{name}/run", post(replicate::run_entry))
         .route("/dbs", get(databases::list_databases))
         .route("/mail/send", post(mail::send))

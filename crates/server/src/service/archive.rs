@@ -19,10 +19,8 @@ impl Service {
                 "archiving the transaction log is for server administrators".into(),
             ));
         }
-        if to.is_some_and(|d| !Path::new(d).is_absolute()) {
-            return Err(ServerError::BadRequest(
-                "the archive directory must be an absolute path on the server".into(),
-            ));
+        if let Some(d) = to {
+            super::backup::check_server_dir(d, "the archive directory")?;
         }
         let r = self.engine.archive(to.map(Path::new)).map_err(nsf_err)?;
         Ok(ArchiveSummary {

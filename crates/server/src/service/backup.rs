@@ -5,6 +5,7 @@
 use super::{Caller, Service};
 use crate::error::nsf_err;
 use crate::{ServerError, ServerResult};
+use nsf::BackupRun;
 use protocol::BackupSummary;
 use std::path::Path;
 use std::time::Instant;
@@ -26,11 +27,7 @@ impl Service {
                 "backing up databases is for server administrators".into(),
             ));
         }
-        if !Path::new(dest).is_absolute() {
-            return Err(ServerError::BadRequest(
-                "the backup directory must be an absolute path on the server".into(),
-            ));
-        }
+        check_server_dir(dest, "the backup directory")?;
         let started = Instant::now();
         let r = self.engine.backup(Path::new(dest), dbs).map_err(nsf_err)?;
         Ok(BackupSummary {
@@ -48,4 +45,39 @@ impl Service {
             millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         })
     }
+
+    /// The backup history, newest first (`nsf::BackupRun`; durable in
+    /// `<data>/backups.json`). Server administrators only: it names the
+    /// server's directories and every database backed up.
+    pub fn backup_history(&self, caller: &Caller) -> ServerResult<Vec<BackupRun>> {
+        if !caller.admin {
+            return Err(ServerError::Forbidden(
+                "the backup history is for server administrators".into(),
+            ));
+        }
+        self.engine.backup_history().map_err(nsf_err)
+    }
+}
+
+/// A directory on the server named in a request: absolute, spelt
+/// plainly (no `.` or `..` step, no NUL) and within the file system's
+/// limits (a step of at most 255 bytes, 4,095 in all), so that a bad name
+/// is refused before anything is copied rather than failing part-way.
+pub(super) fn check_server_dir(dir: &str, what: &str) -> ServerResult<()> {
+    let bad = |why: &str| Err(ServerError::BadRequest(format!("{what} {why}")));
+    if !Path::new(dir).is_absolute() {
+        return bad("must be an absolute path on the server");
+    }
+    if dir.contains('\0') || dir.len() > 4095 {
+        return bad("is not a usable path (a NUL byte, or longer than 4,095 bytes)");
+    }
+    for step in dir.split('/') {
+        if step == "." || step == ".." {
+            return bad("must be spelt without . or .. steps");
+        }
+        if step.len() > 255 {
+            return bad("has a step longer than 255 bytes");
+        }
+    }
+    Ok(())
 }
