@@ -13,6 +13,7 @@ usage: console_fixup_kill.py URL ADMIN_PASSWORD SCREENSHOT_DIR SERVER_PID FIXUP_
 import os
 import signal
 import sys
+import time
 
 from consolelib import Console
 
@@ -27,13 +28,21 @@ def run_until_seen():
     c.find("db-fixup").click()
     c.find("fixup-go").click()
     polls = 0
+    # A fixup that the server refused, or one that never ends, must fail
+    # the test with what the page says, not hold it for ever.
+    deadline = time.monotonic() + 120
     while True:
         if os.path.exists(temp):
             os.kill(int(pid), signal.SIGKILL)
             return True
         polls += 1
-        if polls % 500 == 0 and c.css("#fixup-report"):
-            return False
+        if polls % 500 == 0:
+            if c.css("#fixup-report"):
+                return False
+            failed = [e.text for e in c.css("#fixup-result") if "failed" in e.text.lower()]
+            if failed or time.monotonic() > deadline:
+                raise AssertionError("fixup neither copied the file nor reported; the page says:\n"
+                                     + c.main_text())
 
 
 try:
