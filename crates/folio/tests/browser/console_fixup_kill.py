@@ -40,7 +40,13 @@ def run_until_seen():
             if c.css("#fixup-report"):
                 return False
             failed = [e.text for e in c.css("#fixup-result") if "failed" in e.text.lower()]
-            if failed or time.monotonic() > deadline:
+            if failed:
+                # Refused (the database was still in use, say, right after
+                # its documents were written): say so and try again.
+                print("fixup refused before its copy was seen:", failed[0])
+                time.sleep(1)
+                return False
+            if time.monotonic() > deadline:
                 raise AssertionError("fixup neither copied the file nor reported; the page says:\n"
                                      + c.main_text())
 
@@ -51,7 +57,7 @@ try:
         if run_until_seen():
             print("killed during fixup, attempt", attempt + 1)
             break
-        print("fixup ended before its copy was seen; again")
+        print("fixup ended or was refused before its copy was seen; again")
     else:
         raise AssertionError("fixup never seen in progress")
     said = c.until_text("did not answer", "fixup-result")
