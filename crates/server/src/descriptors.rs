@@ -46,9 +46,14 @@ pub(crate) struct Limit {
     pub hard: u64,
 }
 
+/// The soft limit the process started with, kept by the first
+/// `raise_limit` (`folio serve` sizes its cache before the server fits its
+/// listeners, and both raise): every later report names the real origin.
+static STARTED_WITH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the figures.
 /// A failure leaves the limit as it was (and is logged): the budget is
-/// then fitted under what there is.
+/// then fitted under what there is. Raising again changes nothing.
 pub(crate) fn raise_limit() -> ServerResult<Limit> {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
@@ -61,7 +66,7 @@ pub(crate) fn raise_limit() -> ServerResult<Limit> {
             std::io::Error::last_os_error()
         )));
     }
-    let before = rl.rlim_cur;
+    let before = *STARTED_WITH.get_or_init(|| rl.rlim_cur);
     let hard = rl.rlim_max;
     if rl.rlim_cur < rl.rlim_max {
         let raised = libc::rlimit {
@@ -76,14 +81,14 @@ pub(crate) fn raise_limit() -> ServerResult<Limit> {
             );
             return Ok(Limit {
                 before,
-                soft: before,
+                soft: rl.rlim_cur,
                 hard,
             });
         }
     }
     Ok(Limit {
         before,
-        soft: hard.max(before),
+        soft: hard.max(rl.rlim_cur),
         hard,
     })
 }
@@ -98,6 +103,9 @@ pub(crate) struct Fit {
     pub reserve: u64,
     /// Whether the configured limits had to be lowered.
     pub lowered: bool,
+    /// What no connection or refusal of these listeners can take: the
+    /// reserve and whatever the limits leave beside it.
+    pub left: u64,
 }
 
 /// The descriptors kept for the engine under a soft limit of `soft`.
@@ -106,10 +114,19 @@ pub(crate) fn reserve(soft: u64) -> u64 {
 }
 
 /// Fits the configured connection limits under the soft limit `soft`,
-/// lowering both in proportion if they do not fit.
-pub(crate) fn fit(soft: u64, native: usize, http: Option<usize>) -> ServerResult<Fit> {
+/// lowering both in proportion if they do not fit. `http` is the
+/// connections of all `http_doors` listeners that serve with the HTTP
+/// settings together; each door, and the native one, has its own
+/// refusals.
+pub(crate) fn fit(
+    soft: u64,
+    native: usize,
+    http: Option<usize>,
+    http_doors: usize,
+) -> ServerResult<Fit> {
     let reserve = reserve(soft);
-    let listeners = 1 + u64::from(http.is_some());
+    let http_doors = if http.is_some() { http_doors.max(1) } else { 0 };
+    let listeners = 1 + http_doors as u64;
     let wanted = native as u64 + http.unwrap_or(0) as u64;
     let room = soft
         .saturating_sub(reserve)
@@ -124,20 +141,19 @@ pub(crate) fn fit(soft: u64, native: usize, http: Option<usize>) -> ServerResult
             ),
         });
     }
-    if wanted <= room {
-        return Ok(Fit {
-            native,
-            http,
-            reserve,
-            lowered: false,
-        });
-    }
-    let scaled = |n: usize| ((n as u128 * room as u128 / wanted as u128) as usize).max(1);
+    let (native, http, lowered) = if wanted <= room {
+        (native, http, false)
+    } else {
+        let scaled = |n: usize| ((n as u128 * room as u128 / wanted as u128) as usize).max(1);
+        (scaled(native), http.map(scaled), true)
+    };
+    let taken = native as u64 + http.unwrap_or(0) as u64 + listeners * REFUSING as u64;
     Ok(Fit {
-        native: scaled(native),
-        http: http.map(scaled),
+        native,
+        http,
         reserve,
-        lowered: true,
+        lowered,
+        left: soft.saturating_sub(taken),
     })
 }
 
@@ -188,7 +204,7 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
     let http_doors = usize::from(settings.http_listen.is_some())
         + usize::from(settings.couchdb_listen.is_some());
     let http = (http_doors > 0).then(|| settings.http.max_connections * http_doors);
-    let fit = fit(limit.soft, settings.native.max_connections, http)?;
+    let fit = fit(limit.soft, settings.native.max_connections, http, http_doors)?;
     if report {
         tracing::info!(
             "descriptor limit {} (was {}, hard limit {}); {} kept for database and log files",
@@ -216,10 +232,7 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
     if let Some(n) = fit.http {
         settings.http.max_connections = (n / http_doors.max(1)).max(1);
     }
-    let connections = fit.native as u64
-        + fit.http.unwrap_or(0) as u64
-        + (1 + http_doors as u64) * REFUSING as u64;
-    Ok(limit.soft.saturating_sub(connections))
+    Ok(fit.left)
 }
 
 /// Sets a mail listener's connections (and its refusals) aside from the
@@ -261,28 +274,52 @@ mod tests {
 
     #[test]
     fn limits_that_fit_are_kept() {
-        let f = fit(1 << 20, 2_000, Some(1_000)).unwrap();
+        let f = fit(1 << 20, 2_000, Some(1_000), 1).unwrap();
         assert_eq!((f.native, f.http, f.lowered), (2_000, Some(1_000), false));
         assert_eq!(f.reserve, 1 << 18);
-        let f = fit(20_000, 6_000, Some(6_000)).unwrap();
+        let f = fit(20_000, 6_000, Some(6_000), 1).unwrap();
         assert_eq!((f.native, f.http, f.reserve), (6_000, Some(6_000), 5_000));
     }
 
     #[test]
     fn limits_that_do_not_fit_are_lowered_in_proportion() {
-        let f = fit(1_024, 2_000, Some(1_000)).unwrap();
+        let f = fit(1_024, 2_000, Some(1_000), 1).unwrap();
         assert!(f.lowered);
         assert_eq!(f.reserve, MIN_RESERVE);
         // 640 left for connections, shared 2:1 as configured.
         assert_eq!(1_024 - MIN_RESERVE - 2 * REFUSING as u64, 640);
         assert_eq!((f.native, f.http), (426, Some(213)));
-        let f = fit(1_024, 5_000, None).unwrap();
+        let f = fit(1_024, 5_000, None, 0).unwrap();
         assert_eq!(f.native as u64, 1_024 - MIN_RESERVE - REFUSING as u64);
     }
 
     #[test]
+    fn every_door_keeps_its_refusals_and_the_rest_is_left() {
+        // Native plus two HTTP-style doors (HTTP and CouchDB).
+        let f = fit(20_000, 1_000, Some(2_000), 2).unwrap();
+        assert!(!f.lowered);
+        assert_eq!(f.left, 20_000 - 1_000 - 2_000 - 3 * REFUSING as u64);
+        let one = fit(20_000, 1_000, Some(2_000), 1).unwrap();
+        assert_eq!(one.left, f.left + REFUSING as u64);
+        // Lowered limits leave the reserve and the refusals, no more.
+        let f = fit(1_024, 5_000, Some(5_000), 2).unwrap();
+        assert!(f.lowered);
+        let taken = (f.native + f.http.unwrap()) as u64 + 3 * REFUSING as u64;
+        assert_eq!(f.left, 1_024 - taken);
+        assert!(f.left >= f.reserve);
+    }
+
+    #[test]
+    fn raising_twice_reports_the_limit_the_process_started_with() {
+        let first = raise_limit().unwrap();
+        let again = raise_limit().unwrap();
+        assert_eq!(again, first);
+        assert!(first.soft >= first.before);
+    }
+
+    #[test]
     fn a_limit_with_no_room_for_connections_is_an_error() {
-        let e = fit(300, 10, Some(10)).unwrap_err().to_string();
+        let e = fit(300, 10, Some(10), 1).unwrap_err().to_string();
         assert!(e.contains("ulimit -n") && e.contains("300"), "{e}");
     }
 

@@ -16,9 +16,12 @@
 //! ```
 //!
 //! The server raises its soft limit to the hard one at start-up
-//! (`server::descriptors`), and a child inherits its parent's limits; so
-//! the tool raises its own limits to `needed` before it starts the server
-//! (the hard one only where the process is allowed to). Where the system
+//! (`server::descriptors`), and with no `max_open_databases` set it sizes
+//! the cache from what that leaves (I19), so nothing needs raising then.
+//! A limit set (`FOLIO__MAX_OPEN_DATABASES`) is one the descriptors must
+//! hold: a child inherits its parent's limits, so the tool raises its own
+//! to `needed` before it starts the server (the hard one only where the
+//! process is allowed to). Where the system
 //! will not, the run goes on with a warning naming the figures; the
 //! server's open descriptors are sampled through the run (`open_fds` in
 //! `result.json`), so a run that hit the limit shows it, as errors.

@@ -190,12 +190,18 @@ impl Plan {
 fn local(a: &MailArgs, base: &Path, p: Plan, progress: &Progress) -> Result<Run, String> {
     let (users, logging, label) = (p.users, p.logging, p.label());
     let data = base.join(p.dir_name());
-    let max_open = nsf::EngineConfig::new(&data).max_open_databases;
-    if let Some(warning) = limits::ensure(limits::needed(a.mailboxes, max_open, a.connections))? {
+    setup::write_settings(&data, a.mailboxes, logging)?;
+    // A cache limit set (in the environment) is one the descriptors must
+    // hold; an unset one the server sizes from the limit it gets.
+    let max_open = crate::config::load(&data, None)?.max_open_databases;
+    if let Some(warning) = max_open
+        .map(|n| limits::ensure(limits::needed(a.mailboxes, n, a.connections)))
+        .transpose()?
+        .flatten()
+    {
         progress.line(&format!("{label}: {warning}"));
     }
     progress.step(&format!("{label}: preparing {users} mail files"));
-    setup::write_settings(&data, a.mailboxes, logging)?;
     let prepared = setup::prepare_local(&data, a, users, p.logged_inbox == Some(true))?;
     progress.line(&format!(
         "{label}: prepared {} documents ({} with attachments, {:.0} MB) in {:.1} s",
