@@ -204,7 +204,12 @@ pub(crate) fn fit_settings(settings: &mut ServerSettings, report: bool) -> Serve
     let http_doors = usize::from(settings.http_listen.is_some())
         + usize::from(settings.couchdb_listen.is_some());
     let http = (http_doors > 0).then(|| settings.http.max_connections * http_doors);
-    let fit = fit(limit.soft, settings.native.max_connections, http, http_doors)?;
+    let fit = fit(
+        limit.soft,
+        settings.native.max_connections,
+        http,
+        http_doors,
+    )?;
     if report {
         tracing::info!(
             "descriptor limit {} (was {}, hard limit {}); {} kept for database and log files",

@@ -204,6 +204,7 @@ fn summary(runs: &[Run], caption: &str) -> Table {
             "delivered / offered",
             "server CPU user / system %",
             "driver CPU user / system %",
+            "machine: others / stolen / idle %",
             "device written (all writers)",
             "server wrote data / log",
             "log KB / trans",
@@ -238,6 +239,12 @@ fn summary(runs: &[Run], caption: &str) -> Table {
             pair(
                 num(&c["cpu_user_percent"], 1),
                 num(&c["cpu_system_percent"], 1),
+            ),
+            format!(
+                "{} / {} / {}",
+                num(&j["machine"]["other_percent"], 1),
+                num(&j["machine"]["steal_percent"], 1),
+                num(&j["machine"]["idle_percent"], 1)
             ),
             mb(&s["device_bytes_written"]),
             pair(mb(&s["bytes_written_data"]), mb(&s["bytes_written_log"])),
@@ -722,7 +729,9 @@ pub fn write(out: &Path, result: &Value, runs: &[Run]) -> Result<(), String> {
     page.note(
         "Server CPU is the server process's (/proc/PID/stat), driver CPU this tool's own \
          (getrusage: the simulated users, their connections and the sampling); both in percent of \
-         one core, sharing the machine's cores. Device written is the sectors written to the block \
+         one core, sharing the machine's cores. Machine is /proc/stat over the window, in percent of \
+         all the cores' time: what other processes used, what the hypervisor gave to other guests \
+         (stolen) and idle; a run with much of either was not measured on a quiet machine. Device written is the sectors written to the block \
          device holding the data directory (/sys/dev/block/MAJ:MIN/stat × 512 bytes) over the \
          window: what reached the disk, by every writer on that device, not only the server. \
          Server wrote data / log is what the server asked for: the log's log.bytes_written, and \

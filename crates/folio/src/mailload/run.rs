@@ -317,6 +317,7 @@ fn finish(
     let offered = r.offered_deliveries;
     let delivered = server["delivered"].as_u64();
     let driver = measure::driver_between(&d.at_window_start, &d.at_window_end);
+    let machine = measure::machine_between(&d.at_window_start, &d.at_window_end);
     let json = json!({
         "label": label,
         "users": users,
@@ -330,6 +331,7 @@ fn finish(
         "response": {"overall": percentiles(&r.overall), "per_operation": per_op},
         "server": server,
         "driver": driver,
+        "machine": machine,
         "deliveries": {
             "offered": offered,
             "delivered": delivered,
@@ -340,7 +342,7 @@ fn finish(
         "samples": d.samples,
     });
     progress.line(&format!(
-        "{label}: {trans_per_min:.0} trans/min, response p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms; router p99 {} ms, delivered {} of {offered}; CPU server {:.0}% driver {:.0}%; {} errors",
+        "{label}: {trans_per_min:.0} trans/min, response p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms; router p99 {} ms, delivered {} of {offered}; CPU server {:.0}% driver {:.0}% others {:.0}% stolen {:.0}%; {} errors",
         ms(&r.overall, 50.0),
         ms(&r.overall, 95.0),
         ms(&r.overall, 99.0),
@@ -348,6 +350,8 @@ fn finish(
         delivered.map_or("–".into(), |d| d.to_string()),
         json["server"]["cpu_percent"].as_f64().unwrap_or(f64::NAN),
         json["driver"]["cpu_percent"].as_f64().unwrap_or(f64::NAN),
+        json["machine"]["other_percent"].as_f64().unwrap_or(f64::NAN),
+        json["machine"]["steal_percent"].as_f64().unwrap_or(f64::NAN),
         r.errors.values().sum::<u64>(),
     ));
     Run {
