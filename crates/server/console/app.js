@@ -1054,6 +1054,9 @@
       (access.roles || []).some((r) => authors.includes('[' + r.toLowerCase() + ']'));
   }
 
+  // A document's system fields that are moments.
+  const MOMENTS = ['$created', '$modified', '$seqtime', '$added'];
+
   async function documentPage(path, unid) {
     const body = el('tbody');
     const system = el('dl', { class: 'facts', id: 'system' });
@@ -1076,8 +1079,12 @@
       return;
     }
     const entries = Object.entries(doc);
+    // The document's times as moments with their age (the stored value,
+    // to the microsecond and in UTC, on hover); the other fields as they are.
+    const moment = (k) => MOMENTS.includes(k);
     system.replaceChildren(...entries.filter(([k]) => !isItem(k) && !k.startsWith('$FILE:'))
-      .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, itemValue(v))]));
+      .flatMap(([k, v]) => [el('dt', {}, k),
+        el('dd', moment(k) ? { title: String(v) } : {}, moment(k) ? fmt(v, 'when') : itemValue(v))]));
     body.replaceChildren(...entries.filter(([k]) => isItem(k)).map(([k, v]) =>
       el('tr', {}, el('td', {}, k), el('td', {}, itemType(v)), el('td', { class: 'value' }, itemValue(v)))));
     const editable = mayEdit(access, doc);

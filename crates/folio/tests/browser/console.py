@@ -102,6 +102,15 @@ try:
     assert XSS in values, values
     assert not driver.find_elements(By.CSS_SELECTOR, "main img"), "the Subject became an <img>"
     c.no_alert()
+    # The document's times: local moments with their age, the stored
+    # value on hover.
+    system = dict(zip([e.text for e in driver.find_elements(By.CSS_SELECTOR, "#system dt")],
+                      driver.find_elements(By.CSS_SELECTOR, "#system dd")))
+    for name in ["$created", "$modified"]:
+        _, age = moment(system[name].text)
+        assert age, system[name].text
+        assert system[name].get_attribute("title").endswith("Z"), system[name].get_attribute("title")
+    c.no_exponents()
     shot("document.png")
 
     reports = c.console_problems()
