@@ -50,6 +50,15 @@ pub enum LoadCmd {
     Dbs(crate::dbsload::DbsArgs),
     /// Mail users: the seven-step mail script per user over the native
     /// protocol, with sends the router delivers (WORKLOADS.md "mail").
+    ///
+    /// Against --server: a mail box the server does not have yet is made
+    /// by the first message deposited into it, and the server's router
+    /// watches a new box from its next rescan, within 10 s (it waits on
+    /// the boxes it knows). On a fresh server the first deliveries
+    /// therefore come up to 10 s after the first send: a run shorter than
+    /// that (one iteration of ramp-up plus --seconds) can end before the
+    /// router has delivered anything. Send the server mail first (`folio
+    /// mail send`) and wait for its delivery, or measure for longer.
     Mail(crate::mailload::MailArgs),
     /// Replica creation and incremental replication over simulated links
     /// (lan, 256kbit, 56kbit) with compression off, network, network +

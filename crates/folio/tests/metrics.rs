@@ -4,7 +4,9 @@
 //! (Debian's `prometheus` package: `scripts/install-console-tools.sh`).
 //! A missing promtool is installed by that script the first time; where
 //! it cannot be (not root, no network), the rest runs and the test says
-//! loudly that promtool did not check the text.
+//! loudly that promtool did not check the text. The backup history's
+//! figures appear after `folio backup` runs, equal to `GET
+//! /admin/backups` in base units, without its paths.
 
 mod common;
 
@@ -195,7 +197,10 @@ fn metrics_scraped_during_a_mail_load_pass_promtool() {
             break text;
         }
         during.push(text);
-        // Beside the load, alice writes to bob: the router delivers.
+        // Beside the load, alice writes to bob: the router delivers. (The
+        // load alone may deliver nothing while it runs: on a fresh server
+        // its first deposits make the mail boxes, which the router finds
+        // at its next rescan, within 10 s; docs/benchmarks.md, "mail".)
         post(
             &srv,
             ("alice", "alice-password"),
@@ -253,4 +258,135 @@ fn metrics_scraped_during_a_mail_load_pass_promtool() {
         counts.windows(2).all(|w| w[0] <= w[1]),
         "a counter went down: {counts:?}"
     );
+}
+
+/// The series of `text` whose name and labels begin with `prefix`, as
+/// (the rest of the name and labels, value).
+fn series<'a>(text: &'a str, prefix: &str) -> Vec<(&'a str, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.strip_prefix(prefix)?, value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn backups_appear_in_the_metrics_in_base_units_for_the_same_readers() {
+    let tmp = common::users_dir(&["prom", "bob"]);
+    std::fs::write(
+        tmp.path().join("folio.toml"),
+        "http_metrics_users = [\"prom\"]\n\n[translog]\nstyle = \"archive\"\n",
+    )
+    .unwrap();
+    let srv = Server::start(tmp.path());
+    let admin = srv.admin();
+    admin.create_database("b.fdb", "Backed up").unwrap();
+    let (db, _) = admin.open_database("b.fdb").unwrap();
+    for i in 0..20 {
+        admin
+            .create_document(
+                db,
+                &format!(r#"{{"Subject":"doc {i}","Body":"{}"}}"#, "x".repeat(400)),
+            )
+            .unwrap();
+    }
+    let prom = Some(("prom", "prom-password"));
+
+    // Before any run: the history is read, holds nothing, and no run's
+    // time is made up.
+    let (status, _, before) = get(&srv, prom, "/metrics");
+    assert_eq!(status, 200, "{before}");
+    assert!(
+        before.contains("folio_backup_history_readable 1\n"),
+        "{before}"
+    );
+    assert!(before.contains("folio_backup_runs{kind=\"backup\",result=\"ok\"} 0\n"));
+    assert!(!before.contains("folio_backup_last_success"), "{before}");
+    assert!(!before.contains("folio_log_last_archive_timestamp_seconds"));
+
+    // `folio backup` against the server, then one that fails on the way
+    // (its directory cannot be made), then an archive.
+    let dest = tmp.path().join("backup-1");
+    let o = srv.cli(&["backup", dest.to_str().unwrap()], "");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = srv.cli(&["backup", "/dev/null/nightly"], "");
+    assert!(!o.status.success(), "a backup under /dev/null succeeded");
+    post(&srv, ("admin", ADMIN_PW), "/admin/archive", "{}");
+
+    // The same figures as GET /admin/backups, in base units.
+    let auth = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("admin:{ADMIN_PW}"),
+    );
+    let history: serde_json::Value = serde_json::from_str(
+        &ureq::get(&format!("http://{}/admin/backups", srv.http))
+            .set("Authorization", &format!("Basic {auth}"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap(),
+    )
+    .unwrap();
+    let runs = history["runs"].as_array().unwrap();
+    let good = runs
+        .iter()
+        .find(|r| r["kind"] == "backup" && r["result"] == "ok")
+        .unwrap_or_else(|| panic!("no good backup in {history}"));
+    let started = chrono::DateTime::parse_from_rfc3339(good["started"].as_str().unwrap()).unwrap();
+
+    let (status, _, text) = get(&srv, prom, "/metrics");
+    assert_eq!(status, 200, "{text}");
+    let runs_by: Vec<(&str, f64)> = series(&text, "folio_backup_runs");
+    for (labels, n) in [
+        ("{kind=\"backup\",result=\"ok\"}", 1.0),
+        ("{kind=\"backup\",result=\"failed\"}", 1.0),
+        ("{kind=\"archive\",result=\"ok\"}", 1.0),
+        ("{kind=\"archive\",result=\"failed\"}", 0.0),
+    ] {
+        assert!(
+            runs_by.contains(&(labels, n)),
+            "{labels} {n} not in {runs_by:?}"
+        );
+    }
+    let last = |metric: &str, kind: &str| -> f64 {
+        let want = format!("{{kind=\"{kind}\"}}");
+        series(&text, metric)
+            .into_iter()
+            .find(|(l, _)| *l == want)
+            .unwrap_or_else(|| panic!("no {metric}{want} in:\n{text}"))
+            .1
+    };
+    let at = last("folio_backup_last_success_timestamp_seconds", "backup");
+    let expected = started.timestamp_micros() as f64 * 1e-6;
+    assert!((at - expected).abs() < 1e-3, "{at} vs {expected}");
+    assert_eq!(
+        last("folio_backup_last_success_bytes", "backup"),
+        good["bytes"].as_u64().unwrap() as f64
+    );
+    assert!(good["bytes"].as_u64().unwrap() > 0, "{good}");
+    assert_eq!(
+        last("folio_backup_last_success_duration_seconds", "backup"),
+        good["millis"].as_u64().unwrap() as f64 / 1000.0
+    );
+    assert!(last("folio_backup_last_success_timestamp_seconds", "archive") >= at);
+    // The log's last archive (the archive run, or the backup's own last
+    // step), a moment after the backup began.
+    let archived = sample(&text, "folio_log_last_archive_timestamp_seconds")
+        .unwrap_or_else(|| panic!("no last archive in:\n{text}"));
+    assert!(archived >= at, "{archived} < {at}");
+    // Figures, never the paths and names the history holds.
+    assert!(!text.contains("backup-1") && !text.contains("nightly") && !text.contains("b.fdb"));
+    if let Some(said) = promtool(&text) {
+        assert!(said.trim().is_empty(), "promtool's lint:\n{said}");
+    }
+
+    // The same readers as every other figure: anonymous 401, anyone not
+    // named 403 (and nothing of the backups said to them).
+    let (status, _, body) = get(&srv, None, "/metrics");
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = get(&srv, Some(("bob", "bob-password")), "/metrics");
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.contains("folio_backup"), "{body}");
 }

@@ -77,49 +77,106 @@
 
   const enc = encodeURIComponent;
 
-  // ---- formatting ------------------------------------------------------------
-
-  function fmtNumber(v) {
-    if (v === null || v === undefined || !isFinite(v)) return '–';
-    const a = Math.abs(v);
-    if (a !== 0 && (a < 0.01 || a >= 1e6)) return v.toExponential(2);
-    return (Math.round(v * 100) / 100).toLocaleString('en');
+  // ---- formatting: the one place a figure becomes text ---------------------------
+  //
+  // fmt(v, unit[, short]): `unit` says what v measures, and the text is in
+  // the unit a person reads at a glance, never an exponent (1.29e-4):
+  //   'count'    a number of things or a rate: 1,234 · 12.5 · 0.25 · < 0.001
+  //   's', 'ms'  a duration given in that unit: 129 µs · 4.2 ms · 3.1 s ·
+  //              17 min · 3 h 5 min · 2 d 4 h
+  //   'B'        a size, binary units: 776.4 KiB · 1.5 MiB
+  //   'B/s'      a rate of bytes, decimal units (kB = 1,000 B): a log axis's
+  //              ticks are powers of ten, which binary units would spell
+  //              976.6 KiB
+  //   '%'        a percentage (0–100): 99.5% · < 0.01%
+  //   'date'     a moment (milliseconds since 1970, or RFC 3339 text), local
+  //              and unambiguous: 2026-11-29 02:49:36
+  //   'when'     the same with its age: 2026-11-29 02:49:36 (3 min ago)
+  // A missing figure is '–'. `short`: an axis tick (1.2K, 0.001).
+  function fmt(v, unit, short) {
+    if (unit === 'date' || unit === 'when') return fmtMoment(v, unit === 'when');
+    if (v === null || v === undefined || v === '' || !isFinite(v)) return '–';
+    v = Number(v);
+    switch (unit) {
+      case 's': return fmtSeconds(v, 's');
+      case 'ms': return fmtSeconds(v / 1000, 'ms');
+      case 'B': return fmtScaled(v, 1024, ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], (x) => digits(x, 1));
+      case 'B/s': return fmtScaled(v, 1000, ['B/s', 'kB/s', 'MB/s', 'GB/s', 'TB/s'], sig);
+      case '%': return v !== 0 && Math.abs(v) < 0.01 ? '< 0.01%' : digits(v, 2) + '%';
+      default: return fmtCount(v, short);
+    }
   }
 
-  // An axis label: short (1.2k, 10M, 0.001).
-  function fmtAxis(v) {
-    if (v === 0) return '0';
-    if (Math.abs(v) >= 1000) {
+  // `v` with at most `fraction` decimals and thousands separators.
+  function digits(v, fraction) {
+    return v.toLocaleString('en', { maximumFractionDigits: fraction });
+  }
+
+  // `v` to three significant digits, with separators.
+  function sig(v) {
+    return v.toLocaleString('en', { maximumSignificantDigits: 3 });
+  }
+
+  function fmtCount(v, short) {
+    const a = Math.abs(v);
+    if (short && a >= 1000) {
       return new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 }).format(v);
     }
-    return String(Number(v.toPrecision(3)));
+    if (a === 0 || a >= 100) return digits(v, 0);
+    if (a >= 1) return digits(v, 2);
+    // An axis tick is a power of ten no smaller than the chart's largest
+    // value over 10,000: its digits read well. A value that small is
+    // next to nothing.
+    if (a >= 0.001 || short) return sig(v);
+    return v > 0 ? '< 0.001' : '> -0.001';
   }
 
-  function fmtBytes(v) {
-    if (v === null || v === undefined || !isFinite(v)) return '–';
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  // A duration of `s` seconds (asked for in `unit`, which a zero keeps).
+  function fmtSeconds(s, unit) {
+    if (s === 0) return '0 ' + unit;
+    const sign = s < 0 ? '-' : '';
+    const a = Number(Math.abs(s).toPrecision(3));
+    if (a < 1e-6) return sign + '< 1 µs';
+    if (a < 1e-3) return sign + sig(a * 1e6) + ' µs';
+    if (a < 1) return sign + sig(a * 1e3) + ' ms';
+    if (a < 120) return sign + sig(a) + ' s';
+    const whole = Math.round(Math.abs(s));
+    if (whole < 7200) return sign + Math.round(whole / 60) + ' min';
+    if (whole < 48 * 3600) {
+      return sign + Math.floor(whole / 3600) + ' h ' + Math.floor((whole % 3600) / 60) + ' min';
+    }
+    return sign + Math.floor(whole / 86400) + ' d ' + Math.floor((whole % 86400) / 3600) + ' h';
+  }
+
+  // `v` in the largest of `units` (each `base` times the one before) it
+  // makes at least 1 of, written by `write`.
+  function fmtScaled(v, base, units, write) {
     let i = 0;
-    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return (Math.round(v * 10) / 10) + ' ' + units[i];
+    while (Math.abs(v) >= base && i < units.length - 1) { v /= base; i++; }
+    return (i === 0 ? digits(v, Math.abs(v) < 1 ? 2 : 0) : write(v)) + ' ' + units[i];
+  }
+
+  // A moment as local date and time (text that is no moment, such as
+  // "never", is shown as it is); with `age`, how long ago (or how soon).
+  function fmtMoment(t, age) {
+    if (t === null || t === undefined || t === '') return '–';
+    const d = new Date(t);
+    if (isNaN(d.getTime())) return String(t);
+    const two = (n) => String(n).padStart(2, '0');
+    const text = d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' +
+      two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
+    if (!age) return text;
+    const secs = Math.round((Date.now() - d.getTime()) / 1000);
+    if (Math.abs(secs) < 1) return text + ' (just now)';
+    return text + (secs > 0 ? ' (' + fmtSeconds(secs, 's') + ' ago)' : ' (in ' + fmtSeconds(-secs, 's') + ')');
   }
 
   // Attachment bytes as referenced and as stored, and what deduplication
   // and compression saved.
   function storeFigures(logical, stored) {
     const saved = logical > 0 ? Math.round((1 - stored / logical) * 100) : null;
-    return fmtBytes(logical) + ' / ' + fmtBytes(stored) +
+    return fmt(logical, 'B') + ' / ' + fmt(stored, 'B') +
       (saved === null ? '' : ' (' + saved + '% saved)');
-  }
-
-  // A rate of bytes in decimal units (kB = 1,000 B), for charts: a log
-  // axis's ticks are powers of ten, which binary units would spell as
-  // 976.6 KiB.
-  function fmtByteRate(v) {
-    if (v === null || v === undefined || !isFinite(v)) return '–';
-    const units = ['B/s', 'kB/s', 'MB/s', 'GB/s'];
-    let i = 0;
-    while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
-    return Number(v.toPrecision(3)) + ' ' + units[i];
   }
 
   // ---- sign-in -----------------------------------------------------------------
@@ -216,37 +273,40 @@
 
   // ---- dashboard -------------------------------------------------------------------
 
-  // Each chart: a title, the unit of its y axis, and its series (a key of
-  // the history's columns, or a function of one sample index). `log`: a
-  // log scale when the values span more than two decades; `max`: a fixed
-  // top of the axis (percentages); `suffix`: the unit after a value in the
-  // legend.
+  // Each chart: a title, what its y axis measures (`axis`, said beside
+  // it, and in the title unless a duration), the unit its figures are formatted in (fmt();
+  // 'count' when left out; a duration's or a size's ticks carry their own
+  // unit), and its series (a key of the history's columns, or a function
+  // of one sample index). `log`: a log scale when the values span more
+  // than two decades; `max`: a fixed top of the axis (percentages);
+  // `suffix`: what a count is of, after it in the legend.
   const CHARTS = [
-    { title: 'Transactions', unit: 'per minute', log: true,
+    { title: 'Transactions', axis: 'per minute', log: true,
       series: [['transactions/min', 'trans_per_min']] },
-    { title: 'Response time', unit: 'ms', log: true, op: true, suffix: ' ms', series: [] },
-    { title: 'Log writes', unit: 'bytes/s', log: true, bytes: true,
+    { title: 'Response time', axis: 'duration', unit: 'ms', log: true, op: true, series: [] },
+    { title: 'Log writes', axis: 'bytes/s', unit: 'B/s', log: true,
       series: [['written', 'log_bytes_per_s']] },
-    { title: 'Log fsyncs and commits', unit: 'per second', log: true,
+    { title: 'Log fsyncs and commits', axis: 'per second', log: true,
       series: [['fsyncs/s', 'log_fsyncs_per_s'], ['commits/s', 'log_commits_per_s']] },
-    { title: 'Checkpoint age', unit: 'seconds', suffix: ' s', series: [['age', 'checkpoint_age_s']] },
-    { title: 'Log space used', unit: '% of capacity', state: 'log_state', max: 100, suffix: '%',
+    { title: 'Checkpoint age', axis: 'age', unit: 's',
+      series: [['age', 'checkpoint_age_s']] },
+    { title: 'Log space used', axis: '% of capacity', unit: '%', state: 'log_state', max: 100,
       series: [['used', (h, i) => pct(h.log_capacity_used[i])]] },
-    { title: 'Buffer pool hit rate', unit: '% of lookups', max: 100, suffix: '%',
+    { title: 'Buffer pool hit rate', axis: '% of lookups', unit: '%', max: 100,
       series: [['hit rate', (h, i) => pct(h.pool_hit_rate[i])]] },
-    { title: 'Dirty pages', unit: 'pages', suffix: ' pages', series: [['dirty', 'pool_dirty_pages']] },
-    { title: 'Open databases and descriptors', unit: 'count', log: true,
+    { title: 'Dirty pages', axis: 'pages', suffix: ' pages', series: [['dirty', 'pool_dirty_pages']] },
+    { title: 'Open databases and descriptors', axis: 'count', log: true,
       series: [['databases open', 'db_open'], ['open limit', 'db_open_limit'],
         ['descriptors', 'descriptors_open']] },
-    { title: 'Connections', unit: 'connections', suffix: ' open',
+    { title: 'Connections', axis: 'connections', suffix: ' open',
       series: [['native', 'connections_native'], ['HTTP', 'connections_http']] },
-    { title: 'Router queue', unit: 'messages', suffix: ' messages',
+    { title: 'Router queue', axis: 'messages', suffix: ' messages',
       series: [['queue depth', 'router_queue_depth'], ['retrying', 'router_retrying']] },
-    { title: 'Delivery latency', unit: 'ms', suffix: ' ms',
+    { title: 'Delivery latency', axis: 'deposit to delivery', unit: 'ms',
       series: [['p50', 'router_latency_p50_ms'], ['p99', 'router_latency_p99_ms']] },
-    { title: 'Replication', unit: 'runs since start',
+    { title: 'Replication', axis: 'runs since start',
       series: [['runs', 'replication_runs'], ['failures', 'replication_failures']] },
-    { title: 'Lock waits', unit: 'per second', log: true, series: [['waits/s', 'lock_waits_per_s']] },
+    { title: 'Lock waits', axis: 'per second', log: true, series: [['waits/s', 'lock_waits_per_s']] },
   ];
 
   function pct(v) { return v === null || v === undefined ? null : v * 100; }
@@ -263,7 +323,9 @@
     const cards = CHARTS.map((c) => {
       const canvas = el('canvas', { 'aria-label': c.title });
       const legend = el('div', { class: 'legend' });
-      const head = el('h3', {}, c.title + ' (' + c.unit + ')');
+      // A duration's ticks carry their unit (µs to min): the title needs none.
+      const timed = c.unit === 's' || c.unit === 'ms';
+      const head = el('h3', {}, timed ? c.title : c.title + ' (' + c.axis + ')');
       const card = el('div', { class: 'card' }, head, c.op ? el('div', { class: 'toolbar' }, 'Operation ', opSel) : null, canvas, legend);
       grid.append(card);
       return { c, canvas, legend };
@@ -297,7 +359,7 @@
         const more = await api('GET', '/_stats/history?since=' + since);
         h = h ? append(h, more) : more;
         status.textContent = h.t.length
-          ? 'Updated ' + new Date(h.t[h.t.length - 1]).toLocaleTimeString() +
+          ? 'Updated ' + fmt(h.t[h.t.length - 1], 'date') +
             ' · one sample a second, the last hour kept by the server'
           : 'Waiting for the first samples…';
         redraw();
@@ -363,9 +425,9 @@
     // into the right edge.
     const first = h.t.length ? h.t[0] : t1;
     const t0 = Math.max(t1 - minutes * 60 * 1000, Math.min(first, t1 - 60 * 1000));
-    const format = card.c.bytes ? fmtByteRate
-      : (v) => fmtNumber(v) + (v === null || v === undefined ? '' : card.c.suffix || '');
-    const axis = card.c.bytes ? fmtByteRate : fmtAxis;
+    const unit = card.c.unit || 'count';
+    const format = (v) => fmt(v, unit) + (v === null || v === undefined ? '' : card.c.suffix || '');
+    const axis = (v) => fmt(v, unit, true);
     const log = drawChart(card.canvas, h.t, series, t0, t1, card.c, axis);
     const items = series.map(([name, values], i) => {
       const last = values.length ? values[values.length - 1] : null;
@@ -387,7 +449,6 @@
   // that allow one) when the values span more than two decades, showing at
   // most four. Returns whether it used one.
   function drawChart(canvas, times, series, t0, t1, chart, format) {
-    const unit = chart.unit;
     const ratio = window.devicePixelRatio || 1;
     const w = canvas.clientWidth || 400;
     const hgt = canvas.clientHeight || 200;
@@ -455,14 +516,16 @@
       const d = new Date(t);
       const label = two(d.getHours()) + ':' + two(d.getMinutes()) +
         (step < 60000 ? ':' + two(d.getSeconds()) : '');
-      g.fillText(label, xx, top + ph + 3);
+      // A label the canvas's edge would cut is left out (its line stays).
+      const half = g.measureText(label).width / 2;
+      if (xx - half >= 0 && xx + half <= w) g.fillText(label, xx, top + ph + 3);
     }
     g.fillText('time (local)', left + pw / 2, top + ph + 18);
     g.save();
     g.translate(9, top + ph / 2);
     g.rotate(-Math.PI / 2);
     g.textBaseline = 'middle';
-    g.fillText(unit + (log ? ' (log)' : ''), 0, 0);
+    g.fillText(chart.axis + (log ? ' (log)' : ''), 0, 0);
     g.restore();
     g.strokeStyle = '#8895b0';
     g.strokeRect(left + 0.5, top + 0.5, pw, ph);
@@ -586,8 +649,8 @@
         const size = el('td', { class: 'num' }, '…');
         const att = el('td', { class: 'num' }, '…');
         api('GET', '/db/' + enc(d.path)).then((info) => {
-          docs.textContent = info.note_count === null ? '–' : fmtNumber(info.note_count);
-          size.textContent = fmtBytes(info.file_size);
+          docs.textContent = info.note_count === null ? '–' : fmt(info.note_count);
+          size.textContent = fmt(info.file_size, 'B');
           att.textContent = info.attachment_logical_bytes === null ? '–'
             : storeFigures(info.attachment_logical_bytes, info.attachment_stored_bytes);
         }, (e) => { docs.textContent = e.message; size.textContent = ''; att.textContent = ''; });
@@ -603,7 +666,7 @@
       prev.addEventListener('click', () => { page--; render(); });
       next.addEventListener('click', () => { page++; render(); });
       pager.replaceChildren(prev, next,
-        el('span', { class: 'muted' }, list.length + (list.length === 1 ? ' database' : ' databases') +
+        el('span', { class: 'muted' }, fmt(list.length) + (list.length === 1 ? ' database' : ' databases') +
           ' · page ' + (page + 1) + ' of ' + pages));
     };
     const load = async () => {
@@ -668,11 +731,11 @@
     const hiddenCount = 'counted for administrators only';
     const rows = [
       ['Title', info.title],
-      ['Notes (documents, ACL, design)', info.note_count === null ? hiddenCount : fmtNumber(info.note_count)],
-      ['File size', fmtBytes(info.file_size)],
+      ['Notes (documents, ACL, design)', info.note_count === null ? hiddenCount : fmt(info.note_count)],
+      ['File size', fmt(info.file_size, 'B')],
       ['Attachment store (logical / stored)', info.attachment_logical_bytes === null ? hiddenCount
         : storeFigures(info.attachment_logical_bytes, info.attachment_stored_bytes)],
-      ['Replica id', info.replica_id], ['Instance id', info.instance_id], ['Created', fmtTime(info.created)],
+      ['Replica id', info.replica_id], ['Instance id', info.instance_id], ['Created', fmt(info.created, 'date')],
       ['Change sequence', info.sequence],
       ['Needs fixup', info.needs_fixup
         ? 'yes: it refuses writes until fixed up (reads go on); ' + (state.admin
@@ -745,7 +808,7 @@
         const q = '?to=' + enc(to.value.trim()) + (replica.checked ? '&replica=true' : '');
         const r = await api('POST', '/db/' + enc(path) + '/_copy' + q);
         go('#/db/' + enc(r.database.path), 'Copied ' + path + ' to ' + r.database.path + ': ' +
-          r.documents + ' documents, ' + r.views + ' views and folders.');
+          fmt(r.documents) + ' documents, ' + fmt(r.views) + ' views and folders.');
       } catch (e) {
         status.replaceChildren(refusal('Not copied', e));
       }
@@ -763,11 +826,11 @@
         const r = await api('POST', '/db/' + enc(path) + '/compact', { dry_run: dry.checked });
         const facts = [
           ['Result', r.dry_run ? 'dry run: nothing written' : 'compacted'],
-          ['File size', fmtBytes(r.bytes_before) + ' → ' + fmtBytes(r.bytes_after)],
-          ['Pages', fmtNumber(r.pages_before) + ' → ' + fmtNumber(r.pages_after)],
-          ['Free pages before', fmtNumber(r.free_pages_before)],
-          ['Pages moved', fmtNumber(r.pages_moved)],
-          ['Notes lost', fmtNumber(r.notes_lost)],
+          ['File size', fmt(r.bytes_before, 'B') + ' → ' + fmt(r.bytes_after, 'B')],
+          ['Pages', fmt(r.pages_before) + ' → ' + fmt(r.pages_after)],
+          ['Free pages before', fmt(r.free_pages_before)],
+          ['Pages moved', fmt(r.pages_moved)],
+          ['Notes lost', fmt(r.notes_lost)],
         ];
         status.replaceChildren(el('dl', { class: 'facts' },
           ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
@@ -848,7 +911,7 @@
           if ('category' in row) {
             const tr = el('tr', { class: 'category' },
               el('td', { colspan: String(titles.length + 1) }, el('span', { class: 'fold' }, '▾'),
-                cell(row.category) + ' (' + row.count + (row.count === 1 ? ' entry)' : ' entries)')));
+                cell(row.category) + ' (' + fmt(row.count) + (row.count === 1 ? ' entry)' : ' entries)')));
             tr.dataset.category = cell(row.category);
             tr.addEventListener('click', () => {
               const c = tr.dataset.category;
@@ -888,7 +951,7 @@
         next.addEventListener('click', () => { starts.push(last + 1); load(last + 1); });
         const shown = entries.length ? (entries[0].position + 1) + '–' + (last + 1) : 'none';
         pager.replaceChildren(prev, next, el('span', { class: 'muted', id: 'entries-count' },
-          kind + ' ' + name + ': entries ' + shown + ' of ' + r.total));
+          kind + ' ' + name + ': entries ' + shown + ' of ' + fmt(r.total)));
       } catch (e) {
         table.replaceChildren(el('tbody', {}, el('tr', {}, el('td', {}, failure(e)))));
       }
@@ -991,6 +1054,9 @@
       (access.roles || []).some((r) => authors.includes('[' + r.toLowerCase() + ']'));
   }
 
+  // A document's system fields that are moments.
+  const MOMENTS = ['$created', '$modified', '$seqtime', '$added'];
+
   async function documentPage(path, unid) {
     const body = el('tbody');
     const system = el('dl', { class: 'facts', id: 'system' });
@@ -1013,8 +1079,12 @@
       return;
     }
     const entries = Object.entries(doc);
+    // The document's times as moments with their age (the stored value,
+    // to the microsecond and in UTC, on hover); the other fields as they are.
+    const moment = (k) => MOMENTS.includes(k);
     system.replaceChildren(...entries.filter(([k]) => !isItem(k) && !k.startsWith('$FILE:'))
-      .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, itemValue(v))]));
+      .flatMap(([k, v]) => [el('dt', {}, k),
+        el('dd', moment(k) ? { title: String(v) } : {}, moment(k) ? fmt(v, 'when') : itemValue(v))]));
     body.replaceChildren(...entries.filter(([k]) => isItem(k)).map(([k, v]) =>
       el('tr', {}, el('td', {}, k), el('td', {}, itemType(v)), el('td', { class: 'value' }, itemValue(v)))));
     const editable = mayEdit(access, doc);
@@ -1034,7 +1104,7 @@
     const list = Object.entries(doc).filter(([k]) => k.startsWith('$FILE:')).map(([, a]) => a);
     const rows = list.map((a) => {
       const cells = [
-        el('td', {}, a.name), el('td', {}, a.mime), el('td', { class: 'num' }, fmtBytes(a.size)),
+        el('td', {}, a.name), el('td', {}, a.mime), el('td', { class: 'num' }, fmt(a.size, 'B')),
         el('td', {}, el('a', { href: attachmentUrl(path, unid, a.name), download: a.name, class: 'download' }, 'Download')),
       ];
       if (editable) {
@@ -1066,7 +1136,7 @@
       status.replaceChildren(el('p', { class: 'muted' }, 'Uploading ' + f.name + '…'));
       try {
         await api('PUT', attachmentUrl(path, unid, f.name), undefined, f);
-        go(location.hash, 'Stored the attachment ' + f.name + ' (' + fmtBytes(f.size) + ').');
+        go(location.hash, 'Stored the attachment ' + f.name + ' (' + fmt(f.size, 'B') + ').');
       } catch (e) {
         status.replaceChildren(refusal('Not stored', e));
       }
@@ -1361,7 +1431,7 @@
             const r = await api('POST', url + '/update');
             panel.replaceChildren(el('p', { class: 'notice', id: 'views-result' },
               'Brought ' + v.name + ' up to date: index at change ' + r.seq + ', ' +
-              r.changed + ' changed notes taken in.'));
+              fmt(r.changed) + ' changed notes taken in.'));
           } catch (e) {
             panel.replaceChildren(refusal('Not updated', e));
           }
@@ -1374,9 +1444,9 @@
           try {
             const r = await api('POST', url + '/rebuild');
             const counts = r.entries === undefined ? ''
-              : ': ' + r.entries + ' entries from ' + r.documents + ' documents';
+              : ': ' + fmt(r.entries) + ' entries from ' + fmt(r.documents) + ' documents';
             panel.replaceChildren(el('p', { class: 'notice', id: 'views-result' },
-              'Rebuilt ' + v.kind + ' ' + v.name + counts + ' in ' + fmtNumber(r.seconds) + ' s.'));
+              'Rebuilt ' + v.kind + ' ' + v.name + counts + ' in ' + fmt(r.seconds, 's') + '.'));
           } catch (e) {
             panel.replaceChildren(refusal('Not rebuilt', e));
           }
@@ -1477,10 +1547,10 @@
         const facts = [
           ['Result', (r.dry_run ? 'dry run, nothing written: ' : '') +
             (r.clean ? 'the file is sound' : r.lost_anything ? 'something was lost (below)' : 'repaired')],
-          ['Pages', fmtNumber(r.pages) + ' checked, ' + fmtNumber(r.pages_bad) + ' bad'],
-          ['Notes', fmtNumber(r.notes_salvaged) + ' kept (' + fmtNumber(r.notes_from_orphan_pages) +
+          ['Pages', fmt(r.pages) + ' checked, ' + fmt(r.pages_bad) + ' bad'],
+          ['Notes', fmt(r.notes_salvaged) + ' kept (' + fmt(r.notes_from_orphan_pages) +
             ' from pages no index reached), ' + r.notes_lost.length + ' lost'],
-          ['Attachments', fmtNumber(r.attachments_checked) + ' checked, ' + r.attachments_lost.length + ' lost'],
+          ['Attachments', fmt(r.attachments_checked) + ' checked, ' + r.attachments_lost.length + ' lost'],
           ['Indexes', (r.indexes_agreed ? 'agreed' : 'disagreed') + ' with the note table' +
             (r.indexes_rebuilt.length ? '; rebuilt: ' + r.indexes_rebuilt.join(', ') : '')],
           ['Header', r.header_lost ? 'lost (the title is gone)' : 'read'],
@@ -1507,10 +1577,6 @@
 
   // ---- mail queue ------------------------------------------------------------------------
 
-  function fmtTime(t) {
-    return t ? new Date(t).toLocaleString() : '–';
-  }
-
   // GET /mail/queue (administrators): each message still in a mail box,
   // each recipient's state, attempts, next attempt and why it waits; and
   // the router's figures from GET /stats. Read-only.
@@ -1525,25 +1591,33 @@
     try {
       const [q, stats] = await Promise.all([api('GET', '/mail/queue'), api('GET', '/stats')]);
       const rows = [
-        ['Mail boxes', q.boxes.map((b) => b.path + ': ' + b.pending + ' pending').join(' · ') || 'none yet'],
-        ['Messages waiting (last pass)', fmtNumber(stats['router.waiting'])],
-        ['Recipients retrying (last pass)', fmtNumber(stats['router.retrying'])],
-        ['Delivered since start', fmtNumber(stats['router.delivered'])],
-        ['Non-delivery reports since start', fmtNumber(stats['router.ndr'])],
-        ['Delivery latency p50 / p99', fmtNumber(stats['router.latency_p50_ms']) + ' ms / ' +
-          fmtNumber(stats['router.latency_p99_ms']) + ' ms'],
+        ['Mail boxes', q.boxes.map((b) => b.path + ': ' + fmt(b.pending) + ' pending').join(' · ') || 'none yet'],
+        ['Messages waiting (last pass)', fmt(stats['router.waiting'])],
+        ['Recipients retrying (last pass)', fmt(stats['router.retrying'])],
+        ['Delivered since start', fmt(stats['router.delivered'])],
+        ['Non-delivery reports since start', fmt(stats['router.ndr'])],
+        ['Delivery latency p50 / p99', fmt(stats['router.latency_p50_ms'], 'ms') + ' / ' +
+          fmt(stats['router.latency_p99_ms'], 'ms')],
       ];
-      if (q.unreadable) rows.push(['Listed but unreadable', String(q.unreadable)]);
+      if (stats['outbound.waiting'] !== undefined) {
+        // The queue for other domains (a smarthost or routes configured):
+        // its figures only; the messages stay in the server's queue.
+        rows.push(['Other domains: waiting / retrying', fmt(stats['outbound.waiting']) + ' / ' +
+          fmt(stats['outbound.retrying'])],
+        ['Other domains: handed over / given up since start', fmt(stats['outbound.delivered']) + ' / ' +
+          fmt(stats['outbound.failed'])]);
+      }
+      if (q.unreadable) rows.push(['Listed but unreadable', fmt(q.unreadable)]);
       summary.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
       const body = q.messages.flatMap((m) => m.recipients.map((r, i) => el('tr', { class: 'queue-row' },
-        el('td', {}, i === 0 ? fmtTime(m.deposited) : ''),
+        el('td', {}, i === 0 ? fmt(m.deposited, 'when') : ''),
         el('td', {}, i === 0 ? m.from : ''),
         el('td', {}, i === 0 ? m.subject : ''),
         el('td', {}, r.address),
         el('td', { class: r.state === 'retrying' || r.state === 'failed' ? 'state-bad' : '' }, r.state),
-        el('td', { class: 'num' }, r.attempts),
+        el('td', { class: 'num' }, fmt(r.attempts)),
         el('td', {}, r.state === 'waiting' || r.state === 'retrying'
-          ? (r.next_attempt ? fmtTime(r.next_attempt) : 'next pass') : '–'),
+          ? (r.next_attempt ? fmt(r.next_attempt, 'when') : 'next pass') : '–'),
         el('td', {}, r.reason))));
       host.replaceChildren(el('table', { id: 'queue-table' },
         el('thead', {}, el('tr', {}, el('th', {}, 'Deposited'), el('th', {}, 'From'), el('th', {}, 'Subject'),
@@ -1592,10 +1666,10 @@
     });
     const rows = names.map((n) => el('tr', {},
       el('td', {}, n), el('td', {}, String(get(n, 'result') ?? '–')),
-      el('td', {}, get(n, 'last_run') && get(n, 'last_run') !== 'never' ? fmtTime(get(n, 'last_run')) : 'never'),
-      el('td', { class: 'num' }, get(n, 'next_run_s') === undefined ? '–' : 'in ' + fmtSpan(get(n, 'next_run_s'))),
-      el('td', { class: 'num' }, fmtNumber(get(n, 'runs'))), el('td', { class: 'num' }, fmtNumber(get(n, 'errors'))),
-      el('td', { class: 'num' }, fmtNumber(get(n, 'documents'))), el('td', { class: 'num' }, fmtBytes(get(n, 'bytes'))),
+      el('td', {}, fmt(get(n, 'last_run') || 'never', 'when')),
+      el('td', { class: 'num' }, get(n, 'next_run_s') === undefined ? '–' : 'in ' + fmt(get(n, 'next_run_s'), 's')),
+      el('td', { class: 'num' }, fmt(get(n, 'runs'))), el('td', { class: 'num' }, fmt(get(n, 'errors'))),
+      el('td', { class: 'num' }, fmt(get(n, 'documents'))), el('td', { class: 'num' }, fmt(get(n, 'bytes'), 'B')),
       el('td', {}, state.admin ? runNow(n) : '')));
     entries.replaceChildren(el('table', { id: 'replication-table' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Entry'), el('th', {}, 'Last result'), el('th', {}, 'Last run'),
@@ -1607,51 +1681,46 @@
     const facts = [
       ['Log style', stats['log.style'] || 'unlogged'],
       ['Log state', stats['log.state'] || '–'],
-      ['Last archive', stats['log.last_archive'] || 'not archive style: backups need translog.style = "archive"'],
+      ['Last archive', stats['log.last_archive'] ? fmt(stats['log.last_archive'], 'when')
+        : 'not archive style: backups need translog.style = "archive"'],
       ['New backup needed (fixed-up databases)', stats['fixup.backup_needed'] || '–'],
     ];
-    backup.replaceChildren(el('dl', { class: 'facts', id: 'backup-facts' },
-      ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))])));
+    const factList = el('dl', { class: 'facts', id: 'backup-facts' },
+      ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]));
+    backup.replaceChildren(factList);
     if (!state.admin) return;
     const history = el('div', { id: 'backup-history' });
     backup.append(backupForm(), el('h2', {}, 'Backup history (newest first)'), history);
+    let h;
     try {
-      historyTable(history, await api('GET', '/admin/backups?limit=20'));
+      h = await api('GET', '/admin/backups');
     } catch (e) {
       history.replaceChildren(refusal('Not shown', e));
+      return;
     }
-  }
-
-  // Seconds as a person reads them: 42 s, 17 min, 3 h 5 min.
-  function fmtSpan(secs) {
-    if (secs === null || secs === undefined || !isFinite(secs)) return '–';
-    const s = Math.max(0, Math.round(secs));
-    if (s < 120) return s + ' s';
-    if (s < 7200) return Math.round(s / 60) + ' min';
-    return Math.floor(s / 3600) + ' h ' + Math.round((s % 3600) / 60) + ' min';
-  }
-
-  function fmtDuration(ms) {
-    if (ms === null || ms === undefined) return '–';
-    return ms < 10000 ? fmtNumber(ms) + ' ms' : fmtNumber(Math.round(ms / 100) / 10) + ' s';
+    const good = h.runs.find((r) => r.kind === 'backup' && r.result === 'ok');
+    factList.prepend(el('dt', {}, 'Last successful backup'), el('dd', { id: 'last-backup' }, good
+      ? fmt(good.started, 'when') + ' · ' + fmt(good.bytes, 'B') + ' in ' + fmt(good.millis, 'ms') + ' to ' + good.dir
+      : 'none in the history'));
+    historyTable(history, h, 20);
   }
 
   // GET /admin/backups: the last backup and archive runs, kept by the
   // server in <data>/backups.json, so they outlive a restart.
-  function historyTable(host, h) {
-    const rows = h.runs.map((r) => el('tr', { class: 'history-row' },
-      el('td', {}, fmtTime(r.started)), el('td', {}, r.kind),
+  function historyTable(host, h, shown) {
+    const rows = h.runs.slice(0, shown).map((r) => el('tr', { class: 'history-row' },
+      el('td', {}, fmt(r.started, 'when')), el('td', {}, r.kind),
       el('td', { class: r.result === 'ok' ? '' : 'state-bad' }, r.result),
       el('td', {}, r.dir), el('td', {}, r.kind === 'backup' ? r.databases.join(', ') : '–'),
-      el('td', { class: 'num' }, fmtBytes(r.bytes)), el('td', { class: 'num' }, fmtNumber(r.extents)),
-      el('td', { class: 'num' }, fmtDuration(r.millis))));
+      el('td', { class: 'num' }, fmt(r.bytes, 'B')), el('td', { class: 'num' }, fmt(r.extents)),
+      el('td', { class: 'num' }, fmt(r.millis, 'ms'))));
     host.replaceChildren(el('table', { id: 'history-table' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Started'), el('th', {}, 'Kind'), el('th', {}, 'Result'),
         el('th', {}, 'Directory'), el('th', {}, 'Databases'), el('th', { class: 'num' }, 'Size copied'),
         el('th', { class: 'num' }, 'Log extents archived'), el('th', { class: 'num' }, 'Duration'))),
       el('tbody', {}, ...(rows.length ? rows
         : [el('tr', {}, el('td', { colspan: '8', class: 'muted' }, 'No backup or archive has run yet.'))]))),
-    el('p', { class: 'muted' }, 'The server keeps the last ' + h.capacity + ' runs; this page shows up to 20.'));
+    el('p', { class: 'muted' }, 'The server keeps the last ' + fmt(h.capacity) + ' runs; this page shows up to ' + shown + '.'));
   }
 
   function backupForm() {
@@ -1664,8 +1733,8 @@
           status.replaceChildren(el('p', { class: 'muted' }, 'Archiving…'));
           try {
             const r = await api('POST', '/admin/archive');
-            go('#/replication', 'Archived ' + r.extents + ' log extents (' +
-              fmtBytes(r.bytes) + ') to ' + r.dir + ' in ' + fmtDuration(r.millis) + '.');
+            go('#/replication', 'Archived ' + fmt(r.extents) + ' log extents (' +
+              fmt(r.bytes, 'B') + ') to ' + r.dir + ' in ' + fmt(r.millis, 'ms') + '.');
           } catch (e) {
             status.replaceChildren(refusal('Not archived', e));
           }
@@ -1675,8 +1744,8 @@
       status.replaceChildren(el('p', { class: 'muted' }, 'Backing up…'));
       try {
         const r = await api('POST', '/admin/backup', { dest: dest.value.trim() });
-        go('#/replication', 'Backed up ' + r.databases.length + ' databases (' + fmtBytes(r.bytes) +
-          ') to ' + r.dest + ' in ' + fmtDuration(r.millis) + '.');
+        go('#/replication', 'Backed up ' + r.databases.length + ' databases (' + fmt(r.bytes, 'B') +
+          ') to ' + r.dest + ' in ' + fmt(r.millis, 'ms') + '.');
       } catch (e) {
         status.replaceChildren(refusal('Not backed up', e));
       }
@@ -1721,7 +1790,7 @@
 
   function listServerUsers(host, panel, refresh, users) {
     const rows = users.map((u) => el('tr', {},
-      el('td', {}, u.name), el('td', {}, u.admin ? 'administrator' : 'user'), el('td', {}, fmtTime(u.created)),
+      el('td', {}, u.name), el('td', {}, u.admin ? 'administrator' : 'user'), el('td', {}, fmt(u.created, 'date')),
       el('td', {}, ...(u.tokens.length ? u.tokens.map((t) => el('span', { class: 'token' }, t, ' ',
         button('Revoke', 'revoke-' + u.name + '-' + t, () => confirmIn(panel,
           'Revoke the API token ' + t + ' of ' + u.name + '? Programs using it can no longer sign in.',

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!   Stats::snapshot ──▶ [Statistic] ──▶ rule per name ──▶ Exposition ──▶ text
-//!   Stats::response_histograms ──▶ folio_response_seconds (histogram) ─┘
+//!   Stats::response_histograms ──▶ folio_response_seconds (histogram) ─┤
+//!   the backup history ──▶ folio_backup_* (backups.rs) ────────────────┘
 //! ```
 //!
 //! Why it is written by hand rather than with `prometheus-client`: the
@@ -37,12 +38,16 @@
 //! - **Text figures** are states, exported the usual way: one series per
 //!   state with value 1 for the current one (`folio_log_state{state="ok"} 1`);
 //!   free text (retry reasons, the last fixed database) stays in
-//!   `GET /stats`.
+//!   `GET /stats`. A moment (`log.last_archive`) is Unix seconds
+//!   (`folio_log_last_archive_timestamp_seconds`).
 //! - **A figure this module does not know** is still exported, as an
 //!   untyped gauge whose help says so; a test fails if the real server
 //!   produces one, so a new statistic gets its proper name here.
 
+mod backups;
+
 use crate::stats::{Op, ResponseHistogram};
+use nsf::BackupRun;
 use protocol::{StatValue, Statistic};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -60,8 +65,14 @@ const RESPONSE_BUCKETS: [f64; 18] = [
 /// The states `log.state` can be in (its text up to the first `:`).
 const LOG_STATES: [&str; 4] = ["ok", "full", "failed", "disabled"];
 
-/// The exposition of `stats` and the response-time histograms `ops`.
-pub fn render(stats: &[Statistic], ops: &[(Op, ResponseHistogram)]) -> String {
+/// The exposition of `stats`, the response-time histograms `ops` and
+/// the backup history `backups` (newest first; None if it could not be
+/// read).
+pub fn render(
+    stats: &[Statistic],
+    ops: &[(Op, ResponseHistogram)],
+    backups: Option<&[BackupRun]>,
+) -> String {
     let mut x = Exposition::default();
     for (op, h) in ops {
         add_response_histogram(&mut x, *op, h);
@@ -69,6 +80,7 @@ pub fn render(stats: &[Statistic], ops: &[(Op, ResponseHistogram)]) -> String {
     for st in stats {
         add_statistic(&mut x, st);
     }
+    backups::add(&mut x, backups);
     x.text()
 }
 
@@ -685,6 +697,62 @@ const RULES: &[Rule] = &[
         1.0,
         "Passes that left deposits for the next.",
     ),
+    rule(
+        "outbound.waiting",
+        "folio_outbound_waiting",
+        Gauge,
+        1.0,
+        "Recipients in other domains waiting for their first attempt.",
+    ),
+    rule(
+        "outbound.retrying",
+        "folio_outbound_retrying",
+        Gauge,
+        1.0,
+        "Recipients in other domains waiting after a failed attempt.",
+    ),
+    rule(
+        "outbound.delivered",
+        "folio_outbound_delivered_total",
+        Counter,
+        1.0,
+        "Recipients handed over to the next SMTP server.",
+    ),
+    rule(
+        "outbound.failed",
+        "folio_outbound_failed_total",
+        Counter,
+        1.0,
+        "Recipients given up (refused for good, or past router.expire_hours).",
+    ),
+    rule(
+        "outbound.attempts",
+        "folio_outbound_attempts_total",
+        Counter,
+        1.0,
+        "Outbound delivery attempts (one message to one host).",
+    ),
+    rule(
+        "outbound.dsns",
+        "folio_outbound_dsns_total",
+        Counter,
+        1.0,
+        "Delivery status notifications sent back for failed recipients.",
+    ),
+    rule(
+        "outbound.delay_notices",
+        "folio_outbound_delay_notices_total",
+        Counter,
+        1.0,
+        "Delay notices sent for recipients still waiting.",
+    ),
+    rule(
+        "outbound.connections",
+        "folio_outbound_connections_total",
+        Counter,
+        1.0,
+        "SMTP connections made to other servers.",
+    ),
 ];
 
 /// Statistics not exported (see the module docs: rates and free text).
@@ -696,7 +764,6 @@ const LEFT_OUT: &[&str] = &[
     "log.commits_per_fsync",
     "router.delivered_per_min",
     "router.retrying_reasons",
-    "log.last_archive",
     "fixup.last_database",
     "fixup.last_time",
 ];
@@ -795,6 +862,18 @@ fn add_patterned(x: &mut Exposition, name: &str, value: &StatValue) -> bool {
             vec![("style", style.to_string())],
             1.0,
         ),
+        (["log", "last_archive"], _, Some(t)) => {
+            // "never (since the server started)" is no moment: no sample.
+            if let Some(secs) = backups::unix_seconds(t) {
+                x.put(
+                    "folio_log_last_archive_timestamp_seconds",
+                    Gauge,
+                    "When the log was last archived (Unix time; archive style, since the server started).",
+                    vec![],
+                    secs,
+                );
+            }
+        }
         (["fixup", "backup_needed"], _, Some(t)) => x.put(
             "folio_fixup_backup_needed",
             Gauge,
@@ -932,6 +1011,7 @@ mod tests {
                 stat("server.trans_per_min", StatValue::Gauge(5.0)),
             ],
             &[],
+            Some(&[]),
         );
         assert!(
             text.contains("# TYPE folio_transactions_total counter\nfolio_transactions_total 7\n")
@@ -945,6 +1025,28 @@ mod tests {
     }
 
     #[test]
+    fn the_outbound_queue_has_rules() {
+        let names = [
+            "waiting",
+            "retrying",
+            "delivered",
+            "failed",
+            "attempts",
+            "dsns",
+            "delay_notices",
+            "connections",
+        ];
+        let stats: Vec<Statistic> = names
+            .iter()
+            .map(|n| stat(&format!("outbound.{n}"), StatValue::Count(2)))
+            .collect();
+        let text = render(&stats, &[], Some(&[]));
+        assert!(!text.contains("unmapped"), "{text}");
+        assert!(text.contains("# TYPE folio_outbound_retrying gauge\nfolio_outbound_retrying 2\n"));
+        assert!(text.contains("# TYPE folio_outbound_delivered_total counter\n"));
+    }
+
+    #[test]
     fn states_and_labels_are_escaped() {
         let text = render(
             &[
@@ -955,6 +1057,7 @@ mod tests {
                 stat("task.a\"b.state", StatValue::Text("running".into())),
             ],
             &[],
+            Some(&[]),
         );
         assert!(text.contains("folio_log_state{state=\"full\"} 1\n"));
         assert!(text.contains("folio_log_state{state=\"ok\"} 0\n"));
@@ -971,6 +1074,7 @@ mod tests {
                 stat("wait.pool.flush_turn.p99_us", StatValue::Count(900)),
             ],
             &[],
+            Some(&[]),
         );
         assert!(text.contains(
             "# TYPE folio_wait_seconds summary\nfolio_wait_seconds_count{point=\"pool.flush_turn\"} 4\n\
@@ -986,7 +1090,7 @@ mod tests {
         for ms in [1, 2, 3, 200] {
             s.record(Op::Read, Duration::from_millis(ms), true);
         }
-        let text = render(&[], &s.response_histograms());
+        let text = render(&[], &s.response_histograms(), Some(&[]));
         assert!(
             text.contains("folio_response_seconds_bucket{op=\"read\",le=\"0.001\"} 1\n"),
             "{text}"

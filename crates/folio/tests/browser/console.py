@@ -9,6 +9,7 @@ Screenshots go to the directory given.
 usage: console.py URL PASSWORD SCREENSHOT_DIR FOLIO_BINARY NATIVE_ADDR
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ import time
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
-from consolelib import Console
+from consolelib import DURATION, Console, moment
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -70,6 +71,19 @@ try:
     driver.set_window_size(1400, 2200)
     time.sleep(2.5)
     shot("dashboard.png")
+    # Every figure in a unit read at a glance: the checkpoint's age (often
+    # a fraction of a millisecond), response times, the log's share used
+    # (a tiny percentage on a young server), no exponent anywhere.
+    c.no_exponents()
+    age = legend("Checkpoint age")
+    assert re.search(r"age: (%s)" % DURATION, age), age
+    response = legend("Response time")
+    # (– when the chosen operation had no request in the last second)
+    assert re.search(r"p50: (%s|–)" % DURATION, response), response
+    used = legend("Log space used")
+    assert re.search(r"used: (< 0\.01|\d[\d,]*(\.\d+)?)%", used), used
+    status = driver.find_element(By.ID, "dash-status").text
+    moment(status[len("Updated "):])
     driver.set_window_size(1400, 1100)
     load.wait(timeout=60)
 
@@ -88,6 +102,15 @@ try:
     assert XSS in values, values
     assert not driver.find_elements(By.CSS_SELECTOR, "main img"), "the Subject became an <img>"
     c.no_alert()
+    # The document's times: local moments with their age, the stored
+    # value on hover.
+    system = dict(zip([e.text for e in driver.find_elements(By.CSS_SELECTOR, "#system dt")],
+                      driver.find_elements(By.CSS_SELECTOR, "#system dd")))
+    for name in ["$created", "$modified"]:
+        _, age = moment(system[name].text)
+        assert age, system[name].text
+        assert system[name].get_attribute("title").endswith("Z"), system[name].get_attribute("title")
+    c.no_exponents()
     shot("document.png")
 
     reports = c.console_problems()

@@ -15,14 +15,16 @@ administrators only).
 
 usage: console_mail.py URL ADMIN_PASSWORD SCREENSHOT_DIR BACKUP_DIR
 """
+import datetime
 import os
+import re
 import sys
 import time
 
 import requests
 from selenium.webdriver.common.by import By
 
-from consolelib import Console
+from consolelib import DURATION, Console, moment
 
 url, password, shots, backups = sys.argv[1:5]
 SUBJECT = "<b onmouseover=alert(1)>Quarterly</b>"
@@ -243,6 +245,22 @@ try:
     table = c.until_text("archive", "history-table")
     assert "/dev/null/nightly" in table and "failed" in table, table
     assert c.css("#history-table td.state-bad"), "a failed run is not marked"
+    # The last archive and the last good backup: a date and its age, not
+    # a raw timestamp; durations and sizes in their units; no exponent.
+    facts = dict(zip([e.text for e in c.css("#backup-facts dt")],
+                     [e.text for e in c.css("#backup-facts dd")]))
+    archived, age = moment(facts["Last archive"])
+    assert age and (age == "just now" or age.endswith(" ago")), facts
+    assert abs((datetime.datetime.now() - archived).total_seconds()) < 3600, facts
+    backed_up, age = moment(facts["Last successful backup"])
+    assert age and backups in facts["Last successful backup"], facts
+    assert backed_up <= archived, facts
+    assert re.search(r" in (%s) to " % DURATION, facts["Last successful backup"]), facts
+    for row in c.css("#history-table tr.history-row"):
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        moment(cells[0])
+        assert re.fullmatch(DURATION, cells[-1]), cells
+    c.no_exponents()
     c.shot("replication.png", height=1100)
     # The one 500 expected: the backup into /dev/null/nightly, shown.
     problems = [p for p in c.console_problems()

@@ -3,8 +3,10 @@ Selenium, screenshots, signing in, waiting for text, and plain HTTP calls
 to the same server (to change a document behind the page's back, or to
 check what the page did)."""
 import base64
+import datetime
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -15,6 +17,22 @@ from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+
+
+# A number written as an exponent, as JavaScript prints a tiny or huge
+# one (1.29e-4, 1e+21), standing alone in the text.
+EXPONENT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[-+]\d+(?![\w.])")
+
+# A figure with the unit of a duration the console shows.
+DURATION = r"\d[\d,]*(?:\.\d+)? (?:µs|ms|s|min)|< 1 µs|\d+ h \d+ min|\d+ d \d+ h"
+
+
+def moment(text):
+    """The moment the console writes as `2026-11-29 02:49:36 (3 min ago)`
+    at the start of `text`: (datetime, age text); fails unless it parses."""
+    m = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: \((just now|.* ago|in .*)\))?", text)
+    assert m, "not a date the console writes: %r" % text
+    return datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S"), m.group(2)
 
 
 class Console:
@@ -89,6 +107,12 @@ class Console:
                   file=sys.stderr)
             raise
         return self.driver.find_element(By.ID, id_).text
+
+    def no_exponents(self):
+        """Fails if the page shows a figure as an exponent (1.29e-4)."""
+        text = self.main_text()
+        found = EXPONENT.findall(text)
+        assert not found, "figures shown as exponents %r in:\n%s" % (found, text)
 
     def no_alert(self):
         try:

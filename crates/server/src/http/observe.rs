@@ -56,9 +56,11 @@ pub(super) async fn metrics(
         .run(&s, Op::Admin, move |s, caller| {
             observers.check(caller, "/metrics")?;
             let stats = s.statistics(caller)?;
+            let backups = s.backup_figures();
             Ok(crate::metrics::render(
                 &stats,
                 &s.stats().response_histograms(),
+                backups.as_deref(),
             ))
         })
         .await?;

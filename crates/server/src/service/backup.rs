@@ -57,6 +57,18 @@ impl Service {
         }
         self.engine.backup_history().map_err(nsf_err)
     }
+
+    /// The backup history for `GET /metrics`, whose own access rule
+    /// (administrators and `http_metrics_users`) the caller has passed:
+    /// it exports figures only, never the directories and databases the
+    /// history names. None (and a warning in the log) if the history
+    /// cannot be read.
+    pub(crate) fn backup_figures(&self) -> Option<Vec<BackupRun>> {
+        self.engine
+            .backup_history()
+            .map_err(|e| tracing::warn!(error = %e, "/metrics: the backup history cannot be read"))
+            .ok()
+    }
 }
 
 /// A directory on the server named in a request: absolute, spelt
