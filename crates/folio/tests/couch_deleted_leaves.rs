@@ -94,7 +94,11 @@ fn push_deletion(db: &str, id: &str, rev: &str, ancestors: &[&str]) {
         Some(ALICE),
         Some(&json!({"docs": [doc], "new_edits": false}).to_string()),
     );
-    assert_eq!((status, answer), (201, json!([])), "{id} {rev} acknowledged");
+    assert_eq!(
+        (status, answer),
+        (201, json!([])),
+        "{id} {rev} acknowledged"
+    );
 }
 
 /// Everything the door says of a document's deleted leaf `dead` beside
@@ -109,7 +113,11 @@ fn assert_deleted_leaf(db: &str, id: &str, live: &str, dead: &str, when: &str) {
         None,
     );
     assert_eq!(winner["_rev"], json!(live), "{when}: {winner}");
-    assert_eq!(winner["_deleted_conflicts"], json!([dead]), "{when}: {winner}");
+    assert_eq!(
+        winner["_deleted_conflicts"],
+        json!([dead]),
+        "{when}: {winner}"
+    );
     assert!(winner.get("_conflicts").is_none(), "{when}: {winner}");
     let read = ok(
         "GET",
@@ -233,7 +241,11 @@ fn a_deletion_that_wins_beside_a_live_conflict_keeps_its_leaf_after_kill_9() {
     let s = start(data.path());
     let db = format!("{}/t", couch_url(&s));
     assert_deleted_leaf(&db, "x", &r2, "3-f0f0f0", "after kill -9");
-    assert_eq!(leaves(&db, &unid), before, "the native deletion after kill -9");
+    assert_eq!(
+        leaves(&db, &unid),
+        before,
+        "the native deletion after kill -9"
+    );
     assert_eq!(feed_revs(&db, &unid), feed_before);
     let dead: Vec<&str> = before
         .iter()
@@ -260,8 +272,12 @@ fn door_tree(db: &str, ids: &[&str]) -> Vec<Value> {
                 ALICE,
                 None,
             );
-            let mut leaves: Vec<Value> =
-                all.as_array().unwrap().iter().map(|l| l["ok"].clone()).collect();
+            let mut leaves: Vec<Value> = all
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["ok"].clone())
+                .collect();
             leaves.sort_by_key(|l| l["_rev"].as_str().unwrap().to_string());
             json!({"id": id, "winner": winner, "leaves": leaves})
         })
@@ -354,8 +370,12 @@ fn pouchdb_and_the_door_agree_on_deleted_leaves_and_a_rerun_carries_nothing() {
     let x2 = put(&db, "x", json!({"_rev": x["_rev"], "v": 1}));
     put(&db, "x", json!({"_rev": x2, "v": 2}));
     let y = ok("GET", &format!("{db}/y"), ALICE, None);
-    let y_dead = ok("DELETE", &format!("{db}/y?rev={}", y["_rev"].as_str().unwrap()), ALICE, None)
-        ["rev"]
+    let y_dead = ok(
+        "DELETE",
+        &format!("{db}/y?rev={}", y["_rev"].as_str().unwrap()),
+        ALICE,
+        None,
+    )["rev"]
         .as_str()
         .unwrap()
         .to_string();

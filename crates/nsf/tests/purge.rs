@@ -96,13 +96,22 @@ fn a_stub_stored_with_an_ordering_time_is_aged_by_when_it_was_stored() {
         revisions: Vec::new(),
     };
     db.put_foreign(stub(1, T0)).unwrap();
-    db.put_foreign(stub(2, Timestamp(T0.0 - 100 * DAY))).unwrap();
+    db.put_foreign(stub(2, Timestamp(T0.0 - 100 * DAY)))
+        .unwrap();
     let ninety = Duration::from_secs(90 * 86_400);
-    assert_eq!(db.purge_stubs(ninety).unwrap(), 1, "only the one stored 100 days ago");
+    assert_eq!(
+        db.purge_stubs(ninety).unwrap(),
+        1,
+        "only the one stored 100 days ago"
+    );
     assert!(db.get_with_revisions(Unid([1; 16])).unwrap().is_some());
     assert!(db.get_with_revisions(Unid([2; 16])).unwrap().is_none());
     clock.set(Timestamp(T0.0 + 91 * DAY));
-    assert_eq!(db.purge_stubs(ninety).unwrap(), 1, "and the other 91 days on");
+    assert_eq!(
+        db.purge_stubs(ninety).unwrap(),
+        1,
+        "and the other 91 days on"
+    );
     drop(db);
     engine.close().unwrap();
 }
