@@ -14,7 +14,8 @@
 //!                                                       (a conflict document stays one)
 //!     otherwise                                      -> the document's note takes it;
 //!        the version order decides, and the loser is kept as a conflict
-//!        document in the same transaction (I27), as replication does
+//!        document in the same transaction (I27), as replication does —
+//!        a deletion that loses as a conflict stub, a deleted leaf (I63)
 //!   new_edits=true (an edit made here)
 //!     _rev names a leaf                              -> that leaf's note, next generation
 //!     no _rev and no live leaf                       -> a new document (or a revival)
@@ -542,19 +543,21 @@ fn write_one(
     }
     let staged = StagedNote::from_note(note, target.revisions);
     match t.put(&staged)? {
-        // I27: the version that lost is kept in the same transaction.
+        // I27: the version that lost is kept in the same transaction;
+        // I63: a deletion too, as a deleted leaf.
         ForeignOutcome::Replaced {
             loser,
             loser_revisions,
             ..
-        } if !loser.deleted && !staged.revisions().contains(&loser.version()) => {
-            let unid = replica::conflict_unid(main, &loser.version());
+        } if !staged.revisions().contains(&loser.version()) => {
+            // The UNID replication gives it: of the note it lost at.
+            let unid = replica::conflict_unid(target.unid, &loser.version());
             t.put_conflict(unid, main, &StagedNote::from_note(loser, loser_revisions))?;
         }
         ForeignOutcome::Lost {
             winner_revisions, ..
-        } if !staged.deleted() && !winner_revisions.contains(&staged.version()) => {
-            let unid = replica::conflict_unid(main, &staged.version());
+        } if !winner_revisions.contains(&staged.version()) => {
+            let unid = replica::conflict_unid(target.unid, &staged.version());
             t.put_conflict(unid, main, &staged)?;
         }
         _ => {}

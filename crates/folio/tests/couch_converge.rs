@@ -4,11 +4,14 @@
 //! The same documents are edited concurrently on all three — at the
 //! doors, natively on the second server, and in PouchDB — and the syncs
 //! are interrupted by kill -9 of a server in the middle of PouchDB's
-//! `_bulk_docs`. After a full sync all three hold the same revision tree
-//! for every document (the same winner, the same conflicts, the same
-//! deleted leaves), and every edit any of them acknowledged is there:
-//! the last ones each replica made as the winner or a conflict, the
-//! earlier ones as ancestors of a leaf.
+//! `_bulk_docs`. In each round a quarter of the documents is deleted on
+//! one replica while the other two edit it, so deletions race live edits
+//! on all three (at a door, natively, in PouchDB). After a full sync all
+//! three hold the same revision tree for every document (the same
+//! winner, the same conflicts, the same deleted leaves), and every edit
+//! and deletion any of them acknowledged is there: the last ones each
+//! replica made as a leaf (the winner, a conflict or a deleted leaf), the
+//! earlier ones as ancestors of a leaf (design.md I63).
 
 mod common;
 #[path = "couch/support.rs"]
@@ -126,20 +129,75 @@ fn leaf_revs(tree: &[Value]) -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-/// An edit at a door of the document's current winner: its new revision.
+/// An edit at a door of the document's current winner (a revival when
+/// every leaf there is deleted): its new revision.
 fn door_edit(db: &str, id: &str, value: &str) -> String {
     let url = format!("{db}/{}", encode(id));
-    let mut doc = ok("GET", &url, ALICE, None);
+    let (status, mut doc) = req("GET", &url, Some(ALICE), None);
+    if status == 404 {
+        doc = json!({"_id": id});
+    }
     doc["v"] = json!(value);
     let r = ok("PUT", &url, ALICE, Some(doc));
     r["rev"].as_str().unwrap().to_string()
+}
+
+/// A deletion at a door of the document's current winner (an edit when
+/// it is deleted there already): its new revision.
+fn door_delete(db: &str, id: &str, value: &str) -> String {
+    let url = format!("{db}/{}", encode(id));
+    let (status, doc) = req("GET", &url, Some(ALICE), None);
+    if status == 404 {
+        return door_edit(db, id, value);
+    }
+    let rev = doc["_rev"].as_str().unwrap();
+    let r = ok("DELETE", &format!("{url}?rev={rev}"), ALICE, None);
+    r["rev"].as_str().unwrap().to_string()
+}
+
+/// A native deletion of the document's note on server `s`: the revision
+/// the door shows for the stub it made (the deleted leaf that was not
+/// there before). A note that is a stub already is deleted at the door.
+fn native_delete(s: &Server, id: &str, value: &str) -> String {
+    let door = format!("{}/{DB}/{id}?open_revs=all", couch_url(s));
+    let dead = |s: &Value| -> BTreeSet<String> {
+        s.as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["ok"]["_deleted"] == json!(true))
+            .map(|l| l["ok"]["_rev"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before = dead(&ok("GET", &door, ALICE, None));
+    let url = format!("http://{}/db/{DB}.fdb/docs/{id}", s.http);
+    let (status, _) = req("DELETE", &url, Some(ALICE), None);
+    if status != 200 {
+        return door_delete(&format!("{}/{DB}", couch_url(s)), id, value);
+    }
+    let after = dead(&ok("GET", &door, ALICE, None));
+    let new: Vec<&String> = after.difference(&before).collect();
+    assert_eq!(
+        new.len(),
+        1,
+        "{id}: one new deleted leaf: {before:?} {after:?}"
+    );
+    new[0].clone()
 }
 
 /// A native edit of the document's note on server `s` (its UNID): the
 /// revision the door shows for the version it made, found by content.
 fn native_edit(s: &Server, id: &str, value: &str) -> String {
     let url = format!("http://{}/db/{DB}.fdb/docs/{id}", s.http);
-    ok("PUT", &url, ALICE, Some(json!({"v": value})));
+    let (status, _) = req(
+        "PUT",
+        &url,
+        Some(ALICE),
+        Some(&json!({"v": value}).to_string()),
+    );
+    if status != 200 {
+        // The note is a stub here: a revival at the door instead.
+        return door_edit(&format!("{}/{DB}", couch_url(s)), id, value);
+    }
     let door = format!("{}/{DB}/{id}?open_revs=all", couch_url(s));
     let leaves = ok("GET", &door, ALICE, None);
     leaves
@@ -154,9 +212,13 @@ fn native_edit(s: &Server, id: &str, value: &str) -> String {
         .to_string()
 }
 
-/// An edit in PouchDB of its current winner: its new revision.
+/// An edit in PouchDB of its current winner (a revival when it is
+/// deleted there): its new revision.
 fn pouch_edit(p: &mut Pouch, id: &str, value: &str) -> String {
     let mut doc = p.call(json!({"op": "get", "id": id}));
+    if doc["status"] == json!(404) {
+        doc = json!({"_id": id});
+    }
     assert!(doc.get("error").is_none(), "{id}: {doc}");
     doc["v"] = json!(value);
     let r = p.call(json!({"op": "put", "doc": doc}));
@@ -164,10 +226,89 @@ fn pouch_edit(p: &mut Pouch, id: &str, value: &str) -> String {
     r["rev"].as_str().unwrap().to_string()
 }
 
+/// A deletion in PouchDB of its current winner (an edit when it is
+/// deleted there already): its new revision.
+fn pouch_delete(p: &mut Pouch, id: &str, value: &str) -> String {
+    let doc = p.call(json!({"op": "get", "id": id}));
+    if doc["status"] == json!(404) {
+        return pouch_edit(p, id, value);
+    }
+    let r = p.call(json!({"op": "remove", "id": id, "rev": doc["_rev"]}));
+    assert_eq!(r["ok"], json!(true), "{r}");
+    r["rev"].as_str().unwrap().to_string()
+}
+
+/// Which replica deletes document `i` in round `round` (the other two
+/// edit it): a quarter of the documents each round, a different replica
+/// in each round, none for the last quarter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Deleter {
+    A,
+    B,
+    Pouch,
+    Nobody,
+}
+
+fn deleter(i: usize, round: usize) -> Deleter {
+    match (i + round) % 4 {
+        0 => Deleter::A,
+        1 => Deleter::B,
+        2 => Deleter::Pouch,
+        _ => Deleter::Nobody,
+    }
+}
+
+/// One round: every document edited or deleted on all three replicas,
+/// apart; each revision made, by replica.
+fn round(
+    ids: &[String],
+    n: usize,
+    (db_a, db_b, b): (&str, &str, &Server),
+    p: &mut Pouch,
+) -> Vec<Acked> {
+    let mut made = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let who = deleter(i, n);
+        let value = |r: &str| format!("{r}{n}-{id}");
+        let rev = if who == Deleter::A {
+            door_delete(db_a, id, &value("a"))
+        } else {
+            door_edit(db_a, id, &value("a"))
+        };
+        made.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "a door",
+        });
+        let rev = match (i < DOOR_DOCS, who == Deleter::B) {
+            (true, true) => door_delete(db_b, id, &value("b")),
+            (true, false) => door_edit(db_b, id, &value("b")),
+            (false, true) => native_delete(b, id, &value("b")),
+            (false, false) => native_edit(b, id, &value("b")),
+        };
+        made.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "b",
+        });
+        let rev = if who == Deleter::Pouch {
+            pouch_delete(p, id, &value("p"))
+        } else {
+            pouch_edit(p, id, &value("p"))
+        };
+        made.push(Acked {
+            id: id.clone(),
+            rev,
+            by: "pouch",
+        });
+    }
+    made
+}
+
 /// Starts PouchDB pushing `p`'s changes to the server's door and kills
-/// the server with SIGKILL as soon as the first of its `_bulk_docs`
-/// batches has landed (the door's document count has moved), so the
-/// push is cut in the middle. Returns the restarted server and the
+/// the server with SIGKILL as soon as two of its `_bulk_docs` batches
+/// have landed (the door's document count has moved by more than a
+/// batch), so the push is cut in the middle. Returns the restarted server and the
 /// revisions PouchDB saw acknowledged before the kill, each of which the
 /// restarted server holds.
 fn push_and_kill(
@@ -180,9 +321,13 @@ fn push_and_kill(
     let before = ok("GET", &db, ALICE, None)["doc_count"].as_u64().unwrap();
     p.call(json!({"op": "remote", "url": db}));
     p.send(json!({"op": "push_tracked", "batch_size": 10}));
+    // More than one batch (of 10) has landed: PouchDB reports a batch once
+    // it is acknowledged and checkpointed, before it sends the next, so
+    // at least one is reported (one batch alone may move the count, by
+    // revivals of documents deleted here, and be cut before its answer).
     loop {
         let count = ok("GET", &db, ALICE, None)["doc_count"].as_u64().unwrap();
-        if count > before {
+        if count > before + 10 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -274,34 +419,10 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     p.replicate("pull");
     assert_eq!(p.all().len(), DOOR_DOCS + NATIVE_DOCS);
 
-    // Round 1: every document edited on all three, apart; many new
-    // documents in PouchDB.
-    let mut acked: Vec<Acked> = Vec::new();
+    // Round 1: every document edited or deleted on all three, apart;
+    // many new documents in PouchDB.
     let db_b = format!("{}/{DB}", couch_url(&b));
-    for (i, id) in ids.iter().enumerate() {
-        let rev = door_edit(&db_a, id, &format!("a1-{id}"));
-        acked.push(Acked {
-            id: id.clone(),
-            rev,
-            by: "a door",
-        });
-        let rev = if i < DOOR_DOCS {
-            door_edit(&db_b, id, &format!("b1-{id}"))
-        } else {
-            native_edit(&b, id, &format!("b1-{id}"))
-        };
-        acked.push(Acked {
-            id: id.clone(),
-            rev,
-            by: "b",
-        });
-        let rev = pouch_edit(&mut p, id, &format!("p1-{id}"));
-        acked.push(Acked {
-            id: id.clone(),
-            rev,
-            by: "pouch",
-        });
-    }
+    let mut acked = round(&ids, 1, (&db_a, &db_b, &b), &mut p);
     let pad = "x".repeat(3000);
     let news: Vec<Value> = (0..400)
         .map(|i| json!({"_id": format!("p{i:03}"), "v": "p1", "pad": pad}))
@@ -325,33 +446,10 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     // A partial native replication between them.
     a.replicate_with(&b, &format!("{DB}.fdb"), &["--direction", "pull"]);
 
-    // Round 2: each edits its own winner again; these are the last edits,
-    // so each must end as the winner or a conflict.
-    let mut last: Vec<Acked> = Vec::new();
-    for (i, id) in ids.iter().enumerate() {
-        let rev = door_edit(&db_a, id, &format!("a2-{id}"));
-        last.push(Acked {
-            id: id.clone(),
-            rev,
-            by: "a door",
-        });
-        let rev = if i < DOOR_DOCS {
-            door_edit(&db_b, id, &format!("b2-{id}"))
-        } else {
-            native_edit(&b, id, &format!("b2-{id}"))
-        };
-        last.push(Acked {
-            id: id.clone(),
-            rev,
-            by: "b",
-        });
-        let rev = pouch_edit(&mut p, id, &format!("p2-{id}"));
-        last.push(Acked {
-            id: id.clone(),
-            rev,
-            by: "pouch",
-        });
-    }
+    // Round 2: each edits or deletes its own winner again (another
+    // replica deleting); these are the last revisions, so each must end
+    // as a leaf: the winner, a conflict or a deleted leaf.
+    let last = round(&ids, 2, (&db_a, &db_b, &b), &mut p);
 
     full_sync(&mut p, &a, &b);
 
@@ -368,7 +466,8 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
             assert!(same(l, r), "{what} differ:\n{l}\n{r}");
         }
     }
-    // Concurrent edits made conflicts, and they are the same everywhere.
+    // Concurrent edits made conflicts, and they are the same everywhere;
+    // the deletions that raced them are deleted leaves beside them.
     let conflicted = tree_a
         .iter()
         .filter(|d| d["leaves"].as_array().unwrap().len() > 1)
@@ -376,6 +475,18 @@ fn two_folio_servers_and_pouchdb_converge_through_edits_and_kills() {
     assert!(
         conflicted >= ids.len(),
         "{conflicted} documents in conflict"
+    );
+    let beside_live = tree_a
+        .iter()
+        .filter(|d| {
+            let l = d["leaves"].as_array().unwrap();
+            l.iter().any(|x| x["_deleted"] == json!(true))
+                && l.iter().any(|x| x["_deleted"] != json!(true))
+        })
+        .count();
+    assert!(
+        beside_live >= ids.len() / 2,
+        "{beside_live} documents with a deleted leaf beside a live one"
     );
 
     let known = known_revs(&tree_a);

@@ -69,3 +69,49 @@ fn stubs_older_than_the_interval_are_purged_and_nothing_else() {
     drop(db);
     engine.close().unwrap();
 }
+
+/// A stub whose sequence time is no clock's (a CouchDB revision stored at
+/// the door has one before 1979) is as old as the time it was stored:
+/// its modified time. Purging by the sequence time alone removed every
+/// such stub at the next start (design.md I63).
+#[test]
+fn a_stub_stored_with_an_ordering_time_is_aged_by_when_it_was_stored() {
+    use nsf::{ForeignNote, OriginatorId, Unid};
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut cfg = common::config(true);
+    cfg.clock = clock.clone();
+    let (engine, _) = Engine::open(Arc::new(MemBackend::new()), cfg).unwrap();
+    let db = engine.create_database("o.fdb", "").unwrap();
+    let stub = |n: u8, modified: Timestamp| ForeignNote {
+        oid: OriginatorId {
+            unid: Unid([n; 16]),
+            seq_num: 2,
+            seq_time: Timestamp(123_456),
+        },
+        created: modified,
+        modified,
+        deleted: true,
+        items: Vec::new(),
+        attachments: Vec::new(),
+        revisions: Vec::new(),
+    };
+    db.put_foreign(stub(1, T0)).unwrap();
+    db.put_foreign(stub(2, Timestamp(T0.0 - 100 * DAY)))
+        .unwrap();
+    let ninety = Duration::from_secs(90 * 86_400);
+    assert_eq!(
+        db.purge_stubs(ninety).unwrap(),
+        1,
+        "only the one stored 100 days ago"
+    );
+    assert!(db.get_with_revisions(Unid([1; 16])).unwrap().is_some());
+    assert!(db.get_with_revisions(Unid([2; 16])).unwrap().is_none());
+    clock.set(Timestamp(T0.0 + 91 * DAY));
+    assert_eq!(
+        db.purge_stubs(ninety).unwrap(),
+        1,
+        "and the other 91 days on"
+    );
+    drop(db);
+    engine.close().unwrap();
+}

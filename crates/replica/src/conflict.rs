@@ -13,15 +13,18 @@
 //! the winner was made from (it is among the winner's revisions) is simply
 //! superseded: that is an ordinary update arriving. A loser the winner was
 //! *not* made from is a concurrent edit, and is kept as a conflict
-//! document — unless the loser is a deletion stub, which has nothing to
-//! keep. So, delete versus edit:
+//! document — a deletion stub too, as a conflict document that is itself
+//! a stub, so a deletion that loses is still a deleted leaf of the
+//! document's revision tree (design.md I63: every acknowledged version,
+//! deleted or live, stays a leaf or an ancestor). So, delete versus edit:
 //!
 //! ```text
 //!   winner      loser (concurrent)   result
 //!   edit        edit                 winner; loser kept as conflict document
 //!   deletion    edit                 deleted; the edit kept as conflict document
-//!   edit        deletion             the document lives on; the deletion is dropped
-//!   deletion    deletion             deleted
+//!   edit        deletion             the document lives on; the deletion kept
+//!                                    as a conflict document that is a stub
+//!   deletion    deletion             deleted; the other kept as a conflict stub
 //! ```
 //!
 //! **Who makes the conflict document**: the target, when a write meets a
@@ -61,15 +64,13 @@ pub enum Decision {
     /// that wins).
     Newer,
     /// Held at a higher version not made from the offered one: fetch it,
-    /// to keep it as a conflict document.
+    /// to keep it as a conflict document (a deletion stub as a conflict
+    /// stub).
     Loser,
     /// Held at this very version: skip.
     Same,
     /// Held at a version made from the offered one: skip.
     Ancestor,
-    /// A deletion stub losing to a concurrent version held: skip (a lost
-    /// deletion leaves nothing to keep).
-    DeletionLoses,
 }
 
 impl Decision {
@@ -90,8 +91,6 @@ pub fn decide<V: Version>(offered: &Entry<V>, held: Option<&Held<V>>) -> Decisio
         Decision::Newer
     } else if held.revisions.contains(&offered.version) {
         Decision::Ancestor
-    } else if offered.deleted {
-        Decision::DeletionLoses
     } else {
         Decision::Loser
     }
@@ -129,6 +128,9 @@ pub struct ConflictDoc<V, N> {
     pub version: V,
     /// The losing version's revisions.
     pub revisions: Vec<V>,
+    /// Whether the losing version is a deletion stub (the conflict
+    /// document is then a stub too: a deleted leaf).
+    pub deleted: bool,
     /// The losing content's size.
     pub size: u64,
     /// The losing content; the store marks it `$Conflict`.
@@ -143,6 +145,7 @@ impl<V: Version, N: Clone> ConflictDoc<V, N> {
             response_to: loser.unid,
             version: loser.version.clone(),
             revisions: loser.revisions.clone(),
+            deleted: loser.deleted,
             size: loser.size,
             body: loser.body.clone(),
         }
@@ -155,14 +158,11 @@ pub fn resolve<V: Version, N: Clone>(
     applied: &Applied<V, N>,
 ) -> Option<ConflictDoc<V, N>> {
     match applied {
-        Applied::Replaced { loser }
-            if !loser.deleted && !incoming.revisions.contains(&loser.version) =>
-        {
+        // I63: a concurrent loser is kept whether it is live or a stub.
+        Applied::Replaced { loser } if !incoming.revisions.contains(&loser.version) => {
             Some(ConflictDoc::keeping(loser))
         }
-        Applied::Lost { winner }
-            if !incoming.deleted && !winner.revisions.contains(&incoming.version) =>
-        {
+        Applied::Lost { winner } if !winner.revisions.contains(&incoming.version) => {
             Some(ConflictDoc::keeping(incoming))
         }
         _ => None,
@@ -254,7 +254,8 @@ mod tests {
         );
         assert_eq!(
             decide(&entry(V(2, 5), true), Some(&held(V(3, 1), false, vec![]))),
-            Decision::DeletionLoses
+            Decision::Loser,
+            "a concurrent deletion that loses is fetched to be kept as a deleted leaf"
         );
         assert!(Decision::Loser.wanted() && !Decision::Ancestor.wanted());
     }
@@ -287,11 +288,23 @@ mod tests {
             },
         );
         assert_eq!(kept.map(|d| d.version), Some(V(2, 2)));
-        // An edit wins over a concurrent deletion: nothing to keep.
+        // An edit wins over a concurrent deletion: the deletion is kept
+        // as a conflict document that is a stub (a deleted leaf).
         let late_edit = env(V(4, 1), false, vec![V(3, 0)]);
+        let kept = resolve(
+            &late_edit,
+            &Applied::Replaced {
+                loser: stub.clone(),
+            },
+        )
+        .expect("the deletion is kept");
+        assert_eq!((kept.version, kept.deleted), (V(3, 1), true));
+        assert_eq!(kept.unid, conflict_unid(X, &V(3, 1)));
+        // An edit made from the deletion (a revival): nothing to keep.
+        let revival = env(V(4, 1), false, vec![V(3, 1)]);
         assert_eq!(
             resolve(
-                &late_edit,
+                &revival,
                 &Applied::Replaced {
                     loser: stub.clone()
                 }
@@ -301,11 +314,21 @@ mod tests {
         // A deletion arriving after the edit it deleted: no conflict.
         let plain = env(V(3, 1), true, vec![V(1, 1), V(2, 2)]);
         assert_eq!(resolve(&plain, &Applied::Replaced { loser: edit }), None);
-        // A losing incoming deletion leaves nothing either.
+        // A losing incoming deletion is kept too, the same document
+        // whichever replica meets the pair.
         let lost = Applied::Lost {
             winner: held(V(9, 9), false, vec![]),
         };
-        assert_eq!(resolve(&stub, &lost), None);
+        let kept = resolve(&stub, &lost).expect("the losing deletion is kept");
+        assert_eq!(
+            (kept.unid, kept.deleted),
+            (conflict_unid(X, &V(3, 1)), true)
+        );
+        // One that the winner was made from is not.
+        let after = Applied::Lost {
+            winner: held(V(9, 9), false, vec![V(3, 1)]),
+        };
+        assert_eq!(resolve(&stub, &after), None);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! Throughout, no history runs ahead of what its target holds (I26). Once
 //! every replica has replicated with every other, they hold identical
 //! documents, conflict documents and stubs, and no edit is lost: every
-//! version a user made is the final document, one it was made from, or
-//! kept in a conflict document.
+//! version a user made, deletion stubs included, is the final document,
+//! one it was made from, or kept in a conflict document (a losing
+//! deletion as a conflict stub, design.md I63).
 
 mod common;
 
@@ -15,7 +16,6 @@ use nsf::Unid;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use replica::testkit::{Body, Cluster, Faults, ModelVersion, Spec};
-use std::collections::BTreeSet;
 
 /// Documents the operations touch.
 const DOCS: u32 = 6;
@@ -107,19 +107,16 @@ impl Fault {
     }
 }
 
-/// What users did: every live version made, and every version a user
-/// deleted (what a deletion stub was made from).
+/// What users did: every version made, live or a deletion stub.
 #[derive(Default)]
 struct Made {
     versions: Vec<(Unid, ModelVersion)>,
-    deleted: BTreeSet<(Unid, ModelVersion)>,
 }
 
 /// Runs `ops` on `n` replicas.
 fn play(n: usize, ops: &[Op]) -> (Cluster, Made) {
     let mut c = Cluster::new(n);
     let mut made = Vec::new();
-    let mut deleted = BTreeSet::new();
     for (step, op) in ops.iter().enumerate() {
         // Coarse clocks: different replicas often edit "at the same time".
         let clock = (step / 3) as i64;
@@ -141,9 +138,8 @@ fn play(n: usize, ops: &[Op]) -> (Cluster, Made) {
             Op::Delete { replica, doc } => {
                 let db = &mut c.dbs[replica % n];
                 db.set_clock(clock);
-                if db.delete(unid(doc)).is_some() {
-                    let stub = db.doc(unid(doc)).expect("the stub");
-                    deleted.extend(stub.revisions.iter().map(|v| (unid(doc), *v)));
+                if let Some(stub) = db.delete(unid(doc)) {
+                    made.push((unid(doc), stub));
                 }
             }
             Op::Attach { replica, doc, size } => {
@@ -197,25 +193,15 @@ fn play(n: usize, ops: &[Op]) -> (Cluster, Made) {
             }
         }
     }
-    (
-        c,
-        Made {
-            versions: made,
-            deleted,
-        },
-    )
+    (c, Made { versions: made })
 }
 
-/// Every version a user made is the final document, among the versions
-/// a document was made from, or kept in a conflict document — unless a
-/// user deleted that very version and the deletion then lost to a
-/// concurrent edit (a lost deletion leaves nothing, §11.4).
+/// Every version a user made, a deletion too, is the final document,
+/// among the versions a document was made from, or kept in a conflict
+/// document (I63; a deletion that lost as a conflict stub, §11.4).
 fn assert_no_edit_lost(c: &Cluster, made: &Made) {
     let docs = c.dbs[0].docs();
     for (unid, version) in &made.versions {
-        if made.deleted.contains(&(*unid, *version)) {
-            continue;
-        }
         let kept = docs.iter().any(|(u, d)| {
             (u == unid || d.body.conflict_of == Some(*unid))
                 && (d.version == *version || d.revisions.contains(version))

@@ -253,10 +253,14 @@ fn an_edit_with_the_higher_version_wins_over_a_concurrent_deletion() {
     let x = c.dbs[0].doc(unid(0)).expect("X");
     assert!(!x.deleted, "the document lives on");
     assert_eq!(x.body.items["Subject"], "b2");
-    assert!(
-        conflict_docs(&c.dbs[0]).is_empty(),
-        "a lost deletion leaves nothing to keep"
-    );
+    // The deletion that lost is kept as a conflict document that is a
+    // stub (a deleted leaf, I63), the same on both replicas.
+    assert_converged(&c);
+    let kept = conflict_docs(&c.dbs[0]);
+    assert_eq!(kept.len(), 1, "the lost deletion is kept: {kept:?}");
+    let stub = kept.values().next().expect("one");
+    assert!(stub.deleted, "kept as a stub: {stub:?}");
+    assert_eq!(stub.body.conflict_of, Some(unid(0)));
 }
 
 #[test]

@@ -23,10 +23,11 @@ use crate::attach;
 use crate::foreign::ForeignOutcome;
 use crate::index::IndexTxn;
 use crate::lineage;
+use crate::note::stub_keeps;
 use crate::records::{load_stored, lookup_unid, store_note};
 use crate::txn::Txn;
 use crate::{AttachmentRef, Item, ItemValue, Note, NoteId, NsfError, NsfResult, Unid};
-use crate::{Version, CONFLICT_ITEMS};
+use crate::{Version, CONFLICT_ITEMS, DESIGN_ITEMS};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use storage::btree;
@@ -68,24 +69,31 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
     /// Writes the conflict document `unid` keeping `content` (a losing
     /// version: a staged note that lost, or a loser a put replaced) as a
     /// response to `response_to`: `content`'s items, sequence number and
-    /// time, marked with `$Conflict` and `$Ref` (design.md §11.4). Decided
-    /// by the version order like any foreign write, so the same document
-    /// arriving again is `AlreadyHave`.
+    /// time, marked with `$Conflict` and `$Ref` (design.md §11.4; a
+    /// losing version of a conflict document keeps the `$Ref` it has, the
+    /// document that one answers). A
+    /// losing deletion stub is kept as a conflict document that is a stub
+    /// (its items are a stub's, which keep the marks: a deleted leaf,
+    /// I63). Decided by the version order like any foreign write, so the
+    /// same document arriving again is `AlreadyHave`.
     pub fn put_conflict(
         &mut self,
         unid: Unid,
         response_to: Unid,
         content: &StagedNote,
     ) -> NsfResult<ForeignOutcome> {
-        if content.note.deleted {
-            return Err(NsfError::BadForeignNote {
-                unid,
-                reason: "a conflict document keeps an edit, not a deletion stub".into(),
-            });
-        }
         self.check_content(&content.note)?;
+        // A losing version of a conflict document answers the document
+        // that conflict document answers, so every leaf of a document is
+        // found from the document itself (design.md §11.9).
+        let response_to = answered(&content.note).unwrap_or(response_to);
         let mut note = content.note.clone();
         note.oid.unid = unid;
+        if note.deleted {
+            // What `store_stub` keeps of a stub (records.rs).
+            note.items
+                .retain(|i| stub_keeps(&i.name) || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0]));
+        }
         note.items.retain(|i| {
             !CONFLICT_ITEMS
                 .iter()
@@ -197,6 +205,16 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
                 winner_deleted: local.deleted,
             }),
         }
+    }
+}
+
+/// The document a conflict document's version answers (its `$Ref`), if
+/// it is one.
+fn answered(note: &Note) -> Option<Unid> {
+    note.item(CONFLICT_ITEMS[0])?;
+    match &note.item(CONFLICT_ITEMS[1])?.value {
+        ItemValue::Text(r) => r.parse().ok(),
+        _ => None,
     }
 }
 

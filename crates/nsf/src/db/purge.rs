@@ -4,8 +4,12 @@
 //! so a stub must outlive the longest time a replica may go without
 //! replicating; after that it is dead weight in every change listing and
 //! every first replication. [`Database::purge_stubs`] removes the stubs
-//! whose deletion (their sequence time, stamped by the engine clock, I22)
-//! is older than the purge interval: the note, its UNID and change
+//! whose deletion is older than the purge interval — by the later of its
+//! sequence time (stamped by the engine clock for a deletion made here,
+//! I22) and its modified time (when a version whose sequence time is no
+//! clock's was stored: a CouchDB revision's is `Rev::order_time`, before
+//! 1979, design.md §11.9, so by it alone every such stub would look
+//! decades old and go at the next start, I63): the note, its UNID and change
 //! sequence index entries, its overflow chain and its revisions, in one
 //! logged transaction. The change sequence does not move (a purge is not
 //! a change: nothing replicates it, like a history, I30).
@@ -18,7 +22,7 @@
 //! ```text
 //!   purge_stubs(age) ─ scan the changes (committed reads): stubs ─▶ candidates
 //!                    ─ one write: for each candidate, under the writer,
-//!                      still a stub and seq_time < now − age? ─▶ remove
+//!                      still a stub and deleted_at < now − age? ─▶ remove
 //! ```
 
 use super::apply::WriteOp;
@@ -75,7 +79,7 @@ pub(super) fn purge(
             continue;
         };
         let (note, stored) = load_stored(txn, unid, id)?;
-        if !note.deleted || note.oid.seq_time.0 >= cutoff {
+        if !note.deleted || deleted_at(&note) >= cutoff {
             continue;
         }
         free_stored(txn, id, stored)?;
@@ -88,4 +92,11 @@ pub(super) fn purge(
         removed.fetch_add(1, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// When a stub's deletion happened, as far as this file can tell (module
+/// docs): the later of its sequence time and its modified time, in
+/// microseconds.
+fn deleted_at(note: &crate::Note) -> i64 {
+    note.oid.seq_time.0.max(note.modified.0)
 }

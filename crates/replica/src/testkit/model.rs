@@ -413,12 +413,13 @@ impl ForeignStore<ModelVersion, Body> for ModelDb {
 
     fn put_conflict(&mut self, doc: &ConflictDoc<ModelVersion, Body>) -> Result<(), Infallible> {
         let mut body = doc.body.clone();
-        body.conflict_of = Some(doc.response_to);
+        // A losing version of a conflict document answers what it answers.
+        body.conflict_of = body.conflict_of.or(Some(doc.response_to));
         self.put(
             doc.unid,
             Doc {
                 version: doc.version,
-                deleted: false,
+                deleted: doc.deleted,
                 revisions: doc.revisions.clone(),
                 body,
             },
