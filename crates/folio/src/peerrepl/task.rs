@@ -23,7 +23,7 @@
 //! (`client::blocking`, which refuses to run inside a tokio runtime) and
 //! its writes are engine calls that block; and replicating one database
 //! pair at a time means a scheduled run and a one-shot request never run
-//! two sessions over the same histories at once. The thread holds the
+//! two sessions over the same histories at once (design.md I44). The thread holds the
 //! engine weakly, so it never keeps a shutting-down server's engine alive
 //! (the host closes it whoever holds it, and a replication cut short
 //! there resumes from its checkpoint, I26). A scheduled run in progress
