@@ -248,6 +248,16 @@ pub(crate) fn note_value(s: &mut impl PageStoreMut, note: &Note) -> NsfResult<Ve
     store_value(s, &encode_note(note)?)
 }
 
+/// Cuts a note's items to what a stub keeps: [`stub_keeps`]'s (the access
+/// items, conflict marks and CouchDB identity) and `$DesignType` (a
+/// design note's stub stays out of views, change listings and searches,
+/// as the note was). A stub stored by a deletion here and a losing stub
+/// kept as a conflict document (`ForeignTxn::put_conflict`) keep the same.
+pub(crate) fn cut_to_stub(note: &mut Note) {
+    note.items
+        .retain(|i| stub_keeps(&i.name) || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0]));
+}
+
 /// Replaces the live `note` with its deletion stub: its attachments'
 /// pages freed, its items cut to what a stub keeps — [`stub_keeps`]'s
 /// (the access items, conflict marks and CouchDB identity) and `$DesignType` (a design note's stub stays out of views, change
@@ -256,8 +266,7 @@ pub(crate) fn store_stub(txn: &mut Txn<'_>, mut note: Note, stored: Stored) -> N
     for a in note.attachments().cloned().collect::<Vec<_>>() {
         crate::attach::free_blob(txn, &a)?;
     }
-    note.items
-        .retain(|i| stub_keeps(&i.name) || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0]));
+    cut_to_stub(&mut note);
     note.deleted = true;
     bump(&mut note, txn.now());
     store_note(txn, &mut note, Some(stored))

@@ -23,11 +23,10 @@ use crate::attach;
 use crate::foreign::ForeignOutcome;
 use crate::index::IndexTxn;
 use crate::lineage;
-use crate::note::stub_keeps;
-use crate::records::{load_stored, lookup_unid, store_note};
+use crate::records::{cut_to_stub, load_stored, lookup_unid, store_note};
 use crate::txn::Txn;
 use crate::{AttachmentRef, Item, ItemValue, Note, NoteId, NsfError, NsfResult, Unid};
-use crate::{Version, CONFLICT_ITEMS, DESIGN_ITEMS};
+use crate::{Version, CONFLICT_ITEMS};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use storage::btree;
@@ -90,9 +89,7 @@ impl<'a, 'b> ForeignTxn<'a, 'b> {
         let mut note = content.note.clone();
         note.oid.unid = unid;
         if note.deleted {
-            // What `store_stub` keeps of a stub (records.rs).
-            note.items
-                .retain(|i| stub_keeps(&i.name) || i.name.eq_ignore_ascii_case(DESIGN_ITEMS[0]));
+            cut_to_stub(&mut note);
         }
         note.items.retain(|i| {
             !CONFLICT_ITEMS
